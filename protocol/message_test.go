@@ -1,0 +1,180 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestDecodeEveryType(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Message
+	}{
+		{`{"type":"ping","intervalMs":1000}`, Message{Type: TypePing, IntervalMs: 1000}},
+		{`{"type":"subscribe","topic":"feed"}`, Message{Type: TypeSubscribe, Topic: "feed"}},
+		{`{"type":"subscribed","topic":"feed"}`, Message{Type: TypeSubscribed, Topic: "feed"}},
+		{`{"type":"unsubscribed","topic":"feed","reason":"service_unavailable"}`, Message{Type: TypeUnsubscribed, Topic: "feed", Reason: "service_unavailable"}},
+		{`{"type":"update","topic":"feed","seq":42,"data":{"v":[1,2]}}`, Message{Type: TypeUpdate, Topic: "feed", Seq: 42, Data: []byte(`{"v":[1,2]}`)}},
+		{`{"type":"request","id":7,"method":"echo","params":{"x":"y"}}`, Message{Type: TypeRequest, ID: 7, Method: "echo", Params: []byte(`{"x":"y"}`)}},
+		{`{"type":"request","id":8,"method":"time"}`, Message{Type: TypeRequest, ID: 8, Method: "time"}},
+		{`{"type":"response","id":7,"result":{"x":"y"}}`, Message{Type: TypeResponse, ID: 7, Result: []byte(`{"x":"y"}`)}},
+		{`{"type":"response","id":7,"error":{"code":"unknown_method","message":"no"}}`, Message{Type: TypeResponse, ID: 7, Error: &ErrorBody{Code: "unknown_method", Message: "no"}}},
+		{`{"type":"error","code":"bad_json","message":"at offset 3"}`, Message{Type: TypeError, Error: &ErrorBody{Code: "bad_json", Message: "at offset 3"}}},
+		{` { "extra" : [true,false,null] , "type" : "subscribe", "topic":"a\u00e9\n\"" } `, Message{Type: TypeSubscribe, Topic: "aé\n\""}},
+	}
+	for _, c := range cases {
+		got, err := Decode([]byte(c.in))
+		if err != nil {
+			t.Errorf("Decode(%s): %v", c.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Decode(%s) = %+v, want %+v", c.in, got, c.want)
+		}
+		// Encoding and decoding again gives the same message.
+		again, err := Decode(Encode(got))
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Errorf("round trip of %s: %+v, %v", c.in, again, err)
+		}
+	}
+}
+
+func TestDecodeRejectsBadInputWithStableCode(t *testing.T) {
+	cases := []struct{ in, code, field string }{
+		{`not json`, ErrBadJSON, ""},
+		{`{"type":"ping"`, ErrBadJSON, ""},
+		{`{"type":"ping","intervalMs":1000} x`, ErrBadJSON, ""},
+		{`[1,2]`, ErrNotObject, ""},
+		{`"ping"`, ErrNotObject, ""},
+		{`{}`, ErrMissingField, "type"},
+		{`{"type":7}`, ErrWrongType, "type"},
+		{`{"type":"nope"}`, ErrUnknownType, "type"},
+		{`{"type":"ping"}`, ErrMissingField, "intervalMs"},
+		{`{"type":"ping","intervalMs":"1000"}`, ErrWrongType, "intervalMs"},
+		{`{"type":"ping","intervalMs":1.5}`, ErrWrongType, "intervalMs"},
+		{`{"type":"ping","intervalMs":0}`, ErrWrongType, "intervalMs"},
+		{`{"type":"subscribe"}`, ErrMissingField, "topic"},
+		{`{"type":"subscribe","topic":""}`, ErrWrongType, "topic"},
+		{`{"type":"request","method":"echo"}`, ErrMissingField, "id"},
+		{`{"type":"request","id":-1,"method":"echo"}`, ErrWrongType, "id"},
+		{`{"type":"request","id":0,"method":"echo"}`, ErrWrongType, "id"},
+		{`{"type":"request","id":1}`, ErrMissingField, "method"},
+		{`{"type":"request","id":99999999999999999999,"method":"x"}`, ErrWrongType, "id"},
+		{`{"type":"response","id":1}`, ErrMissingField, "result"},
+		{`{"type":"response","id":1,"result":1,"error":{"code":"x"}}`, ErrMissingField, "result"},
+		{`{"type":"response","id":1,"error":"x"}`, ErrWrongType, "error"},
+		{`{"type":"update","topic":"feed","seq":1}`, ErrMissingField, "data"},
+		{"{\"type\":\"subscribe\",\"topic\":\"\xff\"}", ErrBadJSON, ""},
+		{strings.Repeat("[", 100) + strings.Repeat("]", 100), ErrBadJSON, ""},
+		{`{"type":"subscribe","topic":"` + strings.Repeat("x", MaxFrameBytes) + `"}`, ErrTooLarge, ""},
+	}
+	for _, c := range cases {
+		_, err := Decode([]byte(c.in))
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			t.Errorf("Decode(%.60s): error %v is not a *DecodeError", c.in, err)
+			continue
+		}
+		if de.Code != c.code || de.Field != c.field {
+			t.Errorf("Decode(%.60s) = code %q field %q, want %q %q (%v)", c.in, de.Code, de.Field, c.code, c.field, err)
+		}
+	}
+}
+
+func TestEncodeEscapesAndStaysValid(t *testing.T) {
+	m := Message{Type: TypeUnsubscribed, Topic: "a\"b\\c\x01\u2028<>&\xffz", Reason: "r"}
+	b := Encode(m)
+	if !json.Valid(b) {
+		t.Fatalf("invalid JSON: %s", b)
+	}
+	var v struct{ Topic string }
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\"b\\c\x01\u2028<>&\ufffdz"; v.Topic != want {
+		t.Fatalf("topic = %q, want %q", v.Topic, want)
+	}
+	// An invalid raw field becomes null instead of corrupting the frame.
+	b = Encode(Message{Type: TypeResponse, ID: 1, Result: []byte(`{"broken"`)})
+	if string(b) != `{"type":"response","id":1,"result":null}` {
+		t.Fatalf("got %s", b)
+	}
+}
+
+func TestStringUnescapeMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{`"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ud83d\u0041"`, `"\/\b\f\r\t"`, `"\u00"`} {
+		var want string
+		jerr := json.Unmarshal([]byte(s), &want)
+		sc := scanner{b: []byte(s)}
+		got, err := sc.str()
+		if (jerr == nil) != (err == nil) {
+			t.Errorf("%s: encoding/json err %v, ours %v", s, jerr, err)
+			continue
+		}
+		if jerr == nil && got != want {
+			t.Errorf("%s: got %q want %q", s, got, want)
+		}
+	}
+}
+
+// FuzzDecode checks the decoder against encoding/json: anything it accepts
+// is valid JSON, a decoded message survives a round trip, and it never
+// panics.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"ping","intervalMs":1000}`,
+		`{"type":"update","topic":"feed","seq":42,"data":{"a":[1,2.5e3,"x",null,true]}}`,
+		`{"type":"request","id":7,"method":"echo","params":{"text":"hi \u00e9"}}`,
+		`{"type":"response","id":7,"error":{"code":"x","message":"y"}}`,
+		`{"type":"unsubscribed","topic":"feed","reason":"service_unavailable"}`,
+		`{"type":"error","code":"bad_json","message":"m"}`,
+		`[{"type":1}]`, `{"type":"`, `nul`, `-0.0e+1`, `"\ud800"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if Valid(b) && !json.Valid(b) {
+			t.Fatalf("Valid accepts what encoding/json rejects: %q", b)
+		}
+		if len(b) < 60 && utf8.Valid(b) && json.Valid(b) && !Valid(b) {
+			t.Fatalf("Valid rejects what encoding/json accepts: %q", b)
+		}
+		m, err := Decode(b)
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) || de.Code == "" {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("decoded invalid JSON %q", b)
+		}
+		enc := Encode(m)
+		if !json.Valid(enc) {
+			t.Fatalf("encoded invalid JSON %q from %q", enc, b)
+		}
+		again, err := Decode(enc)
+		if err != nil {
+			t.Fatalf("re-decode of %q: %v", enc, err)
+		}
+		if again.Type != m.Type || again.ID != m.ID || again.Topic != m.Topic && utf8.ValidString(m.Topic) || !bytes.Equal(again.Data, m.Data) {
+			t.Fatalf("round trip changed %+v into %+v", m, again)
+		}
+	})
+}
+
+func BenchmarkDecodeUpdate(b *testing.B) {
+	frame := []byte(`{"type":"update","topic":"feed","seq":42,"data":{"ts":1700000000000,"value":12.5}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
