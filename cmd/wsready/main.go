@@ -1,0 +1,43 @@
+//go:build !js
+
+// Command wsready serves the demo and its backend (serve) and runs the
+// fleet simulator (sim).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: wsready <command> [flags]
+
+commands:
+  serve   the backend, the demo page and the WebAssembly client
+  sim     the virtual-time fleet simulator
+
+Run "wsready <command> -h" for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "sim":
+		err = runSim(os.Args[2:], os.Stdout)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "wsready: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wsready:", err)
+		os.Exit(1)
+	}
+}

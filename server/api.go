@@ -1,0 +1,239 @@
+//go:build !js
+
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// Faults is the state of the failure switches, as GET /api/faults returns
+// it. In a POST every field is optional: absent fields keep their state.
+// Restart is a trigger: true drops every connection and refuses new ones
+// for RestartDowntime; false is ignored. It reads true while refusing.
+type Faults struct {
+	Freeze      bool `json:"freeze"`
+	ServiceDown bool `json:"serviceDown"`
+	SlowReplies bool `json:"slowReplies"`
+	Flapping    bool `json:"flapping"`
+	Restart     bool `json:"restart"`
+}
+
+type faultsPatch struct {
+	Freeze      *bool `json:"freeze"`
+	ServiceDown *bool `json:"serviceDown"`
+	SlowReplies *bool `json:"slowReplies"`
+	Flapping    *bool `json:"flapping"`
+	Restart     *bool `json:"restart"`
+}
+
+// ConnStats describes one open connection.
+type ConnStats struct {
+	ID         uint64    `json:"id"`
+	OpenedAt   time.Time `json:"openedAt"`
+	Remote     string    `json:"remote"`
+	Subscribed bool      `json:"subscribed"`
+	Frozen     bool      `json:"frozen"`
+	FramesIn   uint64    `json:"framesIn"`
+	ErrorsSent uint64    `json:"errorsSent"`
+}
+
+// Stats is the server's own accounting, as GET /api/stats returns it.
+type Stats struct {
+	Now              time.Time   `json:"now"`
+	Open             int         `json:"open"`
+	Subscribed       int         `json:"subscribed"`
+	Handshakes       uint64      `json:"handshakes"`       // since start
+	HandshakesWindow uint64      `json:"handshakesWindow"` // since ResetAt
+	RefusedWindow    uint64      `json:"refusedWindow"`    // since ResetAt
+	ResetAt          time.Time   `json:"resetAt"`
+	FeedSeq          int64       `json:"feedSeq"`
+	PingIntervalMs   int64       `json:"pingIntervalMs"`
+	Faults           Faults      `json:"faults"`
+	Connections      []ConnStats `json:"connections"`
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	now := s.opts.Now()
+	frozen := s.gate.isFrozen()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{
+		Now: now, Open: len(s.conns), Handshakes: s.counters.handshakes,
+		HandshakesWindow: s.counters.handshakesWindow, RefusedWindow: s.counters.refused,
+		ResetAt: s.counters.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
+		Faults:      s.faultsLocked(now, frozen),
+		Connections: make([]ConnStats, 0, len(s.conns)),
+	}
+	for _, c := range s.conns {
+		if c.subscribed {
+			st.Subscribed++
+		}
+		st.Connections = append(st.Connections, ConnStats{
+			ID: c.id, OpenedAt: c.openedAt, Remote: c.remote, Subscribed: c.subscribed,
+			Frozen: frozen, FramesIn: c.framesIn, ErrorsSent: c.errorsSent,
+		})
+	}
+	sort.Slice(st.Connections, func(i, j int) bool { return st.Connections[i].ID < st.Connections[j].ID })
+	return st
+}
+
+func (s *Server) faultsLocked(now time.Time, frozen bool) Faults {
+	return Faults{Freeze: frozen, ServiceDown: s.serviceDown, SlowReplies: s.slowReplies,
+		Flapping: s.flapping, Restart: now.Before(s.restartUntil)}
+}
+
+// ResetCounters zeroes the windowed attempt counters so a test can measure
+// one scenario.
+func (s *Server) ResetCounters() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counters.handshakesWindow = 0
+	s.counters.refused = 0
+	s.counters.resetAt = s.opts.Now()
+}
+
+// SetFreeze turns the Freeze switch on or off.
+func (s *Server) SetFreeze(on bool) {
+	s.gate.set(on)
+	s.log.Info("switch", "freeze", on)
+}
+
+// SetServiceDown turns the Service down switch on or off. On: every
+// subscription is dropped with an unsubscribed frame. Off: the service
+// works again for clients that subscribe again.
+func (s *Server) SetServiceDown(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.serviceDown == on {
+		return
+	}
+	s.serviceDown = on
+	if on {
+		frame := protocol.Encode(protocol.Message{Type: protocol.TypeUnsubscribed, Topic: protocol.DefaultTopic, Reason: "service_unavailable"})
+		for _, c := range s.conns {
+			if c.subscribed {
+				c.subscribed = false
+				c.enqueue(frame)
+			}
+		}
+	}
+	s.log.Info("switch", "serviceDown", on)
+}
+
+// SetSlowReplies turns the Slow replies switch on or off.
+func (s *Server) SetSlowReplies(on bool) {
+	s.mu.Lock()
+	s.slowReplies = on
+	s.mu.Unlock()
+	s.log.Info("switch", "slowReplies", on)
+}
+
+// SetFlapping turns the Flapping switch on or off. On: every connection,
+// open or new, is closed FlapAfter after it is accepted (or after the
+// switch, for those already open).
+func (s *Server) SetFlapping(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flapping = on
+	if on {
+		for _, c := range s.conns {
+			select {
+			case c.flap <- struct{}{}:
+			default:
+			}
+		}
+	}
+	s.log.Info("switch", "flapping", on)
+}
+
+// Restart drops every connection with 1012 and refuses new ones for
+// RestartDowntime, as a redeploy would.
+func (s *Server) Restart() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.restartUntil = s.opts.Now().Add(s.opts.RestartDowntime)
+	conns := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.wg.Add(len(conns))
+	s.mu.Unlock()
+	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)
+	for _, c := range conns {
+		go func() {
+			defer s.wg.Done()
+			c.closeWith(protocol.CloseServiceRestart, "server restart")
+		}()
+	}
+}
+
+func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Stats())
+}
+
+func (s *Server) serveFaults(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Stats().Faults)
+}
+
+func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
+	var p faultsPatch
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		msg := "bad JSON: " + err.Error()
+		if strings.Contains(err.Error(), "unknown field") {
+			msg = "unknown switch: " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "; switches are freeze, serviceDown, slowReplies, flapping, restart"
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg})
+		return
+	}
+	if dec.More() {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad JSON: trailing data"})
+		return
+	}
+	if p.Freeze != nil {
+		s.SetFreeze(*p.Freeze)
+	}
+	if p.ServiceDown != nil {
+		s.SetServiceDown(*p.ServiceDown)
+	}
+	if p.SlowReplies != nil {
+		s.SetSlowReplies(*p.SlowReplies)
+	}
+	if p.Flapping != nil {
+		s.SetFlapping(*p.Flapping)
+	}
+	if p.Restart != nil && *p.Restart {
+		s.Restart()
+	}
+	writeJSON(w, http.StatusOK, s.Stats().Faults)
+}
+
+func (s *Server) resetCounters(w http.ResponseWriter, r *http.Request) {
+	s.ResetCounters()
+	writeJSON(w, http.StatusOK, s.Stats())
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, errors.New("encode: "+err.Error()).Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,589 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/wsready/wsready/protocol"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type fixture struct {
+	t   *testing.T
+	srv *Server
+	hs  *httptest.Server
+	url string
+}
+
+func newFixture(t *testing.T, o *Options) *fixture {
+	t.Helper()
+	if o == nil {
+		o = &Options{}
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = 100 * time.Millisecond
+	}
+	if o.FeedInterval == 0 {
+		o.FeedInterval = 20 * time.Millisecond
+	}
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := New(o)
+	hs := httptest.NewServer(srv.Handler())
+	f := &fixture{t: t, srv: srv, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+	})
+	return f
+}
+
+// peer is a raw protocol client: every frame it receives lands in frames.
+type peer struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	frames chan protocol.Message
+	closed chan error
+	cancel context.CancelFunc
+}
+
+func (f *fixture) dial() *peer {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ws, _, err := websocket.Dial(ctx, f.url, nil)
+	if err != nil {
+		cancel()
+		f.t.Fatalf("dial: %v", err)
+	}
+	p := &peer{t: f.t, ws: ws, frames: make(chan protocol.Message, 1024), closed: make(chan error, 1), cancel: cancel}
+	go func() {
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				p.closed <- err
+				return
+			}
+			m, err := protocol.Decode(b)
+			if err != nil {
+				f.t.Errorf("server sent undecodable frame %s: %v", b, err)
+				continue
+			}
+			p.frames <- m
+		}
+	}()
+	f.t.Cleanup(func() {
+		ws.CloseNow()
+		cancel()
+		<-p.closed
+	})
+	return p
+}
+
+func (p *peer) sendRaw(s string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.ws.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
+		p.t.Fatalf("write: %v", err)
+	}
+}
+
+func (p *peer) send(m protocol.Message) { p.sendRaw(string(protocol.Encode(m))) }
+
+// next returns the next frame of type typ, skipping others, or fails after d.
+func (p *peer) next(typ protocol.Type, d time.Duration) protocol.Message {
+	p.t.Helper()
+	m, ok := p.maybe(typ, d)
+	if !ok {
+		p.t.Fatalf("no %s frame within %v", typ, d)
+	}
+	return m
+}
+
+func (p *peer) maybe(typ protocol.Type, d time.Duration) (protocol.Message, bool) {
+	deadline := time.After(d)
+	for {
+		select {
+		case m := <-p.frames:
+			if m.Type == typ {
+				return m, true
+			}
+		case <-deadline:
+			return protocol.Message{}, false
+		}
+	}
+}
+
+// silentFor asserts that no frame at all arrives for d.
+func (p *peer) silentFor(d time.Duration) {
+	p.t.Helper()
+	select {
+	case m := <-p.frames:
+		p.t.Fatalf("expected silence, got %+v", m)
+	case <-time.After(d):
+	}
+}
+
+func (p *peer) closeCode(d time.Duration) websocket.StatusCode {
+	p.t.Helper()
+	select {
+	case err := <-p.closed:
+		p.closed <- err // for Cleanup
+		return websocket.CloseStatus(err)
+	case <-time.After(d):
+		p.t.Fatalf("connection not closed within %v", d)
+		return 0
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPingArrivesAtOnceThenAtTheInterval(t *testing.T) {
+	f := newFixture(t, &Options{PingInterval: 200 * time.Millisecond})
+	start := time.Now()
+	p := f.dial()
+	first := p.next(protocol.TypePing, time.Second)
+	if first.IntervalMs != 200 {
+		t.Fatalf("intervalMs = %d, want 200", first.IntervalMs)
+	}
+	if d := time.Since(start); d > 150*time.Millisecond {
+		t.Fatalf("first ping after %v, want at once", d)
+	}
+	p.next(protocol.TypePing, time.Second)
+	gap := time.Since(start)
+	if gap < 180*time.Millisecond {
+		t.Fatalf("second ping after %v, want about one interval", gap)
+	}
+}
+
+func TestSubscribeIsAcknowledgedAndFeedSeqHasNoGaps(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+	ack := p.next(protocol.TypeSubscribed, time.Second)
+	if ack.Topic != "feed" {
+		t.Fatalf("ack topic %q", ack.Topic)
+	}
+	prev := p.next(protocol.TypeUpdate, time.Second)
+	for range 20 {
+		u := p.next(protocol.TypeUpdate, time.Second)
+		if u.Seq != prev.Seq+1 {
+			t.Fatalf("seq %d after %d", u.Seq, prev.Seq)
+		}
+		if !json.Valid(u.Data) {
+			t.Fatalf("update data %s", u.Data)
+		}
+		prev = u
+	}
+	// Unknown topics are refused with an error frame.
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "nope"})
+	if e := p.next(protocol.TypeError, time.Second); e.Error.Code != protocol.ErrWrongType {
+		t.Fatalf("error code %q", e.Error.Code)
+	}
+}
+
+func TestRequestsAreAnsweredWithTheirID(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 41, Method: "echo", Params: []byte(`{"text":"hi"}`)})
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 42, Method: "time"})
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 43, Method: "nope"})
+	got := map[uint64]protocol.Message{}
+	for len(got) < 3 {
+		r := p.next(protocol.TypeResponse, time.Second)
+		got[r.ID] = r
+	}
+	if string(got[41].Result) != `{"text":"hi"}` {
+		t.Errorf("echo result %s", got[41].Result)
+	}
+	var tm struct{ UnixMs int64 }
+	if err := json.Unmarshal(got[42].Result, &tm); err != nil || tm.UnixMs <= 0 {
+		t.Errorf("time result %s: %v", got[42].Result, err)
+	}
+	if got[43].Error == nil || got[43].Error.Code != protocol.ErrUnknownMethod {
+		t.Errorf("unknown method answered %+v", got[43])
+	}
+}
+
+func TestFreezeSilencesOpenAndNewConnectionsWithoutClosing(t *testing.T) {
+	f := newFixture(t, nil)
+	old := f.dial()
+	old.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+	old.next(protocol.TypeUpdate, time.Second)
+	f.srv.SetFreeze(true)
+	time.Sleep(50 * time.Millisecond) // frames already on the wire may still land
+	for len(old.frames) > 0 {
+		<-old.frames
+	}
+	// A connection opened during the freeze completes its handshake ...
+	fresh := f.dial()
+	fresh.send(protocol.Message{Type: protocol.TypeRequest, ID: 1, Method: "time"})
+	// ... and then neither side hears anything, and nothing closes.
+	old.silentFor(400 * time.Millisecond)
+	fresh.silentFor(50 * time.Millisecond)
+	if st := f.srv.Stats(); st.Open != 2 || !st.Faults.Freeze || !st.Connections[1].Frozen {
+		t.Fatalf("stats during freeze: %+v", st)
+	}
+	f.srv.SetFreeze(false)
+	// Traffic resumes, and the request sent during the freeze is answered.
+	old.next(protocol.TypeUpdate, time.Second)
+	if r := fresh.next(protocol.TypeResponse, time.Second); r.ID != 1 {
+		t.Fatalf("response id %d", r.ID)
+	}
+	fresh.next(protocol.TypePing, time.Second)
+}
+
+func TestFreezeHoldsACloseHandshakeUntilItEnds(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.dial()
+	p.next(protocol.TypePing, time.Second)
+	f.srv.SetFreeze(true)
+	done := make(chan error, 1)
+	go func() { done <- p.ws.Close(websocket.StatusNormalClosure, "bye") }()
+	select {
+	case err := <-done:
+		t.Fatalf("close completed during freeze: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if f.srv.Stats().Open != 1 {
+		t.Fatal("server let go of the frozen connection")
+	}
+	f.srv.SetFreeze(false)
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("close did not complete after the freeze")
+	}
+	waitFor(t, 2*time.Second, "open count 0", func() bool { return f.srv.Stats().Open == 0 })
+}
+
+func TestServiceDownDropsSubscriptionsButKeepsPinging(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+	p.next(protocol.TypeSubscribed, time.Second)
+	f.srv.SetServiceDown(true)
+	u := p.next(protocol.TypeUnsubscribed, time.Second)
+	if u.Reason != "service_unavailable" {
+		t.Fatalf("reason %q", u.Reason)
+	}
+	p.next(protocol.TypePing, time.Second)
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 5, Method: "time"})
+	if m, ok := p.maybe(protocol.TypeSubscribed, 300*time.Millisecond); ok {
+		t.Fatalf("subscribe answered while down: %+v", m)
+	}
+	if _, ok := p.maybe(protocol.TypeResponse, 100*time.Millisecond); ok {
+		t.Fatal("request answered while down")
+	}
+	if _, ok := p.maybe(protocol.TypeUpdate, 100*time.Millisecond); ok {
+		t.Fatal("feed delivered while down")
+	}
+	f.srv.SetServiceDown(false)
+	// No data until the client subscribes again.
+	if _, ok := p.maybe(protocol.TypeUpdate, 200*time.Millisecond); ok {
+		t.Fatal("feed resumed without a new subscribe")
+	}
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+	p.next(protocol.TypeSubscribed, time.Second)
+	p.next(protocol.TypeUpdate, time.Second)
+}
+
+func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
+	f := newFixture(t, &Options{SlowReplyDelay: 400 * time.Millisecond})
+	p := f.dial()
+	f.srv.SetSlowReplies(true)
+	start := time.Now()
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 9, Method: "echo", Params: []byte(`1`)})
+	p.next(protocol.TypePing, time.Second) // pings are unaffected
+	r := p.next(protocol.TypeResponse, 2*time.Second)
+	if d := time.Since(start); d < 380*time.Millisecond || r.ID != 9 {
+		t.Fatalf("response %d after %v", r.ID, d)
+	}
+	f.srv.SetSlowReplies(false)
+	start = time.Now()
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 10, Method: "echo", Params: []byte(`1`)})
+	p.next(protocol.TypeResponse, time.Second)
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Fatalf("reply after switch off took %v", d)
+	}
+}
+
+func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
+	f := newFixture(t, &Options{FlapAfter: 150 * time.Millisecond})
+	open := f.dial()
+	f.srv.SetFlapping(true)
+	if code := open.closeCode(2 * time.Second); code != protocol.CloseFlapping {
+		t.Fatalf("open connection closed with %d", code)
+	}
+	start := time.Now()
+	p := f.dial()
+	if code := p.closeCode(2 * time.Second); code != protocol.CloseFlapping {
+		t.Fatalf("new connection closed with %d", code)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond || d > 1500*time.Millisecond {
+		t.Fatalf("closed after %v", d)
+	}
+	f.srv.SetFlapping(false)
+	q := f.dial()
+	q.next(protocol.TypePing, time.Second)
+	q.silentFor(0)
+	if _, ok := q.maybe(protocol.TypePing, 400*time.Millisecond); !ok {
+		t.Fatal("connection after flapping is off did not stay")
+	}
+}
+
+func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
+	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond})
+	a, b := f.dial(), f.dial()
+	f.srv.Restart()
+	for _, p := range []*peer{a, b} {
+		if code := p.closeCode(2 * time.Second); code != protocol.CloseServiceRestart {
+			t.Fatalf("closed with %d, want 1012", code)
+		}
+	}
+	_, resp, err := websocket.Dial(context.Background(), f.url, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("dial during restart: err %v resp %+v", err, resp)
+	}
+	if !f.srv.Stats().Faults.Restart {
+		t.Fatal("stats do not show the restart")
+	}
+	time.Sleep(600 * time.Millisecond)
+	c := f.dial()
+	c.next(protocol.TypePing, time.Second)
+	if st := f.srv.Stats(); st.Faults.Restart || st.RefusedWindow != 1 {
+		t.Fatalf("after downtime: %+v", st)
+	}
+}
+
+func TestCountersMatchWhatTheClientsDid(t *testing.T) {
+	f := newFixture(t, nil)
+	f.srv.ResetCounters()
+	const n = 5
+	var peers []*peer
+	for range n {
+		p := f.dial()
+		p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+		p.next(protocol.TypeSubscribed, time.Second)
+		peers = append(peers, p)
+	}
+	st := f.srv.Stats()
+	if st.Open != n || st.HandshakesWindow != n || st.Handshakes != n || st.Subscribed != n || len(st.Connections) != n {
+		t.Fatalf("stats after %d dials: %+v", n, st)
+	}
+	for _, p := range peers {
+		p.ws.Close(websocket.StatusNormalClosure, "")
+	}
+	waitFor(t, 2*time.Second, "open count 0", func() bool { return f.srv.Stats().Open == 0 })
+	f.srv.ResetCounters()
+	if st := f.srv.Stats(); st.HandshakesWindow != 0 || st.Handshakes != n {
+		t.Fatalf("after reset: %+v", st)
+	}
+}
+
+func TestBadInputGetsAnErrorFrameAndTheConnectionStays(t *testing.T) {
+	f := newFixture(t, nil)
+	bad, neighbour := f.dial(), f.dial()
+	neighbour.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+	neighbour.next(protocol.TypeSubscribed, time.Second)
+	cases := []struct{ frame, code string }{
+		{`hello`, protocol.ErrBadJSON},
+		{`[1]`, protocol.ErrNotObject},
+		{`{"type":"dance"}`, protocol.ErrUnknownType},
+		{`{"type":"request","method":"echo"}`, protocol.ErrMissingField},
+		{`{"type":"request","id":"7","method":"echo"}`, protocol.ErrWrongType},
+		{`{"type":"ping","intervalMs":5}`, protocol.ErrUnexpected},
+	}
+	for _, c := range cases {
+		bad.sendRaw(c.frame)
+		e := bad.next(protocol.TypeError, time.Second)
+		if e.Error.Code != c.code {
+			t.Errorf("%s: code %q want %q", c.frame, e.Error.Code, c.code)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	bad.ws.Write(ctx, websocket.MessageBinary, []byte{1, 2, 3})
+	if e := bad.next(protocol.TypeError, time.Second); e.Error.Code != protocol.ErrNotText {
+		t.Errorf("binary frame: %q", e.Error.Code)
+	}
+	// Still usable after all of that.
+	bad.send(protocol.Message{Type: protocol.TypeRequest, ID: 1, Method: "echo", Params: []byte(`"ok"`)})
+	if r := bad.next(protocol.TypeResponse, time.Second); string(r.Result) != `"ok"` {
+		t.Fatalf("after bad input: %+v", r)
+	}
+	// An oversized frame closes that connection with 1009 and nothing else.
+	bad.sendRaw(`{"type":"request","id":2,"method":"echo","params":"` + strings.Repeat("x", protocol.MaxFrameBytes) + `"}`)
+	if code := bad.closeCode(2 * time.Second); code != websocket.StatusMessageTooBig {
+		t.Fatalf("oversized frame closed with %d", code)
+	}
+	neighbour.next(protocol.TypeUpdate, time.Second)
+	neighbour.send(protocol.Message{Type: protocol.TypeRequest, ID: 3, Method: "time"})
+	neighbour.next(protocol.TypeResponse, time.Second)
+}
+
+func TestCrossOriginUpgradeNeedsTheFlag(t *testing.T) {
+	f := newFixture(t, nil)
+	hdr := http.Header{"Origin": {"http://evil.example"}}
+	_, resp, err := websocket.Dial(context.Background(), f.url, &websocket.DialOptions{HTTPHeader: hdr})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin dial: %v %+v", err, resp)
+	}
+	g := newFixture(t, &Options{OriginPatterns: []string{"evil.example"}})
+	ws, _, err := websocket.Dial(context.Background(), g.url, &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		t.Fatalf("listed origin refused: %v", err)
+	}
+	ws.CloseNow()
+}
+
+func TestFaultsAPIRejectsBadInput(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, body := range []string{`{"freeze":tru`, `{"explode":true}`, `{"freeze":"yes"}`, `{"freeze":true} {}`} {
+		resp, err := http.Post(f.hs.URL+"/api/faults", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || e.Error == "" {
+			t.Errorf("%s: status %d error %q", body, resp.StatusCode, e.Error)
+		}
+	}
+	if f.srv.Stats().Faults.Freeze {
+		t.Fatal("a rejected request changed a switch")
+	}
+	resp, err := http.Post(f.hs.URL+"/api/faults", "application/json", strings.NewReader(`{"slowReplies":true,"serviceDown":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Faults
+	json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if !got.SlowReplies || !got.ServiceDown || got.Freeze {
+		t.Fatalf("faults after POST: %+v", got)
+	}
+	resp, err = http.Get(f.hs.URL + "/api/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Stats
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if !st.Faults.SlowReplies || st.PingIntervalMs != 100 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestStaticServesPrecompressedWasmWithValidators(t *testing.T) {
+	fsys := fstest.MapFS{
+		"index.html":       {Data: []byte("<!doctype html>")},
+		"wsready.wasm":     {Data: []byte("\x00asm raw")},
+		"wsready.wasm.gz":  {Data: []byte("gzipped")},
+		"nested/other.css": {Data: []byte("body{}")},
+	}
+	f := newFixture(t, &Options{Static: fsys})
+	req, _ := http.NewRequest("GET", f.hs.URL+"/wsready.wasm", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "application/wasm" || resp.Header.Get("Content-Encoding") != "gzip" || string(body) != "gzipped" {
+		t.Fatalf("wasm: %v %q", resp.Header, body)
+	}
+	etag := resp.Header.Get("ETag")
+	req.Header.Set("If-None-Match", etag)
+	resp, err = http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("revalidation status %d", resp.StatusCode)
+	}
+	req.Header.Del("If-None-Match")
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err = http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "\x00asm raw" || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("identity: %q %v", body, resp.Header)
+	}
+	for path, want := range map[string]int{"/": 200, "/nested/other.css": 200, "/missing": 404, "/../server.go": 404} {
+		resp, err := http.Get(f.hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
+	o := &Options{PingInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv := New(o)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	srv.SetFreeze(true)
+	srv.SetSlowReplies(true)
+	done := make(chan struct{})
+	go func() { srv.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung")
+	}
+	if err := <-readErr; websocket.CloseStatus(err) != websocket.StatusGoingAway && !errors.Is(err, io.EOF) {
+		t.Fatalf("client saw %v, want 1001", err)
+	}
+}
