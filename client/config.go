@@ -1,0 +1,124 @@
+package client
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// Features switches on the demo's fixes one by one. Stage(n) turns on the
+// first n; each is also usable alone.
+type Features struct {
+	// Registry (stage 1): every request settles. Requests time out after
+	// RequestTimeout and are rejected when their connection closes.
+	Registry bool
+	// Heartbeat (stage 2): the protocol layer. The watchdog closes a socket
+	// whose pings stopped and reconnects without waiting for the close event.
+	Heartbeat bool
+	// StaleFilter (stage 3): only the current socket may change state.
+	StaleFilter bool
+	// Service (stage 4): the service layer. Subscribe after open, resend on
+	// timeout, resubscribe on unsubscribed, never drop a healthy socket for it.
+	Service bool
+	// Backoff (stage 5): every reconnect follows Policy; the backoff resets
+	// only after Cooldown of continuous READY; offline cancels a scheduled
+	// reconnect and online reconnects after a small random delay. Without
+	// it, the client reconnects NaiveDelay after a close (and at once after
+	// the watchdog fires) and ignores offline/online.
+	Backoff bool
+}
+
+// Config configures a Core. Zero durations take the defaults shown.
+type Config struct {
+	// Stage is informational: the stage preset this config came from, or -1.
+	Stage    int
+	Features Features
+	// Topic to subscribe to. Default protocol.DefaultTopic ("feed").
+	Topic string
+	// RequestTimeout bounds each request (Registry). Default 5s.
+	RequestTimeout time.Duration
+	// FirstPingTimeout is how long after open the first ping may take
+	// (Heartbeat). Default 3s. After a ping the deadline is two intervals,
+	// the interval being the one the server announced in that ping.
+	FirstPingTimeout time.Duration
+	// SubscribeTimeout is how long to wait for "subscribed" before
+	// subscribing again on the same socket (Service). Default 2s.
+	SubscribeTimeout time.Duration
+	// ConnectTimeout bounds a dial: a socket not open by then is closed and
+	// counts as a failed attempt. Default 10s.
+	ConnectTimeout time.Duration
+	// NaiveDelay is the reconnect delay without Backoff. Default 1s.
+	NaiveDelay time.Duration
+	// Policy chooses reconnect delays with Backoff. Default
+	// FullJitter{Base: 1s, Cap: 30s}.
+	Policy Policy
+	// Cooldown is how long the client must stay READY before the backoff
+	// resets (Backoff). Default 5s.
+	Cooldown time.Duration
+	// OnlineDelay is the upper bound of the random delay before reconnecting
+	// when the network comes back (Backoff). Default 500ms.
+	OnlineDelay time.Duration
+	// Rand returns uniform numbers in [0, 1) for jitter. Required: the core
+	// draws no randomness of its own, so a simulation can seed it.
+	Rand func() float64
+	// Trace makes the core emit EffLog effects describing what it does (for
+	// the demo's event log). Default off.
+	Trace bool
+}
+
+// ErrBadStage is returned for a stage outside 0..5.
+var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4 or 5")
+
+// MaxStage is the last demo stage.
+const MaxStage = 5
+
+// StageFeatures returns the fixes stage n turns on.
+func StageFeatures(n int) (Features, error) {
+	if n < 0 || n > MaxStage {
+		return Features{}, errors.New("invalid stage " + strconv.Itoa(n) + ": " + ErrBadStage.Error())
+	}
+	return Features{
+		Registry:    n >= 1,
+		Heartbeat:   n >= 2,
+		StaleFilter: n >= 3,
+		Service:     n >= 4,
+		Backoff:     n >= 5,
+	}, nil
+}
+
+// StageConfig returns the defaults for demo stage n with the given random
+// source.
+func StageConfig(n int, rand func() float64) (Config, error) {
+	f, err := StageFeatures(n)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Stage: n, Features: f, Rand: rand}, nil
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Rand == nil {
+		return c, errors.New("client: Config.Rand is required")
+	}
+	if c.Topic == "" {
+		c.Topic = protocol.DefaultTopic
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.RequestTimeout, 5*time.Second)
+	def(&c.FirstPingTimeout, 3*time.Second)
+	def(&c.SubscribeTimeout, 2*time.Second)
+	def(&c.ConnectTimeout, 10*time.Second)
+	def(&c.NaiveDelay, time.Second)
+	def(&c.Cooldown, 5*time.Second)
+	def(&c.OnlineDelay, 500*time.Millisecond)
+	if c.Policy == nil {
+		c.Policy = FullJitter{Base: time.Second, Cap: 30 * time.Second}
+	}
+	return c, nil
+}

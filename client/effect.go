@@ -1,0 +1,64 @@
+package client
+
+import "time"
+
+// EffectKind says what a driver must do for an Effect.
+type EffectKind uint8
+
+const (
+	// EffDial: open a new socket and report its events under Socket.
+	EffDial EffectKind = iota + 1
+	// EffSend: send Frame (a text frame) on Socket.
+	EffSend
+	// EffClose: close Socket with Code and Reason. Keep reporting its events.
+	EffClose
+	// EffTimer: arm the one wakeup timer to call Tick at At, replacing any
+	// earlier one; a zero At cancels it.
+	EffTimer
+	// EffSettle: request ID is settled with Result or Err.
+	EffSettle
+	// EffState: readiness changed to State.
+	EffState
+	// EffUpdate: a feed update arrived.
+	EffUpdate
+	// EffLog: a diagnostic event (only with Config.Trace).
+	EffLog
+)
+
+// SocketID names a socket the core asked a driver to open. IDs increase by
+// one per socket and double as the connection epoch.
+type SocketID = uint64
+
+// Effect is one thing the core asks its driver to do. Which fields are set
+// depends on Kind.
+type Effect struct {
+	Kind   EffectKind
+	Socket SocketID  // EffDial, EffSend, EffClose
+	Frame  []byte    // EffSend
+	Code   int       // EffClose
+	Reason string    // EffClose
+	At     time.Time // EffTimer
+	ID     uint64    // EffSettle
+	Result []byte    // EffSettle: raw JSON on success
+	Err    error     // EffSettle: a *RequestError or *ServerError on failure
+	State  State     // EffState
+	Update Update    // EffUpdate
+	Event  Event     // EffLog
+}
+
+// Update is a feed item, tagged with the epoch of the socket it came on.
+type Update struct {
+	Topic string
+	Seq   int64
+	Data  []byte
+	Epoch uint64
+}
+
+// Event describes something the core did, for logs and the demo's event
+// list. It never carries payloads or tokens.
+type Event struct {
+	Kind   string        // e.g. "open", "ping", "watchdog", "stale", "reconnect"
+	Detail string        // human-readable detail
+	Socket SocketID      // the socket concerned, if any
+	Delay  time.Duration // for "reconnect": the delay chosen
+}

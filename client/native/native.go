@@ -1,0 +1,400 @@
+//go:build !js
+
+// Package native runs wsready's client core over github.com/coder/websocket
+// so Go programs (and wsready's own tests) use the very same client the
+// browser runs.
+//
+// One goroutine owns the core: it feeds it socket events, timer ticks and
+// requests, and carries out its effects. Each socket has a reader and a
+// writer goroutine that only pass events to that loop.
+package native
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/protocol"
+)
+
+// Options configures a Client. A nil *Options means stage 5 with defaults.
+type Options struct {
+	// Stage picks the demo preset 0..5 when Config is nil. Default 5.
+	Stage *int
+	// Config, when set, is used as is (Rand defaults to math/rand/v2).
+	Config *client.Config
+	// OnState, OnUpdate and OnEvent run on the client's goroutine: they
+	// must return quickly and must not call Request or Close (start a
+	// goroutine for that). OnEvent receives trace events; setting it turns
+	// tracing on.
+	OnState  func(client.State)
+	OnUpdate func(client.Update)
+	OnEvent  func(client.Event)
+	// DialOptions are passed to websocket.Dial.
+	DialOptions *websocket.DialOptions
+}
+
+// Client is a running wsready client. Create it with Dial.
+type Client struct {
+	url  string
+	opts Options
+	core *client.Core
+
+	events chan event
+	ctx    context.Context // ends when the client is closed
+	cancel context.CancelFunc
+	loopWG sync.WaitGroup // the loop
+	sockWG sync.WaitGroup // socket goroutines
+
+	mu      sync.Mutex
+	state   client.State
+	stats   client.Stats
+	changed chan struct{} // closed and replaced on every state change
+	done    chan struct{} // closed when the loop has stopped the core
+}
+
+type evKind uint8
+
+const (
+	evOpened evKind = iota + 1
+	evFrame
+	evClosed
+	evRequest
+	evCancel
+	evStop
+)
+
+type event struct {
+	kind   evKind
+	socket client.SocketID
+	frame  []byte
+	code   int
+	reason string
+	method string
+	params []byte
+	reply  chan requestReply
+	id     uint64
+}
+
+type requestReply struct {
+	id     uint64
+	result []byte
+	err    error
+}
+
+// ErrClosed is returned by Request and WaitReady after Close.
+var ErrClosed = errors.New("client closed")
+
+// Dial starts a client for the WebSocket URL and returns at once; the
+// client connects (and reconnects) in the background. Use WaitReady to
+// wait for READY. ctx only bounds the setup, not the client's life.
+func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var cfg client.Config
+	if o.Config != nil {
+		cfg = *o.Config
+	} else {
+		stage := client.MaxStage
+		if o.Stage != nil {
+			stage = *o.Stage
+		}
+		var err error
+		if cfg, err = client.StageConfig(stage, nil); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if o.OnEvent != nil {
+		cfg.Trace = true
+	}
+	core, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Client{url: url, opts: o, core: core, events: make(chan event, 64), ctx: cctx, cancel: cancel,
+		changed: make(chan struct{}), done: make(chan struct{})}
+	c.state = core.State()
+	c.loopWG.Add(1)
+	go c.loop()
+	return c, nil
+}
+
+// State returns the latest readiness.
+func (c *Client) State() client.State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Stats returns the core's counters as of the last step.
+func (c *Client) Stats() client.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// WaitReady blocks until the client is READY, ctx ends, or the client closes.
+func (c *Client) WaitReady(ctx context.Context) error {
+	return c.WaitState(ctx, func(s client.State) bool { return s.Ready })
+}
+
+// WaitState blocks until cond holds for the client's state.
+func (c *Client) WaitState(ctx context.Context, cond func(client.State) bool) error {
+	for {
+		c.mu.Lock()
+		st, ch := c.state, c.changed
+		c.mu.Unlock()
+		if cond(st) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return ErrClosed
+		}
+	}
+}
+
+// Request sends method with params (raw JSON, or nil) and waits for the
+// result. Errors: a *client.RequestError (errors.Is with client.ErrNotReady,
+// client.ErrRequestTimeout or client.ErrConnectionClosed), a
+// *client.ServerError, ctx's error, or ErrClosed.
+func (c *Client) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	reply := make(chan requestReply, 2) // the id, then the outcome: never blocks the loop
+	if !c.post(ctx, event{kind: evRequest, method: method, params: params, reply: reply}) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, ErrClosed
+	}
+	var id uint64
+	for {
+		select {
+		case r := <-reply:
+			if r.result == nil && r.err == nil { // the id, before the outcome
+				id = r.id
+				continue
+			}
+			return r.result, r.err
+		case <-ctx.Done():
+			c.post(context.Background(), event{kind: evCancel, id: id})
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// Close stops the client: the socket closes with 1000, pending requests
+// fail with ErrConnectionClosed, and every goroutine ends before it returns.
+func (c *Client) Close() error {
+	c.post(context.Background(), event{kind: evStop})
+	c.loopWG.Wait()
+	return nil
+}
+
+func (c *Client) post(ctx context.Context, e event) bool {
+	select {
+	case c.events <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-c.done:
+		return false
+	}
+}
+
+type socket struct {
+	id     client.SocketID
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan []byte
+	ws     chan *websocket.Conn // holds the conn once dialled (cap 1)
+	closed bool
+}
+
+func (c *Client) loop() {
+	defer c.loopWG.Done()
+	sockets := map[client.SocketID]*socket{}
+	waiters := map[uint64]chan requestReply{}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	c.core.Start(time.Now())
+	for stop := false; !stop; {
+		c.apply(sockets, waiters, timer)
+		select {
+		case <-timer.C:
+			c.core.Tick(time.Now())
+		case e := <-c.events:
+			now := time.Now()
+			switch e.kind {
+			case evOpened:
+				c.core.Opened(e.socket, now)
+			case evFrame:
+				c.core.Received(e.socket, e.frame, now)
+			case evClosed:
+				delete(sockets, e.socket)
+				c.core.Closed(e.socket, e.code, e.reason, now)
+			case evRequest:
+				id := c.core.Request(e.method, e.params, now)
+				waiters[id] = e.reply
+				e.reply <- requestReply{id: id}
+			case evCancel:
+				delete(waiters, e.id)
+				c.core.Cancel(e.id, now)
+			case evStop:
+				c.core.Stop(now)
+				stop = true
+			}
+		}
+	}
+	c.apply(sockets, waiters, timer)
+	// Stop has asked every live socket to close; end the stragglers too.
+	for _, s := range sockets {
+		s.cancel()
+	}
+	close(c.done)
+	c.cancel()
+	c.sockWG.Wait()
+}
+
+// apply carries out the core's effects.
+func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]chan requestReply, timer *time.Timer) {
+	for _, e := range c.core.Effects() {
+		switch e.Kind {
+		case client.EffDial:
+			s := c.startSocket(e.Socket)
+			sockets[e.Socket] = s
+		case client.EffSend:
+			if s := sockets[e.Socket]; s != nil && !s.closed {
+				select {
+				case s.out <- e.Frame:
+				default: // a stuck socket: the registry times the request out
+				}
+			}
+		case client.EffClose:
+			if s := sockets[e.Socket]; s != nil && !s.closed {
+				s.closed = true
+				c.closeSocket(s, e.Code, e.Reason)
+			}
+		case client.EffTimer:
+			timer.Stop()
+			if !e.At.IsZero() {
+				timer.Reset(time.Until(e.At))
+			}
+		case client.EffSettle:
+			if w, ok := waiters[e.ID]; ok {
+				delete(waiters, e.ID)
+				r := requestReply{id: e.ID, result: e.Result, err: e.Err}
+				if r.err == nil && r.result == nil {
+					r.result = []byte("null")
+				}
+				w <- r
+			}
+		case client.EffState:
+			c.mu.Lock()
+			c.state = e.State
+			close(c.changed)
+			c.changed = make(chan struct{})
+			c.mu.Unlock()
+			if c.opts.OnState != nil {
+				c.opts.OnState(e.State)
+			}
+		case client.EffUpdate:
+			if c.opts.OnUpdate != nil {
+				c.opts.OnUpdate(e.Update)
+			}
+		case client.EffLog:
+			if c.opts.OnEvent != nil {
+				c.opts.OnEvent(e.Event)
+			}
+		}
+	}
+	c.mu.Lock()
+	c.stats = c.core.Stats()
+	c.mu.Unlock()
+}
+
+func (c *Client) startSocket(id client.SocketID) *socket {
+	ctx, cancel := context.WithCancel(c.ctx)
+	s := &socket{id: id, ctx: ctx, cancel: cancel, out: make(chan []byte, 64), ws: make(chan *websocket.Conn, 1)}
+	c.sockWG.Add(1)
+	go func() {
+		defer c.sockWG.Done()
+		defer cancel()
+		ws, _, err := websocket.Dial(ctx, c.url, c.opts.DialOptions)
+		if err != nil {
+			c.post(c.ctx, event{kind: evClosed, socket: id, code: protocol.CloseAbnormal, reason: "dial failed: " + err.Error()})
+			return
+		}
+		ws.SetReadLimit(protocol.MaxFrameBytes)
+		s.ws <- ws
+		c.sockWG.Add(1)
+		go func() {
+			defer c.sockWG.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case f := <-s.out:
+					if err := ws.Write(ctx, websocket.MessageText, f); err != nil {
+						return
+					}
+				}
+			}
+		}()
+		c.post(c.ctx, event{kind: evOpened, socket: id})
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				code, reason := protocol.CloseAbnormal, err.Error()
+				var ce websocket.CloseError
+				if errors.As(err, &ce) {
+					code, reason = int(ce.Code), ce.Reason
+				}
+				ws.CloseNow()
+				c.post(c.ctx, event{kind: evClosed, socket: id, code: code, reason: reason})
+				return
+			}
+			if !c.post(c.ctx, event{kind: evFrame, socket: id, frame: b}) {
+				ws.CloseNow()
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// closeSocket starts the close handshake without blocking the loop; the
+// socket's reader reports the close when it completes (coder/websocket
+// gives up on an unresponsive peer after 5 s).
+func (c *Client) closeSocket(s *socket, code int, reason string) {
+	select {
+	case ws := <-s.ws:
+		s.ws <- ws
+		c.sockWG.Add(1)
+		go func() {
+			defer c.sockWG.Done()
+			ws.Close(websocket.StatusCode(code), reason)
+		}()
+	default:
+		s.cancel() // still dialling: abandon the dial
+	}
+}

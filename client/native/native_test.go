@@ -1,0 +1,258 @@
+//go:build !js
+
+package native
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/server"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The real server with short intervals so every switch can be exercised in
+// a couple of seconds.
+func startServer(t *testing.T) (*server.Server, string) {
+	t.Helper()
+	srv := server.New(&server.Options{
+		PingInterval: 100 * time.Millisecond, FeedInterval: 50 * time.Millisecond,
+		SlowReplyDelay: time.Second, FlapAfter: 100 * time.Millisecond, RestartDowntime: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { srv.Close(); hs.Close() })
+	return srv, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+}
+
+type probe struct {
+	*Client
+	updates atomic.Int64
+}
+
+func dialStage(t *testing.T, url string, stage int) *probe {
+	t.Helper()
+	cfg, err := client.StageConfig(stage, rand.New(rand.NewPCG(1, uint64(stage))).Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.FirstPingTimeout = 300 * time.Millisecond
+	cfg.RequestTimeout = 400 * time.Millisecond
+	cfg.SubscribeTimeout = 200 * time.Millisecond
+	cfg.NaiveDelay = 100 * time.Millisecond
+	cfg.Policy = client.FullJitter{Base: 100 * time.Millisecond, Cap: 2 * time.Second}
+	cfg.Cooldown = 500 * time.Millisecond
+	cfg.ConnectTimeout = time.Second
+	p := &probe{}
+	c, err := Dial(context.Background(), url, &Options{Config: &cfg, OnUpdate: func(client.Update) { p.updates.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Client = c
+	t.Cleanup(func() { c.Close() })
+	waitReady(t, p, 3*time.Second)
+	return p
+}
+
+func waitReady(t *testing.T, p *probe, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := p.WaitReady(ctx); err != nil {
+		t.Fatalf("not READY within %v: %+v", d, p.State())
+	}
+	return time.Since(start)
+}
+
+// leftReady reports how long until the client leaves READY, or false.
+func leftReady(p *probe, within time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	err := p.WaitState(ctx, func(s client.State) bool { return !s.Ready })
+	return time.Since(start), err == nil
+}
+
+func updatesWithin(p *probe, d time.Duration) bool {
+	n := p.updates.Load()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if p.updates.Load() > n {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func TestNativeRequestRoundTrip(t *testing.T) {
+	_, url := startServer(t)
+	p := dialStage(t, url, 5)
+	res, err := p.Request(context.Background(), "echo", []byte(`{"x":1}`))
+	if err != nil || string(res) != `{"x":1}` {
+		t.Fatalf("echo: %s %v", res, err)
+	}
+	_, err = p.Request(context.Background(), "nope", nil)
+	var se *client.ServerError
+	if !errors.As(err, &se) {
+		t.Fatalf("unknown method: %v", err)
+	}
+	if !updatesWithin(p, time.Second) {
+		t.Fatal("no feed updates")
+	}
+}
+
+func TestNativeFreeze(t *testing.T) {
+	for _, stage := range []int{0, 5} {
+		t.Run(stageName(stage), func(t *testing.T) {
+			srv, url := startServer(t)
+			p := dialStage(t, url, stage)
+			srv.SetFreeze(true)
+			d, left := leftReady(p, 1500*time.Millisecond)
+			switch stage {
+			case 0:
+				if left {
+					t.Fatal("stage 0 noticed a freeze: it has no heartbeat")
+				}
+			case 5:
+				if !left || d > time.Second {
+					t.Fatalf("stage 5 left READY after %v (%v); want within 3 intervals of 100ms-ish plus slack", d, left)
+				}
+			}
+			srv.SetFreeze(false)
+			waitReady(t, p, 5*time.Second)
+			if stage == 5 {
+				// Old sockets finish closing; exactly one stays.
+				deadline := time.Now().Add(8 * time.Second)
+				for srv.Stats().Open != 1 && time.Now().Before(deadline) {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if n := srv.Stats().Open; n != 1 {
+					t.Fatalf("server connections after freeze: %d", n)
+				}
+			}
+		})
+	}
+}
+
+func TestNativeServiceDown(t *testing.T) {
+	for _, stage := range []int{0, 5} {
+		t.Run(stageName(stage), func(t *testing.T) {
+			srv, url := startServer(t)
+			p := dialStage(t, url, stage)
+			srv.SetServiceDown(true)
+			d, left := leftReady(p, time.Second)
+			if stage == 0 && left {
+				t.Fatal("stage 0 noticed the service outage")
+			}
+			if stage == 5 {
+				if !left || d > 500*time.Millisecond {
+					t.Fatalf("stage 5 left READY after %v (%v)", d, left)
+				}
+				st := p.State()
+				if st.Transport != client.Up || st.Protocol != client.Up {
+					t.Fatalf("a service outage touched lower layers: %+v", st)
+				}
+			}
+			srv.SetServiceDown(false)
+			got := updatesWithin(p, 1500*time.Millisecond)
+			if stage == 0 && got {
+				t.Fatal("stage 0 got data after recovery without resubscribing")
+			}
+			if stage == 5 && !got {
+				t.Fatal("stage 5 got no data after recovery")
+			}
+			if stage == 5 && srv.Stats().Handshakes != 1 {
+				t.Fatalf("the service outage cost a reconnect: %d handshakes", srv.Stats().Handshakes)
+			}
+		})
+	}
+}
+
+func TestNativeSlowReplies(t *testing.T) {
+	for _, stage := range []int{0, 5} {
+		t.Run(stageName(stage), func(t *testing.T) {
+			srv, url := startServer(t)
+			p := dialStage(t, url, stage)
+			srv.SetSlowReplies(true)
+			ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+			defer cancel()
+			_, err := p.Request(ctx, "time", nil)
+			if stage == 0 && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("stage 0: %v; want the request still pending when the caller gave up", err)
+			}
+			if stage == 5 {
+				if !errors.Is(err, client.ErrRequestTimeout) {
+					t.Fatalf("stage 5: %v", err)
+				}
+				if !p.State().Ready {
+					t.Fatal("a slow reply cost readiness")
+				}
+			}
+		})
+	}
+}
+
+func TestNativeFlappingAttempts(t *testing.T) {
+	attempts := map[int]uint64{}
+	for _, stage := range []int{0, 5} {
+		srv, url := startServer(t)
+		p := dialStage(t, url, stage)
+		srv.SetFlapping(true)
+		srv.ResetCounters()
+		time.Sleep(3 * time.Second)
+		attempts[stage] = srv.Stats().HandshakesWindow
+		srv.SetFlapping(false)
+		p.Close()
+	}
+	t.Logf("handshakes in 3s of flapping: stage 0 %d, stage 5 %d", attempts[0], attempts[5])
+	if attempts[5] >= attempts[0] || attempts[0] < 8 {
+		t.Fatalf("stage 5 should make fewer attempts than stage 0: %v", attempts)
+	}
+}
+
+func TestNativeRestart(t *testing.T) {
+	for _, stage := range []int{0, 5} {
+		t.Run(stageName(stage), func(t *testing.T) {
+			srv, url := startServer(t)
+			p := dialStage(t, url, stage)
+			srv.Restart()
+			if _, left := leftReady(p, time.Second); !left {
+				t.Fatal("restart not noticed")
+			}
+			d := waitReady(t, p, 6*time.Second)
+			t.Logf("READY %v after restart (500ms downtime)", d)
+			if srv.Stats().Open != 1 {
+				t.Fatalf("open after restart: %d", srv.Stats().Open)
+			}
+		})
+	}
+}
+
+func TestNativeCloseEndsEverything(t *testing.T) {
+	srv, url := startServer(t)
+	p := dialStage(t, url, 5)
+	srv.SetFreeze(true) // closing must not hang on a frozen peer
+	start := time.Now()
+	p.Close()
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	if _, err := p.Request(context.Background(), "time", nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("request after close: %v", err)
+	}
+	srv.SetFreeze(false)
+}
+
+func stageName(n int) string { return "stage" + string(rune('0'+n)) }

@@ -1,0 +1,96 @@
+package client
+
+import "time"
+
+// Level is the state of one readiness layer.
+type Level uint8
+
+const (
+	// Down: the layer is not working.
+	Down Level = iota
+	// Pending: the layer is being established (socket dialing, first ping
+	// or subscription acknowledgement not yet received).
+	Pending
+	// Up: the layer works.
+	Up
+	// Off: this configuration does not track the layer (an earlier stage);
+	// it does not count against READY.
+	Off
+)
+
+func (l Level) String() string {
+	switch l {
+	case Down:
+		return "down"
+	case Pending:
+		return "pending"
+	case Up:
+		return "up"
+	case Off:
+		return "off"
+	}
+	return "invalid"
+}
+
+// State is what the client tells its embedding app about readiness.
+type State struct {
+	Transport Level // is the socket open?
+	Protocol  Level // is the peer alive (a ping within its deadline)?
+	Service   Level // has the server acknowledged our subscription?
+	// Ready is true when every tracked layer is Up.
+	Ready bool
+	// Epoch counts sockets: it increments with every new socket the client
+	// opens and tags every update and reply the app sees.
+	Epoch uint64
+	// Online is the network's state as the platform reports it.
+	Online bool
+	// Attempt is the number of reconnect attempts since the backoff last
+	// reset.
+	Attempt int
+	// Stopped is true once Stop was called.
+	Stopped bool
+}
+
+func ready(t, p, s Level) bool {
+	ok := func(l Level) bool { return l == Up || l == Off }
+	return t == Up && ok(p) && ok(s)
+}
+
+// state computes the current State. Losing a lower layer resets the ones
+// above it: protocol and service are Down whenever transport is not Up.
+func (c *Core) state() State {
+	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: c.current,
+		Online: c.online, Attempt: c.backoff.Attempt(), Stopped: c.stopped}
+	if c.cfg.Features.Heartbeat {
+		st.Protocol = c.protocol
+		if c.transport != Up {
+			st.Protocol = Down
+		}
+	}
+	if c.cfg.Features.Service {
+		st.Service = c.service
+		if c.transport != Up {
+			st.Service = Down
+		}
+	}
+	st.Ready = ready(st.Transport, st.Protocol, st.Service)
+	return st
+}
+
+// noteState emits a state effect if the state changed, and starts or stops
+// the readiness cooldown that resets the backoff.
+func (c *Core) noteState(now time.Time) {
+	st := c.state()
+	if st == c.lastState && c.stateEmitted {
+		return
+	}
+	if st.Ready && !c.lastState.Ready {
+		c.readySince = now
+		c.onReady(now)
+	}
+	if !st.Ready && c.lastState.Ready {
+		c.onNotReady(now)
+	}
+	c.lastState, c.stateEmitted = st, true
+	c.emit(Effect{Kind: EffState, State: st})
+}

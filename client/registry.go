@@ -1,0 +1,124 @@
+package client
+
+import (
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// The request registry (stage 1): every request settles. Without it (stage
+// 0) a request waits for its response forever.
+
+type pendingRequest struct {
+	id       uint64
+	epoch    uint64
+	deadline time.Time // zero without Registry
+	done     bool
+}
+
+// Request sends a request and returns its id; the outcome arrives later as
+// an EffSettle effect with that id (possibly among this call's effects).
+// Ids only ever increase, across reconnects too, so a late response to an
+// old request matches nothing and is dropped. A client that is not READY
+// settles the request at once with ErrNotReady: it was never sent.
+func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
+	c.nextID++
+	id := c.nextID
+	switch {
+	case c.stopped:
+		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "client stopped"})
+	case !c.state().Ready:
+		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "connection not ready"})
+	case params != nil && !protocol.Valid(params):
+		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "params are not valid JSON"})
+	default:
+		p := &pendingRequest{id: id, epoch: c.current}
+		if c.cfg.Features.Registry {
+			p.deadline = now.Add(c.cfg.RequestTimeout)
+			c.queue = append(c.queue, p)
+		}
+		c.pending[id] = p
+		c.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: method, Params: params})
+	}
+	c.after(now)
+	return id
+}
+
+// Cancel forgets request id without settling it, for a driver whose caller
+// gave up (a cancelled context). A response that comes later is dropped.
+func (c *Core) Cancel(id uint64, now time.Time) {
+	if p, ok := c.pending[id]; ok {
+		p.done = true
+		delete(c.pending, id)
+	}
+	c.after(now)
+}
+
+// Pending is the number of requests in flight.
+func (c *Core) Pending() int { return len(c.pending) }
+
+func (c *Core) onResponse(m protocol.Message) {
+	p, ok := c.pending[m.ID]
+	if !ok {
+		c.stats.DroppedResponses++
+		c.trace("response-dropped", c.current, "response "+utoa(m.ID)+" matches no pending request: dropped")
+		return
+	}
+	p.done = true
+	delete(c.pending, m.ID)
+	if m.Error != nil {
+		c.settleErr(m.ID, &ServerError{ID: m.ID, Code: m.Error.Code, Message: m.Error.Message})
+		return
+	}
+	c.emit(Effect{Kind: EffSettle, ID: m.ID, Result: m.Result})
+}
+
+func (c *Core) expireRequests(now time.Time) {
+	for len(c.queue) > 0 {
+		p := c.queue[0]
+		if !p.done && p.deadline.After(now) {
+			return
+		}
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		if p.done {
+			continue
+		}
+		p.done = true
+		delete(c.pending, p.id)
+		c.trace("request-timeout", c.current, "request "+utoa(p.id)+" timed out after "+c.cfg.RequestTimeout.String())
+		c.settleErr(p.id, &RequestError{Kind: ErrRequestTimeout, ID: p.id, Epoch: p.epoch})
+	}
+	if len(c.queue) == 0 {
+		c.queue = nil // let the backing array go
+	}
+}
+
+// rejectAll settles every pending request with ErrConnectionClosed. Without
+// Registry they stay pending forever, unless the client is stopping.
+func (c *Core) rejectAll(detail string, stopping bool) {
+	if !c.cfg.Features.Registry && !stopping {
+		return
+	}
+	for id, p := range c.pending {
+		p.done = true
+		delete(c.pending, id)
+		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: p.epoch, Detail: detail})
+	}
+	c.queue = nil
+}
+
+func (c *Core) nextRequestDeadline() time.Time {
+	for len(c.queue) > 0 && c.queue[0].done {
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+	}
+	if len(c.queue) == 0 {
+		return time.Time{}
+	}
+	return c.queue[0].deadline
+}
+
+func (c *Core) settleErr(id uint64, err error) {
+	c.emit(Effect{Kind: EffSettle, ID: id, Err: err})
+}
