@@ -1,0 +1,58 @@
+# wsready: make run (the demo at http://localhost:8080) and make test (everything).
+SHELL := /bin/bash
+GO ?= go
+GOROOT := $(shell $(GO) env GOROOT)
+WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
+STATIC := web/static
+ADDR ?= :8080
+
+.PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure clean
+
+run: build
+	./bin/wsready serve -addr $(ADDR)
+
+build: wasm
+	$(GO) build -o bin/wsready ./cmd/wsready
+
+# The wasm and wasm_exec.js are generated, never committed.
+wasm:
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags=-s -o $(STATIC)/wsready.wasm ./wasm
+	gzip -9 -n -k -f $(STATIC)/wsready.wasm
+	cp $(WASM_EXEC) $(STATIC)/wasm_exec.js
+
+test: build chromium vet unit wasm-test fuzz e2e
+
+vet:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+wasm-test:
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./wasm/bridge
+
+fuzz:
+	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 15s
+
+# The browser suite: the smoke test and the CI subset of the measurements.
+e2e: build chromium
+	$(GO) test -count=1 -timeout 20m ./e2e
+
+chromium:
+	@command -v chromium >/dev/null || { echo "installing Chromium from Debian's packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+size: wasm
+	@raw=$$(stat -c %s $(STATIC)/wsready.wasm); gz=$$(stat -c %s $(STATIC)/wsready.wasm.gz); \
+	  awk -v r=$$raw -v g=$$gz 'BEGIN{printf "wsready.wasm     %8d bytes (%.2f MiB)\nwsready.wasm.gz  %8d bytes (%.2f MiB)\n", r, r/1048576, g, g/1048576}'
+
+sim:
+	$(GO) run ./cmd/wsready sim -all -svg docs -out docs/sim.md -json docs/sim.json
+
+measure: build chromium
+	WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./e2e
+
+clean:
+	rm -rf bin $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wasm_exec.js

@@ -1,0 +1,159 @@
+// Package bridge holds the browser driver's pure pieces: the event queue
+// that lets JS callbacks hand work to the driver loop without blocking, the
+// conversion of the core's state, updates and events to plain values for
+// JS, and the parsing of the options a page passes to connect. It has no
+// build tags, so it is tested natively and under Node as WebAssembly.
+package bridge
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/wsready/wsready/client"
+)
+
+// Queue is an unbounded FIFO. Push never blocks, so a js.FuncOf callback
+// can call it; the driver loop waits on Ready and drains with Take.
+type Queue[T any] struct {
+	mu     sync.Mutex
+	items  []T
+	ready  chan struct{}
+	closed bool
+}
+
+// NewQueue returns an empty queue.
+func NewQueue[T any]() *Queue[T] { return &Queue[T]{ready: make(chan struct{}, 1)} }
+
+// Push appends v and wakes the consumer. It reports false after Close.
+func (q *Queue[T]) Push(v T) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Ready is signalled (at least once) after a Push.
+func (q *Queue[T]) Ready() <-chan struct{} { return q.ready }
+
+// Take removes and returns everything queued.
+func (q *Queue[T]) Take() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
+}
+
+// Close makes later Pushes fail and returns what was still queued.
+func (q *Queue[T]) Close() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	items := q.items
+	q.items = nil
+	return items
+}
+
+// StateValue converts a State to the object the JS API hands to onState.
+func StateValue(s client.State) map[string]any {
+	return map[string]any{
+		"transport": s.Transport.String(),
+		"protocol":  s.Protocol.String(),
+		"service":   s.Service.String(),
+		"ready":     s.Ready,
+		"epoch":     float64(s.Epoch),
+		"online":    s.Online,
+		"attempt":   s.Attempt,
+		"stopped":   s.Stopped,
+	}
+}
+
+// UpdateValue converts an Update; data stays a JSON string for the page to
+// parse (the wasm carries no JSON object builder).
+func UpdateValue(u client.Update) map[string]any {
+	return map[string]any{"topic": u.Topic, "seq": float64(u.Seq), "data": string(u.Data), "epoch": float64(u.Epoch)}
+}
+
+// EventValue converts a trace Event.
+func EventValue(e client.Event) map[string]any {
+	return map[string]any{"kind": e.Kind, "detail": e.Detail, "socket": float64(e.Socket), "delayMs": float64(e.Delay.Milliseconds())}
+}
+
+// StatsValue converts the core's counters.
+func StatsValue(s client.Stats) map[string]any {
+	return map[string]any{
+		"dials": s.Dials, "opens": s.Opens, "closes": s.Closes, "pings": s.Pings,
+		"watchdogFired": s.WatchdogFired, "staleEvents": s.StaleEvents, "foreignEvents": s.ForeignEvents,
+		"subscribesSent": s.SubscribesSent, "updates": s.Updates, "lastSeq": float64(s.LastSeq),
+		"seqGaps": s.SeqGaps, "droppedResponses": s.DroppedResponses, "badFrames": s.BadFrames,
+		"serverErrors": s.ServerErrors,
+	}
+}
+
+// SettleValue converts a request's outcome to {ok, result} or
+// {ok:false, name, message}; name is NotReady, RequestTimeout,
+// ConnectionClosed, ServerError or Error.
+func SettleValue(result []byte, err error) map[string]any {
+	if err != nil {
+		v := map[string]any{"ok": false, "name": client.ErrorName(err), "message": err.Error()}
+		var se *client.ServerError
+		if errors.As(err, &se) {
+			v["code"] = se.Code
+		}
+		return v
+	}
+	if result == nil {
+		result = []byte("null")
+	}
+	return map[string]any{"ok": true, "result": string(result)}
+}
+
+// Options are what a page passes to connect.
+type Options struct {
+	URL   string
+	Stage int
+}
+
+// Getter reads one option: its value as a string or number and whether it
+// was given. The js driver implements it over a JS object.
+type Getter interface {
+	String(name string) (string, bool, error)
+	Number(name string) (float64, bool, error)
+}
+
+// ParseOptions validates connect's options: url is a ws:// or wss:// URL
+// and stage is an integer 0..5 (default 5).
+func ParseOptions(g Getter) (Options, error) {
+	o := Options{Stage: client.MaxStage}
+	url, ok, err := g.String("url")
+	if err != nil || !ok || url == "" {
+		return o, errors.New("wsready.connect: url is required (a ws:// or wss:// URL)")
+	}
+	if !hasPrefix(url, "ws://") && !hasPrefix(url, "wss://") {
+		return o, errors.New("wsready.connect: url must start with ws:// or wss://, got " + strconv.Quote(url))
+	}
+	o.URL = url
+	n, ok, err := g.Number("stage")
+	if err != nil {
+		return o, errors.New("wsready.connect: stage must be a number 0-5")
+	}
+	if ok {
+		if n != math.Trunc(n) || n < 0 || n > client.MaxStage {
+			return o, errors.New("wsready.connect: stage must be an integer 0-5, got " + strconv.FormatFloat(n, 'g', -1, 64))
+		}
+		o.Stage = int(n)
+	}
+	return o, nil
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

@@ -1,0 +1,96 @@
+package bridge
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wsready/wsready/client"
+)
+
+type fakeGetter map[string]any
+
+func (f fakeGetter) String(n string) (string, bool, error) {
+	v, ok := f[n]
+	if !ok {
+		return "", false, nil
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return "", true, errors.New("not a string")
+	}
+	return s, true, nil
+}
+
+func (f fakeGetter) Number(n string) (float64, bool, error) {
+	v, ok := f[n]
+	if !ok {
+		return 0, false, nil
+	}
+	x, isNum := v.(float64)
+	if !isNum {
+		return 0, true, errors.New("not a number")
+	}
+	return x, true, nil
+}
+
+func TestParseOptions(t *testing.T) {
+	o, err := ParseOptions(fakeGetter{"url": "ws://h/ws"})
+	if err != nil || o.Stage != 5 || o.URL != "ws://h/ws" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	o, err = ParseOptions(fakeGetter{"url": "wss://h/ws", "stage": 2.0})
+	if err != nil || o.Stage != 2 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, bad := range []fakeGetter{
+		{}, {"url": ""}, {"url": 7.0}, {"url": "http://h/ws"},
+		{"url": "ws://h", "stage": 6.0}, {"url": "ws://h", "stage": -1.0},
+		{"url": "ws://h", "stage": 1.5}, {"url": "ws://h", "stage": "two"},
+	} {
+		if _, err := ParseOptions(bad); err == nil || !strings.HasPrefix(err.Error(), "wsready.connect:") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}
+
+func TestQueueNeverBlocksAndKeepsOrder(t *testing.T) {
+	q := NewQueue[int]()
+	for i := range 1000 { // far more than any channel buffer: Push must not block
+		q.Push(i)
+	}
+	<-q.Ready()
+	got := q.Take()
+	if len(got) != 1000 || got[0] != 0 || got[999] != 999 {
+		t.Fatalf("len %d", len(got))
+	}
+	if len(q.Take()) != 0 {
+		t.Fatal("Take did not empty the queue")
+	}
+	q.Push(1)
+	if left := q.Close(); len(left) != 1 || q.Push(2) {
+		t.Fatalf("close: %v", left)
+	}
+}
+
+func TestValuesCarryWhatThePageShows(t *testing.T) {
+	s := StateValue(client.State{Transport: client.Up, Protocol: client.Up, Service: client.Pending, Epoch: 3, Online: true, Attempt: 2})
+	if s["transport"] != "up" || s["service"] != "pending" || s["ready"] != false || s["epoch"] != 3.0 || s["attempt"] != 2 {
+		t.Fatalf("%v", s)
+	}
+	ok := SettleValue([]byte(`{"a":1}`), nil)
+	if ok["ok"] != true || ok["result"] != `{"a":1}` {
+		t.Fatalf("%v", ok)
+	}
+	for err, name := range map[error]string{
+		&client.RequestError{Kind: client.ErrRequestTimeout}:   "RequestTimeout",
+		&client.RequestError{Kind: client.ErrNotReady}:         "NotReady",
+		&client.RequestError{Kind: client.ErrConnectionClosed}: "ConnectionClosed",
+		&client.ServerError{Code: "x"}:                         "ServerError",
+		errors.New("other"):                                    "Error",
+	} {
+		if v := SettleValue(nil, err); v["ok"] != false || v["name"] != name {
+			t.Errorf("%v: %v", err, v)
+		}
+	}
+}

@@ -1,0 +1,320 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/wasm/bridge"
+)
+
+// driver runs one core in the browser. JS callbacks (socket events, the
+// timer, online/offline, API calls) only push onto the queue; one goroutine
+// drains it, steps the core and carries out its effects.
+type driver struct {
+	url      string
+	core     *client.Core
+	q        *bridge.Queue[func(now time.Time)]
+	onState  safejs.Value
+	onUpdate safejs.Value
+	onEvent  safejs.Value
+
+	sockets  map[client.SocketID]*jsSocket
+	timerID  safejs.Value
+	timerFn  safejs.Func
+	promises map[uint64]promise
+	funcs    []safejs.Func // released on stop
+	netFns   map[string]safejs.Func
+	stopped  bool
+}
+
+type jsSocket struct {
+	ws    safejs.Value
+	funcs []safejs.Func
+}
+
+type promise struct{ resolve safejs.Value }
+
+func newDriver(o bridge.Options, onState, onUpdate, onEvent safejs.Value) (*driver, error) {
+	cfg, err := client.StageConfig(o.Stage, rand.Float64)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Trace = isFunc(onEvent)
+	core, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{url: o.URL, core: core, q: bridge.NewQueue[func(time.Time)](),
+		onState: onState, onUpdate: onUpdate, onEvent: onEvent,
+		sockets: map[client.SocketID]*jsSocket{}, promises: map[uint64]promise{}}
+	d.timerFn, err = safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
+		d.q.Push(func(now time.Time) { d.core.Tick(now) })
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.funcs = append(d.funcs, d.timerFn)
+	if err := d.watchNetwork(); err != nil {
+		return nil, err
+	}
+	go d.loop()
+	d.q.Push(func(now time.Time) { d.core.Start(now) })
+	return d, nil
+}
+
+func isFunc(v safejs.Value) bool { return v.Type() == safejs.TypeFunction }
+
+// watchNetwork feeds window online/offline events to the core.
+func (d *driver) watchNetwork() error {
+	win := safejs.Global()
+	if nav, err := win.Get("navigator"); err == nil && !nav.IsUndefined() {
+		if on, err := nav.Get("onLine"); err == nil {
+			if b, err := on.Bool(); err == nil && !b {
+				d.q.Push(func(now time.Time) { d.core.Offline(now) })
+			}
+		}
+	}
+	for name, step := range map[string]func(*client.Core, time.Time){
+		"online":  (*client.Core).Online,
+		"offline": (*client.Core).Offline,
+	} {
+		fn, err := safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
+			d.q.Push(func(now time.Time) { step(d.core, now) })
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		d.funcs = append(d.funcs, fn)
+		if d.netFns == nil {
+			d.netFns = map[string]safejs.Func{}
+		}
+		d.netFns[name] = fn
+		if _, err := win.Call("addEventListener", name, fn.Value()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *driver) loop() {
+	for range d.q.Ready() {
+		for _, step := range d.q.Take() {
+			step(time.Now())
+			d.apply()
+			if d.stopped {
+				d.release()
+				return
+			}
+		}
+	}
+}
+
+func (d *driver) apply() {
+	for _, e := range d.core.Effects() {
+		switch e.Kind {
+		case client.EffDial:
+			d.dial(e.Socket)
+		case client.EffSend:
+			if s := d.sockets[e.Socket]; s != nil {
+				if _, err := s.ws.Call("send", string(e.Frame)); err != nil {
+					d.event("send-failed", e.Socket, err.Error())
+				}
+			}
+		case client.EffClose:
+			if s := d.sockets[e.Socket]; s != nil {
+				if _, err := s.ws.Call("close", e.Code, e.Reason); err != nil {
+					d.event("close-failed", e.Socket, err.Error())
+				}
+			}
+		case client.EffTimer:
+			d.setTimer(e.At)
+		case client.EffSettle:
+			if p, ok := d.promises[e.ID]; ok {
+				delete(d.promises, e.ID)
+				d.call(p.resolve, bridge.SettleValue(e.Result, e.Err))
+			}
+		case client.EffState:
+			d.call(d.onState, bridge.StateValue(e.State))
+			if e.State.Stopped {
+				d.stopped = true
+			}
+		case client.EffUpdate:
+			d.call(d.onUpdate, bridge.UpdateValue(e.Update))
+		case client.EffLog:
+			d.call(d.onEvent, bridge.EventValue(e.Event))
+		}
+	}
+}
+
+func (d *driver) event(kind string, s client.SocketID, detail string) {
+	d.call(d.onEvent, bridge.EventValue(client.Event{Kind: kind, Socket: s, Detail: detail}))
+}
+
+// call invokes a page callback; a callback that throws is reported on the
+// console, never allowed to stop the driver.
+func (d *driver) call(fn safejs.Value, arg map[string]any) {
+	if !isFunc(fn) {
+		return
+	}
+	v, err := safejs.ValueOf(arg)
+	if err == nil {
+		_, err = fn.Invoke(v)
+	}
+	if err != nil {
+		consoleError("wsready: callback failed: " + err.Error())
+	}
+}
+
+func (d *driver) setTimer(at time.Time) {
+	win := safejs.Global()
+	if !d.timerID.IsUndefined() && !d.timerID.IsNull() {
+		win.Call("clearTimeout", d.timerID)
+		d.timerID = safejs.Undefined()
+	}
+	if at.IsZero() {
+		return
+	}
+	ms := time.Until(at).Milliseconds()
+	if ms < 0 {
+		ms = 0
+	}
+	// Browsers may fire a timer a little early; the core ignores deadlines
+	// not yet due, so ask for one millisecond more.
+	id, err := win.Call("setTimeout", d.timerFn.Value(), ms+1)
+	if err != nil {
+		consoleError("wsready: setTimeout failed: " + err.Error())
+		return
+	}
+	d.timerID = id
+}
+
+func (d *driver) dial(id client.SocketID) {
+	fail := func(reason string) {
+		d.q.Push(func(now time.Time) { d.core.Closed(id, 1006, reason, now) })
+	}
+	ctor, err := safejs.Global().Get("WebSocket")
+	if err != nil {
+		fail("no WebSocket in this environment")
+		return
+	}
+	ws, err := ctor.New(d.url)
+	if err != nil {
+		fail("WebSocket constructor failed: " + err.Error())
+		return
+	}
+	s := &jsSocket{ws: ws}
+	d.sockets[id] = s
+	on := func(name string, fn func(args []safejs.Value)) {
+		f, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+			fn(args)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		s.funcs = append(s.funcs, f)
+		ws.Set(name, f.Value())
+	}
+	on("onopen", func([]safejs.Value) {
+		d.q.Push(func(now time.Time) { d.core.Opened(id, now) })
+	})
+	on("onmessage", func(args []safejs.Value) {
+		var frame []byte
+		if len(args) > 0 {
+			if data, err := args[0].Get("data"); err == nil && data.Type() == safejs.TypeString {
+				str, _ := data.String()
+				frame = []byte(str)
+			}
+		}
+		d.q.Push(func(now time.Time) { d.core.Received(id, frame, now) })
+	})
+	on("onclose", func(args []safejs.Value) {
+		code, reason := 1006, ""
+		if len(args) > 0 {
+			if v, err := args[0].Get("code"); err == nil {
+				code, _ = v.Int()
+			}
+			if v, err := args[0].Get("reason"); err == nil {
+				reason, _ = v.String()
+			}
+		}
+		d.q.Push(func(now time.Time) {
+			d.forget(id)
+			d.core.Closed(id, code, reason, now)
+		})
+	})
+	// onerror is always followed by onclose, which carries what we need.
+}
+
+// forget drops a closed socket and releases its callbacks.
+func (d *driver) forget(id client.SocketID) {
+	s := d.sockets[id]
+	if s == nil {
+		return
+	}
+	delete(d.sockets, id)
+	for _, name := range []string{"onopen", "onmessage", "onclose"} {
+		s.ws.Set(name, safejs.Null())
+	}
+	for _, f := range s.funcs {
+		f.Release()
+	}
+}
+
+// release runs after Stop: the socket is closing; drop every callback.
+func (d *driver) release() {
+	d.setTimer(time.Time{})
+	for id := range d.sockets {
+		d.forget(id)
+	}
+	win := safejs.Global()
+	for name, fn := range d.netFns {
+		win.Call("removeEventListener", name, fn.Value())
+	}
+	for _, f := range d.funcs {
+		f.Release()
+	}
+	for _, left := range d.q.Close() {
+		_ = left // steps queued after Stop: the core ignores them anyway
+	}
+}
+
+// request starts a request and returns a Promise of its settle value.
+func (d *driver) request(method string, params []byte) (safejs.Value, error) {
+	var resolve safejs.Value
+	exec, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+		resolve = args[0]
+		return nil
+	})
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	defer exec.Release()
+	ctor, err := safejs.Global().Get("Promise")
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	p, err := ctor.New(exec.Value()) // the executor runs synchronously
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	if !d.q.Push(func(now time.Time) {
+		id := d.core.Request(method, params, now)
+		d.promises[id] = promise{resolve: resolve}
+	}) {
+		d.call(resolve, bridge.SettleValue(nil, &client.RequestError{Kind: client.ErrNotReady, Detail: "client closed"}))
+	}
+	return p, nil
+}
+
+func consoleError(msg string) {
+	if c, err := safejs.Global().Get("console"); err == nil {
+		c.Call("error", msg)
+	}
+}

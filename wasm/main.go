@@ -1,0 +1,152 @@
+//go:build js && wasm
+
+// Command wasm is wsready's browser client: the client core driven by the
+// browser's WebSocket, timers and online/offline events, exposed to pages
+// as globalThis.__wsready (wrapped by web/static/wsready.js).
+package main
+
+import (
+	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/protocol"
+	"github.com/wsready/wsready/wasm/bridge"
+	"time"
+)
+
+func main() {
+	api, err := safejs.Global().Get("Object")
+	if err == nil {
+		api, err = api.New()
+	}
+	if err != nil {
+		consoleError("wsready: cannot create the API object: " + err.Error())
+		return
+	}
+	connect, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+		return connectJS(args)
+	})
+	if err != nil {
+		consoleError("wsready: " + err.Error())
+		return
+	}
+	api.Set("connect", connect)
+	api.Set("version", "1")
+	safejs.Global().Set("__wsready", api)
+	if cb, err := safejs.Global().Get("__wsreadyLoaded"); err == nil && isFunc(cb) {
+		cb.Invoke()
+	}
+	select {} // keep the callbacks alive
+}
+
+type jsGetter struct{ v safejs.Value }
+
+func (g jsGetter) get(name string) (safejs.Value, bool) {
+	x, err := g.v.Get(name)
+	if err != nil || x.IsUndefined() || x.IsNull() {
+		return x, false
+	}
+	return x, true
+}
+
+func (g jsGetter) String(name string) (string, bool, error) {
+	x, ok := g.get(name)
+	if !ok {
+		return "", false, nil
+	}
+	if x.Type() != safejs.TypeString {
+		return "", true, errNotA("string")
+	}
+	s, err := x.String()
+	return s, true, err
+}
+
+func (g jsGetter) Number(name string) (float64, bool, error) {
+	x, ok := g.get(name)
+	if !ok {
+		return 0, false, nil
+	}
+	if x.Type() != safejs.TypeNumber {
+		return 0, true, errNotA("number")
+	}
+	f, err := x.Float()
+	return f, true, err
+}
+
+type errNotA string
+
+func (e errNotA) Error() string { return "not a " + string(e) }
+
+func errorValue(msg string) any {
+	v, _ := safejs.ValueOf(map[string]any{"error": msg})
+	return v
+}
+
+// connectJS implements __wsready.connect({url, stage, onState, onUpdate,
+// onEvent}). It returns a handle {request, state, stats, close} or
+// {error} for bad options; it never throws.
+func connectJS(args []safejs.Value) any {
+	if len(args) < 1 || args[0].Type() != safejs.TypeObject {
+		return errorValue("wsready.connect: pass an options object {url, stage}")
+	}
+	g := jsGetter{args[0]}
+	o, err := bridge.ParseOptions(g)
+	if err != nil {
+		return errorValue(err.Error())
+	}
+	cb := func(name string) safejs.Value {
+		v, _ := g.get(name)
+		return v
+	}
+	d, err := newDriver(o, cb("onState"), cb("onUpdate"), cb("onEvent"))
+	if err != nil {
+		return errorValue("wsready.connect: " + err.Error())
+	}
+	h, err := safejs.Global().Get("Object")
+	if err == nil {
+		h, err = h.New()
+	}
+	if err != nil {
+		return errorValue("wsready.connect: " + err.Error())
+	}
+	fn := func(f func(args []safejs.Value) any) safejs.Func {
+		jf, _ := safejs.FuncOf(func(_ safejs.Value, a []safejs.Value) any { return f(a) })
+		d.funcs = append(d.funcs, jf)
+		return jf
+	}
+	h.Set("request", fn(func(a []safejs.Value) any {
+		method, params := "", []byte(nil)
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
+			method, _ = a[0].String()
+		}
+		if len(a) > 1 && a[1].Type() == safejs.TypeString {
+			s, _ := a[1].String()
+			params = []byte(s)
+		}
+		if method == "" {
+			return errorValue("request: method must be a non-empty string")
+		}
+		if params != nil && !protocol.Valid(params) {
+			return errorValue("request: params must be a JSON string")
+		}
+		p, err := d.request(method, params)
+		if err != nil {
+			return errorValue("request: " + err.Error())
+		}
+		return p
+	}))
+	// state and stats read the core from the JS thread. In WebAssembly Go
+	// and JS share one thread, and the loop goroutine only runs while JS is
+	// not, so the read cannot race a step.
+	h.Set("state", fn(func([]safejs.Value) any {
+		v, _ := safejs.ValueOf(bridge.StateValue(d.core.State()))
+		return v
+	}))
+	h.Set("stats", fn(func([]safejs.Value) any {
+		v, _ := safejs.ValueOf(bridge.StatsValue(d.core.Stats()))
+		return v
+	}))
+	h.Set("close", fn(func([]safejs.Value) any {
+		d.q.Push(func(now time.Time) { d.core.Stop(now) })
+		return nil
+	}))
+	return h
+}

@@ -1,0 +1,195 @@
+// The stage demo: one client, configured by ?stage=0..5, against the
+// server's failure switches. Exposes window.wsreadyDemo for the e2e suite.
+import { connect } from './wsready.js';
+
+const STAGES = [
+  'Naive: online on open, offline on close, reconnect 1 s after close; requests wait forever.',
+  'Request registry: every request settles (timeout, rejected on close, typed errors).',
+  'Heartbeat: server pings; a watchdog closes a silent socket and reconnects at once (still fooled by late events).',
+  'Stale events: only the current socket may change state.',
+  'Service readiness: subscribe, resubscribe, and report the service layer.',
+  'Reconnection policy: full-jitter backoff, reset after 5 s READY, offline/online aware.',
+];
+
+const $ = (id) => document.getElementById(id);
+const demo = window.wsreadyDemo = {
+  stage: null, error: null, state: null, updates: 0, lastUpdateAt: 0, lastSeq: 0,
+  log: [], results: [], client: null, server: null,
+};
+
+function stageFromURL() {
+  const raw = new URLSearchParams(location.search).get('stage');
+  if (raw === null || raw === '') return { stage: 5 };
+  if (!/^[0-5]$/.test(raw)) return { error: raw };
+  return { stage: Number(raw) };
+}
+
+function renderStageNav(current) {
+  const nav = $('stages');
+  nav.replaceChildren(...STAGES.map((_, i) => {
+    const a = document.createElement('a');
+    a.href = `?stage=${i}`;
+    a.textContent = `Stage ${i}`;
+    if (i === current) { a.className = 'current'; a.setAttribute('aria-current', 'page'); }
+    return a;
+  }));
+}
+
+function showError(msg) {
+  const el = $('error');
+  el.hidden = false;
+  el.textContent = msg;
+  demo.error = msg;
+}
+
+function setLight(name, level) {
+  $(`l-${name}`).className = `light ${level}`;
+  $(`t-${name}`).textContent = level;
+}
+
+function renderState(s) {
+  demo.state = s;
+  setLight('transport', s.transport);
+  setLight('protocol', s.protocol);
+  setLight('service', s.service);
+  $('l-ready').className = `light ${s.ready ? 'up' : 'down'}`;
+  $('t-ready').textContent = s.ready ? 'READY' : 'NOT READY';
+  $('epoch').textContent = s.epoch;
+  $('attempt').textContent = s.attempt;
+  $('online').textContent = s.online ? 'online' : 'offline';
+  if (demo.client) $('dials').textContent = demo.client.stats().dials;
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, '0');
+function stamp(d = new Date()) {
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+function addLog(kind, detail) {
+  const entry = { t: Date.now(), kind, detail };
+  demo.log.push(entry);
+  if (demo.log.length > 2000) demo.log.splice(0, 1000);
+  if (kind === 'ping' && !$('show-pings').checked) return;
+  const li = document.createElement('li');
+  li.className = kind;
+  li.innerHTML = '<span class="t"></span><span class="k"></span><span class="d"></span>';
+  li.children[0].textContent = stamp(new Date(entry.t));
+  li.children[1].textContent = kind;
+  li.children[2].textContent = detail;
+  const log = $('log');
+  log.prepend(li);
+  while (log.children.length > 200) log.lastChild.remove();
+}
+
+function renderUpdate(u) {
+  demo.updates++;
+  demo.lastUpdateAt = Date.now();
+  demo.lastSeq = u.seq;
+  const li = document.createElement('li');
+  li.textContent = `#${u.seq} value ${u.data && u.data.value} (epoch ${u.epoch})`;
+  const feed = $('feed');
+  feed.prepend(li);
+  while (feed.children.length > 8) feed.lastChild.remove();
+}
+
+setInterval(() => {
+  $('feed-age').textContent = demo.lastUpdateAt
+    ? `last update ${((Date.now() - demo.lastUpdateAt) / 1000).toFixed(1)} s ago`
+    : 'no data yet';
+}, 250);
+
+// sendRequest is what the button does; the e2e suite calls it too.
+demo.sendRequest = async function sendRequest(method = 'echo', params = { at: Date.now() }) {
+  const started = performance.now();
+  const rec = { method, status: 'pending', started: Date.now() };
+  demo.results.push(rec);
+  const out = $('result');
+  out.className = 'result wait';
+  out.textContent = `pending: ${method}…`;
+  try {
+    const r = await demo.client.request(method, params);
+    Object.assign(rec, { status: 'resolved', value: r, ms: Math.round(performance.now() - started) });
+    out.className = 'result ok';
+    out.textContent = `resolved in ${rec.ms} ms: ${JSON.stringify(r)}`;
+  } catch (e) {
+    Object.assign(rec, { status: 'rejected', name: e.name, message: e.message, ms: Math.round(performance.now() - started) });
+    out.className = 'result err';
+    out.textContent = `rejected after ${rec.ms} ms: ${e.name} (${e.message})`;
+  }
+  return rec;
+};
+
+async function api(path, body) {
+  const resp = await fetch(path, body === undefined ? {} : {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const json = await resp.json();
+  if (!resp.ok) throw new Error(json.error || resp.statusText);
+  return json;
+}
+
+function renderServer(st) {
+  demo.server = st;
+  $('s-open').textContent = st.open;
+  $('s-handshakes').textContent = st.handshakes;
+  $('s-window').textContent = st.handshakesWindow;
+  $('s-subscribed').textContent = st.subscribed;
+  for (const box of document.querySelectorAll('[data-switch]')) {
+    if (document.activeElement !== box) box.checked = st.faults[box.dataset.switch];
+  }
+  $('restart').textContent = st.faults.restart ? 'Restarting…' : 'Restart';
+  $('s-status').textContent = '';
+}
+
+async function pollServer() {
+  try { renderServer(await api('/api/stats')); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
+}
+
+function wireSwitches() {
+  for (const box of document.querySelectorAll('[data-switch]')) {
+    box.addEventListener('change', async () => {
+      try {
+        await api('/api/faults', { [box.dataset.switch]: box.checked });
+        addLog('switch', `${box.dataset.switch} ${box.checked ? 'on' : 'off'}`);
+      } catch (e) { $('s-status').textContent = e.message; }
+      pollServer();
+    });
+  }
+  $('restart').addEventListener('click', async () => {
+    await api('/api/faults', { restart: true }).catch((e) => { $('s-status').textContent = e.message; });
+    addLog('switch', 'restart');
+    pollServer();
+  });
+  $('reset').addEventListener('click', async () => { renderServer(await api('/api/reset', {})); });
+  $('send').addEventListener('click', () => demo.sendRequest());
+}
+
+async function main() {
+  const { stage, error } = stageFromURL();
+  renderStageNav(stage);
+  wireSwitches();
+  pollServer();
+  setInterval(pollServer, 500);
+  if (error !== undefined) {
+    $('stage-desc').textContent = '';
+    $('demo').querySelector('#readiness').hidden = true;
+    showError(`Unknown stage "${error}". Pick one of the stages 0 to 5 above (for example ?stage=5).`);
+    return;
+  }
+  demo.stage = stage;
+  document.title = `wsready demo: stage ${stage}`;
+  $('stage-desc').textContent = `Stage ${stage}. ${STAGES[stage]}`;
+  try {
+    demo.client = await connect({
+      stage,
+      onState: renderState,
+      onUpdate: renderUpdate,
+      onEvent: (e) => addLog(e.kind, e.detail),
+    });
+    renderState(demo.client.state());
+  } catch (e) {
+    showError(`The client failed to start: ${e.message}`);
+  }
+}
+
+main();

@@ -1,0 +1,88 @@
+// Type declarations for wsready.js, the WebAssembly WebSocket client.
+
+/** The state of one readiness layer. "off": not tracked at this stage. */
+export type Level = 'down' | 'pending' | 'up' | 'off';
+
+export interface State {
+  /** Is the socket open? */
+  transport: Level;
+  /** Is the peer alive (a server ping within its deadline)? */
+  protocol: Level;
+  /** Has the server acknowledged the subscription? */
+  service: Level;
+  /** True when every tracked layer is up. Send requests only when ready. */
+  ready: boolean;
+  /** Increments with every new socket; tags every update. */
+  epoch: number;
+  /** The network state as the browser reports it. */
+  online: boolean;
+  /** Reconnect attempts since the backoff last reset. */
+  attempt: number;
+  /** True after close(). */
+  stopped: boolean;
+}
+
+export interface Update<T = unknown> {
+  topic: string;
+  /** Increases by one per update on the server's feed. */
+  seq: number;
+  data: T;
+  /** The epoch of the socket the update arrived on. */
+  epoch: number;
+}
+
+/** A diagnostic event for logs: open, ping, watchdog, stale, subscribe, reconnect, offline, ... */
+export interface ClientEvent {
+  kind: string;
+  detail: string;
+  socket: number;
+  /** For kind "reconnect": the delay chosen, in milliseconds. */
+  delayMs: number;
+}
+
+export interface Stats {
+  dials: number; opens: number; closes: number; pings: number;
+  watchdogFired: number; staleEvents: number; foreignEvents: number;
+  subscribesSent: number; updates: number; lastSeq: number; seqGaps: number;
+  droppedResponses: number; badFrames: number; serverErrors: number;
+}
+
+export interface ConnectOptions {
+  /** ws:// or wss:// URL. Default: /ws on the page's host. */
+  url?: string;
+  /** Demo stage 0..5; each adds one fix. Default 5 (all fixes). */
+  stage?: number;
+  /** Where wsready.wasm and wasm_exec.js live. Default: beside wsready.js. */
+  base?: URL;
+  onState?: (s: State) => void;
+  onUpdate?: (u: Update) => void;
+  onEvent?: (e: ClientEvent) => void;
+}
+
+export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'ServerError';
+
+/**
+ * A rejected request.
+ * - NotReady: never sent; always safe to retry.
+ * - RequestTimeout: outcome unknown; retry only if idempotent.
+ * - ConnectionClosed: outcome unknown; retry only if idempotent.
+ * - ServerError: the server refused it; `code` says why.
+ */
+export declare class WsreadyError extends Error {
+  name: ErrorName;
+  code?: string;
+  readonly safeToRetry: boolean;
+}
+
+export interface Client {
+  /** Sends a request; params are JSON-encoded. Rejects with WsreadyError. */
+  request<T = unknown>(method: string, params?: unknown): Promise<T>;
+  state(): State;
+  stats(): Stats;
+  /** Closes the socket with 1000 and rejects pending requests. */
+  close(): void;
+}
+
+export declare function load(base?: URL): Promise<unknown>;
+export declare function defaultURL(): string;
+export declare function connect(opts?: ConnectOptions): Promise<Client>;

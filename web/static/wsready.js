@@ -1,0 +1,81 @@
+// wsready: the browser client, Go compiled to WebAssembly, as an ES module.
+//
+//   import { connect } from './wsready.js';
+//   const c = await connect({ stage: 5, onState: s => console.log(s.ready) });
+//   const r = await c.request('echo', { hello: 'world' });
+//
+// See wsready.d.ts for the types and the README for the full API.
+
+let loading;
+
+/** Loads wasm_exec.js and wsready.wasm once; later calls share the promise. */
+export function load(base = new URL('.', import.meta.url)) {
+  if (!loading) {
+    loading = (async () => {
+      if (!globalThis.Go) await import(new URL('wasm_exec.js', base).href);
+      const go = new globalThis.Go();
+      const url = new URL('wsready.wasm', base);
+      const registered = new Promise((resolve) => { globalThis.__wsreadyLoaded = resolve; });
+      let result;
+      try {
+        result = await WebAssembly.instantiateStreaming(fetch(url), go.importObject);
+      } catch (e) {
+        // A server without application/wasm: fall back to a plain fetch.
+        const resp = await fetch(url);
+        if (!resp.ok) throw new Error(`wsready: cannot load ${url}: HTTP ${resp.status}`);
+        result = await WebAssembly.instantiate(await resp.arrayBuffer(), go.importObject);
+      }
+      go.run(result.instance); // resolves when the Go program exits; it does not
+      await registered;
+      return globalThis.__wsready;
+    })();
+    loading.catch(() => { loading = undefined; });
+  }
+  return loading;
+}
+
+/** A rejected request. name is NotReady, RequestTimeout, ConnectionClosed or ServerError. */
+export class WsreadyError extends Error {
+  constructor(name, message, code) {
+    super(message);
+    this.name = name;
+    if (code !== undefined) this.code = code;
+  }
+  /** NotReady requests were never sent: always safe to retry. */
+  get safeToRetry() { return this.name === 'NotReady'; }
+}
+
+/** The default endpoint: /ws on the page's own host. */
+export function defaultURL() {
+  return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws';
+}
+
+/** Starts a client. It connects and reconnects in the background. */
+export async function connect(opts = {}) {
+  const api = await load(opts.base);
+  const h = api.connect({
+    url: opts.url ?? defaultURL(),
+    stage: opts.stage,
+    onState: opts.onState,
+    onUpdate: opts.onUpdate && ((u) => {
+      let data;
+      try { data = JSON.parse(u.data); } catch { data = u.data; }
+      opts.onUpdate({ ...u, data });
+    }),
+    onEvent: opts.onEvent,
+  });
+  if (h.error) throw new TypeError(h.error);
+  return {
+    request(method, params) {
+      const p = h.request(method, params === undefined ? undefined : JSON.stringify(params));
+      if (p.error) return Promise.reject(new TypeError(p.error));
+      return p.then((v) => {
+        if (v.ok) return JSON.parse(v.result);
+        throw new WsreadyError(v.name, v.message, v.code);
+      });
+    },
+    state: () => h.state(),
+    stats: () => h.stats(),
+    close: () => h.close(),
+  };
+}
