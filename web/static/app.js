@@ -15,6 +15,8 @@ const $ = (id) => document.getElementById(id);
 const demo = window.wsreadyDemo = {
   stage: null, error: null, state: null, updates: 0, lastUpdateAt: 0, lastSeq: 0,
   log: [], results: [], client: null, server: null,
+  // For the e2e suite: when READY changed ({t, ready}) and when updates came (ms).
+  transitions: [], updateTimes: [],
 };
 
 function stageFromURL() {
@@ -48,6 +50,7 @@ function setLight(name, level) {
 }
 
 function renderState(s) {
+  if (!demo.state || demo.state.ready !== s.ready) demo.transitions.push({ t: Date.now(), ready: s.ready });
   demo.state = s;
   setLight('transport', s.transport);
   setLight('protocol', s.protocol);
@@ -84,6 +87,8 @@ function addLog(kind, detail) {
 function renderUpdate(u) {
   demo.updates++;
   demo.lastUpdateAt = Date.now();
+  demo.updateTimes.push(demo.lastUpdateAt);
+  if (demo.updateTimes.length > 4000) demo.updateTimes.splice(0, 2000);
   demo.lastSeq = u.seq;
   const li = document.createElement('li');
   li.textContent = `#${u.seq} value ${u.data && u.data.value} (epoch ${u.epoch})`;
