@@ -57,6 +57,7 @@ type Stats struct {
 	FeedSeq          int64       `json:"feedSeq"`
 	PingIntervalMs   int64       `json:"pingIntervalMs"`
 	Faults           Faults      `json:"faults"`
+	RestartUntil     *time.Time  `json:"restartUntil"` // while Restart refuses: when it accepts again
 	Connections      []ConnStats `json:"connections"`
 }
 
@@ -72,6 +73,10 @@ func (s *Server) Stats() Stats {
 		ResetAt: s.counters.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
 		Faults:      s.faultsLocked(now, frozen),
 		Connections: make([]ConnStats, 0, len(s.conns)),
+	}
+	if now.Before(s.restartUntil) {
+		until := s.restartUntil
+		st.RestartUntil = &until
 	}
 	for _, c := range s.conns {
 		if c.subscribed {

@@ -1,0 +1,88 @@
+//go:build !js
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Report is what make measure writes to docs/measurements.json.
+type Report struct {
+	Date     string `json:"date"`
+	Command  string `json:"command"`
+	Go       string `json:"go"`
+	Chromium string `json:"chromium"`
+	CPUs     int    `json:"cpus"`
+	Plan     string `json:"plan"`
+	Rows     []Row  `json:"rows"`
+}
+
+// NewReport fills in the environment.
+func NewReport(plan Plan, rows []Row) Report {
+	chromium := "unknown"
+	if p, err := ChromiumPath(); err == nil {
+		if out, err := exec.Command(p, "--version").Output(); err == nil {
+			chromium = strings.TrimSpace(string(out))
+		}
+	}
+	return Report{
+		Date: time.Now().UTC().Format(time.RFC3339), Command: "make measure",
+		Go: runtime.Version(), Chromium: chromium, CPUs: runtime.NumCPU(),
+		Plan: fmt.Sprintf("freeze %v, service down %v, flapping %v, offline %v; server defaults (ping 1 s, slow replies 8 s, restart downtime 4 s)",
+			plan.Freeze, plan.ServiceDown, plan.Flapping, plan.Offline),
+		Rows: rows,
+	}
+}
+
+func ms(p *int64) string {
+	if p == nil {
+		return "never"
+	}
+	return fmt.Sprintf("%.1f s", float64(*p)/1000)
+}
+
+func num(p *int) string {
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprint(*p)
+}
+
+// Table renders the rows as the SPEC's markdown table plus the extra
+// scenarios' columns.
+func Table(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| stage | Freeze detected after | Service outage detected after | Data after service recovery | Server-side connections after a 12 s Freeze | Connection attempts during 15 s of Flapping | Time to READY after Restart | Slow replies | Attempts while offline 10 s | READY after online |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Stage,
+			ms(r.FreezeDetectedMs), ms(r.ServiceOutageDetectedMs), ms(r.DataAfterRecoveryMs),
+			num(r.ConnectionsAfterFreeze), num(r.FlappingAttempts), ms(r.ReadyAfterRestartMs),
+			r.SlowReply, num(r.OfflineAttempts), ms(r.ReadyAfterOnlineMs))
+	}
+	return b.String()
+}
+
+// Write saves docs/measurements.md and docs/measurements.json.
+func (rep Report) Write(dir string) error {
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dir+"/measurements.json", append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	var md strings.Builder
+	md.WriteString("# Measurements: every stage against every failure, in a real browser\n\n")
+	fmt.Fprintf(&md, "Made by `%s` on %s: %s, %s, %d CPUs. One fresh server and one fresh headless Chromium per stage; the scenarios run in sequence on one page, as a person clicks through the demo. Connection counts are the server's own.\n\n", rep.Command, rep.Date, rep.Go, rep.Chromium, rep.CPUs)
+	fmt.Fprintf(&md, "Plan: %s.\n\n", rep.Plan)
+	md.WriteString(Table(rep.Rows))
+	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json.\n")
+	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
+}

@@ -1,0 +1,342 @@
+//go:build !js
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Plan says which scenarios a stage runs and for how long. A zero duration
+// skips its scenario.
+type Plan struct {
+	Freeze      time.Duration // how long Freeze stays on (SPEC: 12 s)
+	Settle      time.Duration // after Freeze: wait this long once READY, then count connections
+	ServiceDown time.Duration // how long Service down stays on before recovery
+	Slow        bool          // the Slow replies scenario
+	Flapping    time.Duration // how long Flapping stays on (SPEC: 15 s)
+	Restart     bool          // the Restart scenario
+	Offline     time.Duration // how long the tab stays offline
+	// Steady is how long the page stays READY before each scenario, so each
+	// starts from rest: longer than the client's 5 s cooldown, after which
+	// stage 5's backoff has reset.
+	Steady time.Duration
+	Shots  string // directory for screenshots; empty: none
+}
+
+// FullPlan is what make measure runs.
+var FullPlan = Plan{Freeze: 12 * time.Second, Settle: 6 * time.Second, ServiceDown: 4 * time.Second,
+	Slow: true, Flapping: 15 * time.Second, Restart: true, Offline: 10 * time.Second, Steady: 6 * time.Second}
+
+// Row is one stage's measurements. Times are milliseconds; nil means the
+// event never happened within the scenario's window (or the scenario did
+// not run: Ran lists the ones that did).
+type Row struct {
+	Stage                   int      `json:"stage"`
+	Ran                     []string `json:"ran"`
+	FreezeDetectedMs        *int64   `json:"freezeDetectedMs"`
+	ConnectionsAfterFreeze  *int     `json:"connectionsAfterFreeze"`
+	ServiceOutageDetectedMs *int64   `json:"serviceOutageDetectedMs"`
+	DataAfterRecoveryMs     *int64   `json:"dataAfterRecoveryMs"`
+	SlowReply               string   `json:"slowReply"`
+	SlowReplyError          string   `json:"slowReplyError"` // the rejection's name, or "pending"
+	ReadyHeldDuringSlow     *bool    `json:"readyHeldDuringSlow"`
+	FlappingAttempts        *int     `json:"flappingAttempts"`
+	FlappingWindowMs        int64    `json:"flappingWindowMs"`
+	ReadyAfterRestartMs     *int64   `json:"readyAfterRestartMs"`
+	OfflineAttempts         *int     `json:"offlineAttempts"`
+	ReadyAfterOnlineMs      *int64   `json:"readyAfterOnlineMs"`
+	LeftReadyWhileOffline   *bool    `json:"leftReadyWhileOffline"`
+}
+
+type stageRun struct {
+	env   *Env
+	b     *Browser
+	stage int
+	plan  Plan
+	row   Row
+	logf  func(string, ...any)
+}
+
+// RunStage starts a fresh server and a fresh Chromium, opens the demo at
+// ?stage=N and runs the plan's scenarios in sequence on that one page.
+func RunStage(stage int, plan Plan, logf func(string, ...any)) (Row, error) {
+	env, err := StartServer(nil)
+	if err != nil {
+		return Row{}, err
+	}
+	defer env.Close()
+	b, err := NewBrowser(context.Background())
+	if err != nil {
+		return Row{}, err
+	}
+	defer b.Close()
+	r := &stageRun{env: env, b: b, stage: stage, plan: plan, row: Row{Stage: stage}, logf: logf}
+	if err := b.Navigate(fmt.Sprintf("%s/?stage=%d", env.Base, stage)); err != nil {
+		return r.row, err
+	}
+	steps := []struct {
+		name string
+		on   bool
+		run  func() error
+	}{
+		{"freeze", plan.Freeze > 0, r.freeze},
+		{"serviceDown", plan.ServiceDown > 0, r.serviceDown},
+		{"slowReplies", plan.Slow, r.slowReplies},
+		{"flapping", plan.Flapping > 0, r.flapping},
+		{"restart", plan.Restart, r.restart},
+		{"offline", plan.Offline > 0, r.offline},
+	}
+	for _, s := range steps {
+		if !s.on {
+			continue
+		}
+		if err := r.waitReady(45 * time.Second); err != nil {
+			return r.row, fmt.Errorf("stage %d before %s: %w", stage, s.name, err)
+		}
+		time.Sleep(plan.Steady)
+		if err := r.waitReady(45 * time.Second); err != nil {
+			return r.row, fmt.Errorf("stage %d before %s: %w", stage, s.name, err)
+		}
+		start := time.Now()
+		if err := s.run(); err != nil {
+			return r.row, fmt.Errorf("stage %d %s: %w", stage, s.name, err)
+		}
+		r.row.Ran = append(r.row.Ran, s.name)
+		logf("stage %d: %s done in %v", stage, s.name, time.Since(start).Round(100*time.Millisecond))
+	}
+	return r.row, nil
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+func (r *stageRun) waitReady(d time.Duration) error {
+	return WaitJS(r.b, "window.wsreadyDemo && wsreadyDemo.state && wsreadyDemo.state.ready", d)
+}
+
+// firstAfter polls a JS expression that yields a timestamp (ms) at or after
+// t0, or -1, until one appears or the deadline passes.
+func (r *stageRun) firstAfter(expr string, t0 int64, until time.Time) (*int64, error) {
+	js := "(" + expr + ")(" + strconv.FormatInt(t0, 10) + ")"
+	for {
+		v, err := Eval[float64](r.b, js)
+		if err != nil {
+			return nil, err
+		}
+		if v >= 0 {
+			d := int64(v) - t0
+			return &d, nil
+		}
+		if time.Now().After(until) {
+			return nil, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const (
+	jsLeftReady  = "T => (wsreadyDemo.transitions.find(x => !x.ready && x.t >= T) || {t: -1}).t"
+	jsReadyAgain = "T => (wsreadyDemo.transitions.find(x => x.ready && x.t >= T) || {t: -1}).t"
+	jsUpdate     = "T => { const u = wsreadyDemo.updateTimes.find(t => t >= T); return u === undefined ? -1 : u; }"
+)
+
+func (r *stageRun) shot(name string) {
+	if r.plan.Shots == "" {
+		return
+	}
+	if err := r.b.Screenshot(filepath.Join(r.plan.Shots, name)); err != nil {
+		r.logf("screenshot %s: %v", name, err)
+	}
+}
+
+// freeze: time from switching Freeze on until the page leaves READY (or
+// never, within the freeze); then off, settle, and count the server's
+// open connections.
+func (r *stageRun) freeze() error {
+	srv := r.env.Srv
+	if r.stage == 5 {
+		r.shot(fmt.Sprintf("stage%d-ready", r.stage))
+	}
+	t0 := nowMs()
+	end := time.Now().Add(r.plan.Freeze)
+	srv.SetFreeze(true)
+	defer srv.SetFreeze(false)
+	d, err := r.firstAfter(jsLeftReady, t0, end)
+	if err != nil {
+		return err
+	}
+	r.row.FreezeDetectedMs = d
+	if d != nil && r.stage == 5 {
+		time.Sleep(time.Second)
+		r.shot(fmt.Sprintf("stage%d-freeze", r.stage))
+	}
+	time.Sleep(time.Until(end))
+	srv.SetFreeze(false)
+	if err := r.waitReady(30 * time.Second); err != nil {
+		return err
+	}
+	time.Sleep(r.plan.Settle)
+	n := srv.Stats().Open
+	r.row.ConnectionsAfterFreeze = &n
+	if r.stage == 2 {
+		r.shot(fmt.Sprintf("stage%d-after-freeze", r.stage))
+	}
+	return nil
+}
+
+// serviceDown: time until the page leaves READY; then service back: time
+// until feed updates arrive again.
+func (r *stageRun) serviceDown() error {
+	srv := r.env.Srv
+	t0 := nowMs()
+	end := time.Now().Add(r.plan.ServiceDown)
+	srv.SetServiceDown(true)
+	defer srv.SetServiceDown(false)
+	d, err := r.firstAfter(jsLeftReady, t0, end)
+	if err != nil {
+		return err
+	}
+	r.row.ServiceOutageDetectedMs = d
+	time.Sleep(time.Until(end))
+	t1 := nowMs()
+	srv.SetServiceDown(false)
+	d, err = r.firstAfter(jsUpdate, t1, time.Now().Add(10*time.Second))
+	if err != nil {
+		return err
+	}
+	r.row.DataAfterRecoveryMs = d
+	return nil
+}
+
+// slowReplies: a request while replies are slower than the client's 5 s
+// timeout. With a registry it is rejected with RequestTimeout while READY
+// holds; stage 0 leaves it pending until the late reply lands.
+func (r *stageRun) slowReplies() error {
+	srv := r.env.Srv
+	srv.SetSlowReplies(true)
+	defer srv.SetSlowReplies(false)
+	t0 := nowMs()
+	idx, err := Eval[int](r.b, "(wsreadyDemo.sendRequest('echo', {slow: true}), wsreadyDemo.results.length - 1)")
+	if err != nil {
+		return err
+	}
+	rec := fmt.Sprintf("wsreadyDemo.results[%d]", idx)
+	var statusAt6 string
+	deadline := time.Now().Add(11 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := Eval[string](r.b, rec+".status")
+		if err != nil {
+			return err
+		}
+		if statusAt6 == "" && time.Now().UnixMilli()-t0 >= 6000 {
+			statusAt6 = st
+		}
+		if st != "pending" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res, err := Eval[map[string]any](r.b, rec)
+	if err != nil {
+		return err
+	}
+	left, err := Eval[float64](r.b, "("+jsLeftReady+")("+strconv.FormatInt(t0, 10)+")")
+	if err != nil {
+		return err
+	}
+	held := left < 0
+	r.row.ReadyHeldDuringSlow = &held
+	ms, _ := res["ms"].(float64)
+	switch res["status"] {
+	case "rejected":
+		r.row.SlowReplyError, _ = res["name"].(string)
+		r.row.SlowReply = fmt.Sprintf("%s after %.1f s", r.row.SlowReplyError, ms/1000)
+	case "resolved":
+		r.row.SlowReplyError = "pending"
+		r.row.SlowReply = fmt.Sprintf("pending at 6 s, resolved by the late reply after %.1f s", ms/1000)
+		if statusAt6 != "pending" {
+			r.row.SlowReplyError = "resolved"
+			r.row.SlowReply = fmt.Sprintf("resolved after %.1f s", ms/1000)
+		}
+	default:
+		r.row.SlowReplyError = "pending"
+		r.row.SlowReply = "still pending after 11 s"
+	}
+	return nil
+}
+
+// flapping: connection attempts the server counted while Flapping was on.
+func (r *stageRun) flapping() error {
+	srv := r.env.Srv
+	srv.ResetCounters()
+	start := time.Now()
+	srv.SetFlapping(true)
+	time.Sleep(r.plan.Flapping)
+	n := int(srv.Stats().HandshakesWindow)
+	srv.SetFlapping(false)
+	r.row.FlappingAttempts = &n
+	r.row.FlappingWindowMs = time.Since(start).Milliseconds()
+	return nil
+}
+
+// restart: time from the server accepting again until the page is READY.
+func (r *stageRun) restart() error {
+	srv := r.env.Srv
+	srv.Restart()
+	st := srv.Stats()
+	if st.RestartUntil == nil {
+		return fmt.Errorf("restart did not start")
+	}
+	accept := st.RestartUntil.UnixMilli()
+	d, err := r.firstAfter(jsReadyAgain, accept, time.Now().Add(60*time.Second))
+	if err != nil {
+		return err
+	}
+	r.row.ReadyAfterRestartMs = d
+	return nil
+}
+
+// offline: attempts made while the tab was offline, and the time from
+// online until READY.
+func (r *stageRun) offline() error {
+	dials := func() (int, error) { return Eval[int](r.b, "wsreadyDemo.client.stats().dials") }
+	before, err := dials()
+	if err != nil {
+		return err
+	}
+	t0 := nowMs()
+	if err := r.b.SetOffline(true); err != nil {
+		return err
+	}
+	time.Sleep(r.plan.Offline)
+	after, err := dials()
+	if err != nil {
+		return err
+	}
+	n := after - before
+	r.row.OfflineAttempts = &n
+	left, err := Eval[float64](r.b, "("+jsLeftReady+")("+strconv.FormatInt(t0, 10)+")")
+	if err != nil {
+		return err
+	}
+	wasLeft := left >= 0
+	r.row.LeftReadyWhileOffline = &wasLeft
+	t1 := nowMs()
+	if err := r.b.SetOffline(false); err != nil {
+		return err
+	}
+	if !wasLeft {
+		zero := int64(0)
+		r.row.ReadyAfterOnlineMs = &zero
+		return nil
+	}
+	d, err := r.firstAfter(jsReadyAgain, t1, time.Now().Add(40*time.Second))
+	if err != nil {
+		return err
+	}
+	r.row.ReadyAfterOnlineMs = d
+	return nil
+}
