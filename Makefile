@@ -49,7 +49,7 @@ size: wasm
 	  awk -v r=$$raw -v g=$$gz 'BEGIN{printf "wsready.wasm     %8d bytes (%.2f MiB)\nwsready.wasm.gz  %8d bytes (%.2f MiB)\n", r, r/1048576, g, g/1048576}'
 
 sim:
-	$(GO) run ./cmd/wsready sim -all -svg docs -out docs/sim.md -json docs/sim.json
+	$(GO) run ./cmd/wsready sim -seed 1 -svg docs -out docs/sim.md -json docs/sim.json
 
 measure: build chromium
 	WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./e2e

@@ -1,5 +1,127 @@
+//go:build !js
+
 package main
 
-import "io"
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
-func runSim(args []string, w io.Writer) error { return nil }
+	"github.com/wsready/wsready/sim"
+)
+
+func runSim(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	var cfg sim.Config
+	fs.IntVar(&cfg.Clients, "clients", 10000, "fleet size")
+	fs.IntVar(&cfg.Capacity, "capacity", 500, "handshakes accepted per one-second window after the downtime")
+	fs.DurationVar(&cfg.Downtime, "downtime", 10*time.Second, "the server refuses everything before this")
+	fs.DurationVar(&cfg.Base, "base", time.Second, "policy base delay")
+	fs.DurationVar(&cfg.Cap, "cap", 30*time.Second, "policy cap")
+	fs.DurationVar(&cfg.Horizon, "horizon", 90*time.Second, "simulated time")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	first := fs.String("first", "policy", "first attempt: policy (delay(0) after the disconnect) or zero (everyone at t=0)")
+	policy := fs.String("policy", "all", "fixed, exponential, linear, jitter, or all")
+	format := fs.String("format", "table", "table (markdown) or json")
+	svgDir := fs.String("svg", "", "write attempts.svg and connected.svg charts into this directory")
+	out := fs.String("out", "", "also write the markdown report to this file")
+	jsonOut := fs.String("json", "", "also write the JSON results to this file")
+	var flap sim.FlapConfig
+	fs.IntVar(&flap.Clients, "flap-clients", 1000, "fleet size for the Flapping table")
+	fs.DurationVar(&flap.Horizon, "flap-horizon", 10*time.Minute, "simulated time for the Flapping table")
+	fs.DurationVar(&flap.CloseAfter, "flap-close", 300*time.Millisecond, "Flapping: the server closes each connection this long after accepting it")
+	fs.DurationVar(&flap.Cooldown, "cooldown", 5*time.Second, "the reset rule's READY cooldown in the Flapping table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
+	}
+	switch *first {
+	case "policy":
+	case "zero":
+		cfg.FirstAttemptZero = true
+	default:
+		return fmt.Errorf("sim: -first must be policy or zero, not %q", *first)
+	}
+	if *format != "table" && *format != "json" {
+		return fmt.Errorf("sim: -format must be table or json, not %q", *format)
+	}
+	policies := sim.Policies(cfg.Base, cfg.Cap)
+	if *policy != "all" {
+		p, ok := sim.PolicyByName(*policy, cfg.Base, cfg.Cap)
+		if !ok {
+			return fmt.Errorf("sim: unknown policy %q (fixed, exponential, linear, jitter, all)", *policy)
+		}
+		policies = []sim.NamedPolicy{p}
+	}
+	flap.Base, flap.Cap, flap.Seed = cfg.Base, cfg.Cap, cfg.Seed
+
+	start := time.Now()
+	var results []sim.Result
+	for _, p := range policies {
+		r, err := sim.Run(cfg, p)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		results = append(results, r)
+	}
+	baseTook := time.Since(start)
+	var flaps []sim.FlapResult
+	for _, p := range policies {
+		r, err := sim.RunFlap(flap, p)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		flaps = append(flaps, r)
+	}
+	took := time.Since(start)
+
+	cmdline := "wsready sim " + strings.Join(args, " ")
+	var md strings.Builder
+	fmt.Fprintf(&md, "# Fleet simulation\n\nMade by `%s` (seed %d). The simulator runs the client core's own policy values and reset rule (package client), not copies.\n\n", strings.TrimSpace(cmdline), cfg.Seed)
+	md.WriteString(sim.Table(cfg, results))
+	md.WriteString("\n")
+	md.WriteString(sim.FlapTable(flap, flaps))
+	fmt.Fprintf(&md, "\nSimulated in %v (base scenario %v) on this machine.\n", took.Round(time.Millisecond), baseTook.Round(time.Millisecond))
+
+	if *svgDir != "" {
+		attempts, connected := sim.Charts(cfg, results)
+		if err := os.MkdirAll(*svgDir, 0o755); err != nil {
+			return err
+		}
+		for name, body := range map[string]string{"attempts.svg": attempts, "connected.svg": connected} {
+			if err := os.WriteFile(filepath.Join(*svgDir, name), []byte(body), 0o644); err != nil {
+				return err
+			}
+		}
+		md.WriteString("\n![attempts per second](attempts.svg)\n\n![connected clients](connected.svg)\n")
+	}
+	payload := map[string]any{"seed": cfg.Seed, "config": cfg, "results": results, "flap": map[string]any{"config": flap, "results": flaps},
+		"elapsedMs": took.Milliseconds()}
+	js, err := json.MarshalIndent(payload, "", "  ")
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if *jsonOut != "" {
+		if err := os.WriteFile(*jsonOut, append(js, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if *format == "json" {
+		_, err = fmt.Fprintln(stdout, string(js))
+		return err
+	}
+	fmt.Fprintf(stdout, "seed %d\n\n%s", cfg.Seed, md.String())
+	return nil
+}

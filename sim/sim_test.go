@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func runAll(t *testing.T, cfg Config) []Result {
+	t.Helper()
+	var out []Result
+	for _, p := range Policies(time.Second, 30*time.Second) {
+		r, err := Run(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestAcceptedNeverExceedCapacityAndClientsAddUp(t *testing.T) {
+	cfg := Config{Clients: 5000, Capacity: 300, Downtime: 5 * time.Second, Horizon: 60 * time.Second, Seed: 7}
+	for _, r := range runAll(t, cfg) {
+		accepted := 0
+		for s, n := range r.AcceptedPerSecond {
+			if n > cfg.Capacity {
+				t.Fatalf("%s: %d accepted in second %d, capacity %d", r.Policy, n, s, cfg.Capacity)
+			}
+			if time.Duration(s)*time.Second < cfg.Downtime && n > 0 {
+				t.Fatalf("%s: accepted during the downtime", r.Policy)
+			}
+			accepted += n
+		}
+		unconnected := cfg.Clients - r.ConnectedAtHorizon
+		if accepted != r.ConnectedAtHorizon || unconnected < 0 || r.ConnectedAtHorizon+unconnected != cfg.Clients {
+			t.Fatalf("%s: accepted %d connected %d", r.Policy, accepted, r.ConnectedAtHorizon)
+		}
+		if r.Attempts != r.Rejected+r.ConnectedAtHorizon {
+			t.Fatalf("%s: attempts %d != rejected %d + connected %d", r.Policy, r.Attempts, r.Rejected, r.ConnectedAtHorizon)
+		}
+		if last := r.ConnectedPerSecond[len(r.ConnectedPerSecond)-1]; last != r.ConnectedAtHorizon {
+			t.Fatalf("%s: connected series ends at %d, not %d", r.Policy, last, r.ConnectedAtHorizon)
+		}
+	}
+}
+
+// Ten clients, capacity 3, downtime 2 s, fixed 1 s: everyone tries at 1 s
+// (refused), then 3 get in at 2 s, 3 at 3 s, 3 at 4 s and the last at 5 s.
+func TestFixedPolicyMatchesAHandCalculation(t *testing.T) {
+	r, err := Run(Config{Clients: 10, Capacity: 3, Downtime: 2 * time.Second, Horizon: 10 * time.Second, Seed: 1},
+		NamedPolicy{"fixed", Policies(time.Second, 30*time.Second)[0].Policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Attempts != 10+10+7+4+1 || r.Rejected != 22 || r.ConnectedAtHorizon != 10 {
+		t.Fatalf("attempts %d rejected %d connected %d", r.Attempts, r.Rejected, r.ConnectedAtHorizon)
+	}
+	if r.T100Ms == nil || *r.T100Ms != 5000 || r.T99Ms == nil || *r.T99Ms != 5000 {
+		t.Fatalf("t99 %v t100 %v", r.T99Ms, r.T100Ms)
+	}
+	want := []int{0, 10, 10, 7, 4, 1, 0, 0, 0, 0}
+	if !reflect.DeepEqual(r.AttemptsPerSecond, want) {
+		t.Fatalf("per second %v, want %v", r.AttemptsPerSecond, want)
+	}
+}
+
+// Without jitter, exponential clients all wait in lockstep: attempts land
+// only at 1, 3, 7, 15, 31 and 63 s, and no second in between sees one.
+func TestExponentialAttemptsOnlyWhenItShould(t *testing.T) {
+	p, _ := PolicyByName("exponential", time.Second, 30*time.Second)
+	r, err := Run(Config{Clients: 100, Capacity: 1, Downtime: time.Hour, Horizon: 90 * time.Second}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[int]bool{1: true, 3: true, 7: true, 15: true, 31: true, 61: true}
+	for s, n := range r.AttemptsPerSecond {
+		if n > 0 && !allowed[s] {
+			t.Fatalf("attempts at second %d (%v)", s, r.AttemptsPerSecond)
+		}
+		if allowed[s] && n != 100 {
+			t.Fatalf("second %d: %d attempts, want all 100", s, n)
+		}
+	}
+	if r.ConnectedAtHorizon != 0 || r.T100Ms != nil {
+		t.Fatal("connected while the server was down")
+	}
+}
+
+func TestFullJitterSpreadsTheFirstWaveWithinOneSecond(t *testing.T) {
+	p, _ := PolicyByName("jitter", time.Second, 30*time.Second)
+	// A one-second horizon sees every client's first attempt (delay(0) is in
+	// [0, 1s)) and, for those whose second delay was short, a second one.
+	r, err := Run(Config{Clients: 1000, Capacity: 1, Downtime: time.Hour, Horizon: time.Second, Seed: 3}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AttemptsPerSecond[0] < 1000 || r.Attempts != r.AttemptsPerSecond[0] {
+		t.Fatalf("first wave: %v", r.AttemptsPerSecond)
+	}
+	// The expected share with a second attempt inside the first second is
+	// P(U1 + 2*U2 < 1) = 1/4; allow wide sampling noise.
+	if extra := r.Attempts - 1000; extra < 150 || extra > 350 {
+		t.Fatalf("%d second attempts in the first second, expected about 250", extra)
+	}
+}
+
+func TestSameSeedSameFiguresOtherSeedOtherFigures(t *testing.T) {
+	p, _ := PolicyByName("jitter", time.Second, 30*time.Second)
+	cfg := Config{Clients: 2000, Capacity: 100, Seed: 42}
+	a, _ := Run(cfg, p)
+	b, _ := Run(cfg, p)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same seed, different results")
+	}
+	cfg.Seed = 43
+	c, _ := Run(cfg, p)
+	if reflect.DeepEqual(a.AttemptsPerSecond, c.AttemptsPerSecond) {
+		t.Fatal("the seed does not matter")
+	}
+}
+
+func TestBadConfigIsAnError(t *testing.T) {
+	p, _ := PolicyByName("fixed", time.Second, 30*time.Second)
+	for _, cfg := range []Config{{Clients: -1}, {Capacity: -5}, {Base: 2 * time.Second, Cap: time.Second}, {Horizon: -time.Second}} {
+		if _, err := Run(cfg, p); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+	if _, ok := PolicyByName("nope", time.Second, time.Second); ok {
+		t.Fatal("unknown policy found")
+	}
+}
+
+// Under Flapping a fixed policy reconnects every 1.3 s whatever the reset
+// rule: first at 1 s, then 1 + 1.3k up to 600 s, so 461 per 10 minutes.
+func TestFlapFixedPolicyClosedForm(t *testing.T) {
+	p, _ := PolicyByName("fixed", time.Second, 30*time.Second)
+	r, err := RunFlap(FlapConfig{Clients: 10, Horizon: 10 * time.Minute}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PerMinuteResetOnOpen != 46.1 || r.PerMinuteResetOnReady != 46.1 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// Resetting on open keeps exponential at its base delay forever; resetting
+// only after 5 s of READY lets it back off to the cap.
+func TestFlapResetAfterReadinessCutsExponential(t *testing.T) {
+	p, _ := PolicyByName("exponential", time.Second, 30*time.Second)
+	r, err := RunFlap(FlapConfig{Clients: 10, Horizon: 10 * time.Minute}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PerMinuteResetOnOpen != 46.1 {
+		t.Fatalf("reset on open: %v", r.PerMinuteResetOnOpen)
+	}
+	if r.PerMinuteResetOnReady > 3 {
+		t.Fatalf("reset after readiness: %v per minute", r.PerMinuteResetOnReady)
+	}
+}
+
+func BenchmarkRun100k(b *testing.B) {
+	cfg := Config{Clients: 100_000, Capacity: 5000, Seed: 1}
+	for b.Loop() {
+		for _, p := range Policies(time.Second, 30*time.Second) {
+			if _, err := Run(cfg, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
