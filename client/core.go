@@ -42,8 +42,11 @@ type Core struct {
 
 	// Deadlines; zero means not armed. The driver holds one timer for the
 	// earliest of them (and of the request deadlines).
-	connectAt   time.Time
-	reconnectAt time.Time
+	connectAt time.Time
+	// reconnects are the scheduled dials. With StaleFilter there is at most
+	// one; without it every accepted close schedules its own, as a naive
+	// onclose handler does, so stale closes multiply the sockets.
+	reconnects  []time.Time
 	watchdogAt  time.Time
 	subscribeAt time.Time
 	resetAt     time.Time
@@ -195,10 +198,7 @@ func (c *Core) Tick(now time.Time) {
 	if due(c.resetAt, now) {
 		c.cooldownDone()
 	}
-	if due(c.reconnectAt, now) {
-		c.reconnectAt = time.Time{}
-		c.dial(now)
-	}
+	c.dialDue(now)
 	c.after(now)
 }
 
@@ -214,7 +214,8 @@ func (c *Core) Stop(now time.Time) {
 	}
 	c.transport = Down
 	c.rejectAll("client stopped", true)
-	c.connectAt, c.reconnectAt, c.watchdogAt, c.subscribeAt, c.resetAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	c.connectAt, c.watchdogAt, c.subscribeAt, c.resetAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	c.reconnects = nil
 	c.trace("stop", c.current, "client stopped")
 	c.after(now)
 }
@@ -253,7 +254,7 @@ func (c *Core) send(m protocol.Message) {
 func (c *Core) after(now time.Time) {
 	c.noteState(now)
 	next := time.Time{}
-	for _, t := range []time.Time{c.connectAt, c.reconnectAt, c.watchdogAt, c.subscribeAt, c.resetAt, c.nextRequestDeadline()} {
+	for _, t := range append([]time.Time{c.connectAt, c.watchdogAt, c.subscribeAt, c.resetAt, c.nextRequestDeadline()}, c.reconnects...) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}

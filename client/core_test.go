@@ -292,6 +292,28 @@ func TestStage2IsFooledByTheLateCloseOfAReplacedSocket(t *testing.T) {
 	}
 }
 
+// Without the filter every stale close schedules a reconnect of its own, as
+// a naive onclose handler would: two late closes, two more sockets, and the
+// live one leaked. That is how later failures multiply the attempts.
+func TestStage2StaleClosesMultiplyTheSockets(t *testing.T) {
+	h := newHarness(t, 2)
+	h.start()
+	h.ready()
+	h.advance(2 * time.Second) // watchdog: 1 replaced by 2
+	h.open(2)
+	h.advance(3 * time.Second) // no first ping: 2 replaced by 3
+	s3 := h.ready()
+	h.closed(1)
+	h.closed(2)
+	h.advance(time.Second)
+	if len(h.dials) != 5 {
+		t.Fatalf("dials %v, want two more after two stale closes", h.dials)
+	}
+	if h.sockets[s3].closed {
+		t.Fatal("socket 3 was closed; stage 2 leaks it")
+	}
+}
+
 func TestStage3IgnoresTheLateCloseOfAReplacedSocket(t *testing.T) {
 	h := newHarness(t, 3)
 	h.start()

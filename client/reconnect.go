@@ -18,7 +18,7 @@ func (c *Core) scheduleReconnect(now time.Time, watchdog bool) {
 		return
 	}
 	if c.cfg.Features.Backoff && !c.online {
-		c.reconnectAt = time.Time{}
+		c.reconnects = nil
 		c.trace("reconnect-wait", 0, "offline: reconnect waits for online")
 		return
 	}
@@ -28,11 +28,31 @@ func (c *Core) scheduleReconnect(now time.Time, watchdog bool) {
 	}
 	c.emitReconnect(d)
 	if d == 0 {
-		c.reconnectAt = time.Time{}
 		c.dial(now)
 		return
 	}
-	c.reconnectAt = now.Add(d)
+	if c.cfg.Features.StaleFilter {
+		c.reconnects = append(c.reconnects[:0], now.Add(d))
+	} else {
+		c.reconnects = append(c.reconnects, now.Add(d))
+	}
+}
+
+// dialDue opens a socket for every scheduled reconnect that is due.
+func (c *Core) dialDue(now time.Time) {
+	kept := c.reconnects[:0]
+	var n int
+	for _, t := range c.reconnects {
+		if due(t, now) {
+			n++
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	c.reconnects = kept
+	for range n {
+		c.dial(now)
+	}
 }
 
 func (c *Core) emitReconnect(d time.Duration) {
@@ -49,8 +69,8 @@ func (c *Core) Offline(now time.Time) {
 	}
 	c.online = false
 	c.trace("offline", c.current, "network offline")
-	if c.cfg.Features.Backoff && !c.reconnectAt.IsZero() {
-		c.reconnectAt = time.Time{}
+	if c.cfg.Features.Backoff && len(c.reconnects) > 0 {
+		c.reconnects = nil
 		c.trace("reconnect-cancelled", 0, "scheduled reconnect cancelled while offline")
 	}
 	c.after(now)
@@ -68,7 +88,7 @@ func (c *Core) Online(now time.Time) {
 		if c.started && c.transport == Down {
 			d := time.Duration(c.cfg.Rand() * float64(c.cfg.OnlineDelay))
 			c.emitReconnect(d)
-			c.reconnectAt = now.Add(d)
+			c.reconnects = append(c.reconnects[:0], now.Add(d))
 		}
 	}
 	c.after(now)

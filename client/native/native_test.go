@@ -233,6 +233,11 @@ func TestNativeRestart(t *testing.T) {
 			}
 			d := waitReady(t, p, 6*time.Second)
 			t.Logf("READY %v after restart (500ms downtime)", d)
+			// Stage 0 is READY on open, a moment before the server has
+			// registered the connection: poll briefly.
+			for i := 0; i < 100 && srv.Stats().Open != 1; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if srv.Stats().Open != 1 {
 				t.Fatalf("open after restart: %d", srv.Stats().Open)
 			}
