@@ -61,10 +61,22 @@ func Table(rows []Row) string {
 	b.WriteString("| stage | Freeze detected after | Service outage detected after | Data after service recovery | Server-side connections after a 12 s Freeze | Connection attempts during 15 s of Flapping | Time to READY after Restart | Slow replies | Attempts while offline 10 s | READY after online |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
+		did := map[string]bool{}
+		for _, s := range r.Ran {
+			did[s] = true
+		}
+		// "-" marks a scenario this run skipped (the CI subset skips some).
+		or := func(scenario, v string) string {
+			if !did[scenario] {
+				return "-"
+			}
+			return v
+		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Stage,
-			ms(r.FreezeDetectedMs), ms(r.ServiceOutageDetectedMs), ms(r.DataAfterRecoveryMs),
-			num(r.ConnectionsAfterFreeze), num(r.FlappingAttempts), ms(r.ReadyAfterRestartMs),
-			r.SlowReply, num(r.OfflineAttempts), ms(r.ReadyAfterOnlineMs))
+			or("freeze", ms(r.FreezeDetectedMs)), or("serviceDown", ms(r.ServiceOutageDetectedMs)),
+			or("serviceDown", ms(r.DataAfterRecoveryMs)), or("freeze", num(r.ConnectionsAfterFreeze)),
+			or("flapping", num(r.FlappingAttempts)), or("restart", ms(r.ReadyAfterRestartMs)),
+			or("slowReplies", r.SlowReply), or("offline", num(r.OfflineAttempts)), or("offline", ms(r.ReadyAfterOnlineMs)))
 	}
 	return b.String()
 }
@@ -83,6 +95,6 @@ func (rep Report) Write(dir string) error {
 	fmt.Fprintf(&md, "Made by `%s` on %s: %s, %s, %d CPUs. One fresh server and one fresh headless Chromium per stage; the scenarios run in sequence on one page, as a person clicks through the demo. Connection counts are the server's own.\n\n", rep.Command, rep.Date, rep.Go, rep.Chromium, rep.CPUs)
 	fmt.Fprintf(&md, "Plan: %s.\n\n", rep.Plan)
 	md.WriteString(Table(rep.Rows))
-	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json.\n")
+	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. The README's \"Measurements\" section explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
 }
