@@ -120,6 +120,9 @@ func (c *conn) request(m protocol.Message) {
 		return // the service is down: requests go unanswered
 	}
 	resp := protocol.Message{Type: protocol.TypeResponse, ID: m.ID}
+	if s.panicMethod != "" && m.Method == s.panicMethod {
+		panic("test panic in a handler")
+	}
 	switch m.Method {
 	case "echo":
 		resp.Result = m.Params

@@ -99,6 +99,10 @@ type Server struct {
 	restartUntil time.Time
 	feedSeq      int64
 	counters     counters
+
+	// panicMethod, when set (by tests), is a request method whose handler
+	// panics, to prove a panic stays with its connection.
+	panicMethod string
 }
 
 type counters struct {

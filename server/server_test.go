@@ -447,6 +447,20 @@ func TestBadInputGetsAnErrorFrameAndTheConnectionStays(t *testing.T) {
 	neighbour.next(protocol.TypeResponse, time.Second)
 }
 
+func TestAPanicInAHandlerStaysWithItsConnection(t *testing.T) {
+	f := newFixture(t, nil)
+	f.srv.panicMethod = "boom"
+	p, other := f.dial(), f.dial()
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 1, Method: "boom"})
+	if e := p.next(protocol.TypeError, time.Second); e.Error.Code != protocol.ErrInternal {
+		t.Fatalf("panic answered with %+v", e)
+	}
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 2, Method: "time"})
+	p.next(protocol.TypeResponse, time.Second)
+	other.send(protocol.Message{Type: protocol.TypeRequest, ID: 3, Method: "time"})
+	other.next(protocol.TypeResponse, time.Second)
+}
+
 func TestCrossOriginUpgradeNeedsTheFlag(t *testing.T) {
 	f := newFixture(t, nil)
 	hdr := http.Header{"Origin": {"http://evil.example"}}
