@@ -78,7 +78,7 @@ func Decode(b []byte) (Message, error) {
 		return m, firstError(b)
 	}
 	s.pos++
-	seen := map[string]bool{}
+	var seen fieldSet
 	var typ string
 	var hasType bool
 	var errField []byte
@@ -92,7 +92,7 @@ func Decode(b []byte) (Message, error) {
 		s.pos++ // ':'
 		start, end, _ := s.value(0)
 		val := b[start:end]
-		seen[key] = true
+		seen.add(key)
 		var err *DecodeError
 		switch key {
 		case "type":
@@ -208,10 +208,34 @@ func decodeErrorBody(val []byte) (*ErrorBody, *DecodeError) {
 	return eb, nil
 }
 
-func validate(m *Message, seen map[string]bool) error {
+// fieldSet records which known top-level fields a frame had, without the
+// allocation of a map.
+type fieldSet uint16
+
+var knownFields = [...]string{"type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message"}
+
+func (f *fieldSet) add(key string) {
+	for i, k := range knownFields {
+		if k == key {
+			*f |= 1 << i
+			return
+		}
+	}
+}
+
+func (f fieldSet) has(key string) bool {
+	for i, k := range knownFields {
+		if k == key {
+			return f&(1<<i) != 0
+		}
+	}
+	return false
+}
+
+func validate(m *Message, seen fieldSet) error {
 	need := func(fields ...string) error {
 		for _, f := range fields {
-			if !seen[f] {
+			if !seen.has(f) {
 				return &DecodeError{Code: ErrMissingField, Field: f, Detail: string(m.Type) + " needs " + f}
 			}
 		}
