@@ -177,7 +177,8 @@ async function main() {
   setInterval(pollServer, 500);
   if (error !== undefined) {
     $('stage-desc').textContent = '';
-    $('demo').querySelector('#readiness').hidden = true;
+    $('readiness').hidden = true;
+    $('feed-card').hidden = true;
     showError(`Unknown stage "${error}". Pick one of the stages 0 to 5 above (for example ?stage=5).`);
     return;
   }
