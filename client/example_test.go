@@ -1,0 +1,58 @@
+package client_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/wsready/wsready/client"
+)
+
+// A driver steps the core with events and carries out its effects. Here
+// the "network" is played by hand: the socket opens, the server pings and
+// acknowledges the subscription, and a request is answered.
+func Example() {
+	cfg, err := client.StageConfig(5, rand.New(rand.NewPCG(1, 2)).Float64)
+	if err != nil {
+		panic(err)
+	}
+	core, err := client.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	show := func() {
+		for _, e := range core.Effects() {
+			switch e.Kind {
+			case client.EffDial:
+				fmt.Println("dial socket", e.Socket)
+			case client.EffSend:
+				fmt.Printf("send %s\n", e.Frame)
+			case client.EffState:
+				fmt.Printf("state transport=%v protocol=%v service=%v ready=%v\n", e.State.Transport, e.State.Protocol, e.State.Service, e.State.Ready)
+			case client.EffSettle:
+				fmt.Printf("request %d settled: %s %v\n", e.ID, e.Result, e.Err)
+			}
+		}
+	}
+	core.Start(now)
+	show()
+	core.Opened(1, now)
+	show()
+	core.Received(1, []byte(`{"type":"ping","intervalMs":1000}`), now)
+	core.Received(1, []byte(`{"type":"subscribed","topic":"feed"}`), now)
+	show()
+	id := core.Request("echo", []byte(`{"hi":1}`), now)
+	show()
+	core.Received(1, []byte(fmt.Sprintf(`{"type":"response","id":%d,"result":{"hi":1}}`, id)), now)
+	show()
+	// Output:
+	// dial socket 1
+	// state transport=pending protocol=down service=down ready=false
+	// send {"type":"subscribe","topic":"feed"}
+	// state transport=up protocol=pending service=pending ready=false
+	// state transport=up protocol=up service=pending ready=false
+	// state transport=up protocol=up service=up ready=true
+	// send {"type":"request","id":1,"method":"echo","params":{"hi":1}}
+	// request 1 settled: {"hi":1} <nil>
+}
