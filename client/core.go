@@ -253,16 +253,22 @@ func (c *Core) send(m protocol.Message) {
 // timer for the earliest deadline.
 func (c *Core) after(now time.Time) {
 	c.noteState(now)
-	next := time.Time{}
-	for _, t := range append([]time.Time{c.connectAt, c.watchdogAt, c.subscribeAt, c.resetAt, c.nextRequestDeadline()}, c.reconnects...) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
+	next := earliest(earliest(earliest(c.connectAt, c.watchdogAt), earliest(c.subscribeAt, c.resetAt)), c.nextRequestDeadline())
+	for _, t := range c.reconnects {
+		next = earliest(next, t)
 	}
 	if !next.Equal(c.armed) {
 		c.armed = next
 		c.emit(Effect{Kind: EffTimer, At: next})
 	}
+}
+
+// earliest returns the earlier of two deadlines; zero means unset.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 func due(t, now time.Time) bool { return !t.IsZero() && !t.After(now) }

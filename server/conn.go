@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -228,6 +229,6 @@ func (c *conn) closeWith(code int, reason string) {
 	})
 }
 
-func itoa(n int) string { return itoa64(int64(n)) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
-func itoa64(n int64) string { return fmt.Sprint(n) }
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

@@ -5,7 +5,6 @@ import (
 	"html"
 	"math"
 	"strings"
-	"time"
 )
 
 // Table renders the base scenario's results as markdown.
@@ -171,10 +170,4 @@ func Charts(cfg Config, rs []Result) (attempts, connected string) {
 		"attempts per second (log scale)", a, cfg.Capacity, fmt.Sprintf("capacity %d/s", cfg.Capacity), true)
 	connected = LineChart(fmt.Sprintf("Connected clients over time (seed %d)", cfg.Seed), "clients connected", c, cfg.Clients, "whole fleet", false)
 	return attempts, connected
-}
-
-// Describe explains the horizon for a reader.
-func Describe(cfg Config) string {
-	return fmt.Sprintf("%d clients, capacity %d/s, downtime %v, base %v, cap %v, horizon %v, seed %d",
-		cfg.Clients, cfg.Capacity, cfg.Downtime, cfg.Base, cfg.Cap, cfg.Horizon.Round(time.Second), cfg.Seed)
 }

@@ -280,9 +280,7 @@ func (d *driver) release() {
 	for _, f := range d.funcs {
 		f.Release()
 	}
-	for _, left := range d.q.Close() {
-		_ = left // steps queued after Stop: the core ignores them anyway
-	}
+	d.q.Close() // steps queued after Stop are dropped: the core ignores them anyway
 }
 
 // request starts a request and returns a Promise of its settle value.
