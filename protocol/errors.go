@@ -2,16 +2,18 @@ package protocol
 
 // Stable error codes, sent to a peer in an error frame's "code" field.
 const (
-	ErrBadJSON       = "bad_json"       // not valid JSON
-	ErrNotObject     = "not_object"     // valid JSON, but not an object
-	ErrMissingField  = "missing_field"  // a required field is absent
-	ErrWrongType     = "wrong_type"     // a field has the wrong JSON type or an invalid value
-	ErrUnknownType   = "unknown_type"   // the type field names no known message
-	ErrTooLarge      = "too_large"      // the frame exceeds MaxFrameBytes
-	ErrNotText       = "not_text"       // a binary frame; the protocol is text only
-	ErrUnexpected    = "unexpected"     // a valid message this side does not accept (e.g. a ping sent to the server)
-	ErrUnknownMethod = "unknown_method" // a request names no method the server has
-	ErrInternal      = "internal"       // the handler failed; the connection stays usable
+	ErrBadJSON        = "bad_json"         // not valid JSON
+	ErrNotObject      = "not_object"       // valid JSON, but not an object
+	ErrMissingField   = "missing_field"    // a required field is absent
+	ErrWrongType      = "wrong_type"       // a field has the wrong JSON type or an invalid value
+	ErrUnknownType    = "unknown_type"     // the type field names no known message
+	ErrTooLarge       = "too_large"        // the frame exceeds MaxFrameBytes
+	ErrNotText        = "not_text"         // a binary frame; the protocol is text only
+	ErrUnexpected     = "unexpected"       // a valid message this side does not accept (e.g. a ping sent to the server)
+	ErrUnknownMethod  = "unknown_method"   // a request names no method the server has
+	ErrInternal       = "internal"         // the handler failed; the connection stays usable
+	ErrUnknownTopic   = "unknown_topic"    // a subscribe names a topic the server does not have
+	ErrTooManyPending = "too_many_pending" // a request beyond the server's cap of unanswered requests per connection
 )
 
 // DecodeError is returned by Decode. Use errors.As to read its Code.

@@ -58,9 +58,19 @@ type Message struct {
 	Error      *ErrorBody // response (exclusive with Result); error frame
 }
 
-// Decode parses one frame. Unknown fields are ignored so that either side
-// can add optional fields; unknown types, missing or wrong-typed required
-// fields, and anything that is not a single JSON object are errors.
+// MaxIntervalMs bounds a ping's intervalMs (one hour): a larger value would
+// overflow the client's deadline arithmetic or park its watchdog forever.
+const MaxIntervalMs = 3_600_000
+
+// Decode parses one frame. Each type reads only the fields it defines (the
+// README's table): any other field, known to another type or unknown, is
+// ignored, so either side can add optional fields without breaking the
+// other. Unknown types, missing or wrong-typed required fields, and anything
+// that is not a single JSON object are errors.
+//
+// On error the Message still holds what was read before the failure (Type,
+// and ID for a request whose id is valid), so a server can echo the id in
+// its error frame.
 func Decode(b []byte) (Message, error) {
 	var m Message
 	if len(b) > MaxFrameBytes {
@@ -77,90 +87,217 @@ func Decode(b []byte) (Message, error) {
 	if !Valid(b) {
 		return m, firstError(b)
 	}
-	s.pos++
-	var seen fieldSet
-	var typ string
-	var hasType bool
-	var errField []byte
+	var f fields
+	eachField(b, func(key string, val []byte) {
+		if k := fieldOf(key); k != fNone {
+			f[k] = val
+		}
+	})
+	if f[fType] == nil {
+		return m, &DecodeError{Code: ErrMissingField, Field: "type", Detail: "every frame needs a type"}
+	}
+	typ, err := asString("type", f[fType])
+	if err != nil {
+		return m, err
+	}
+	m.Type = Type(typ)
+	if err := decodeFields(&m, &f); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// decodeFields reads the fields m.Type defines, and only those.
+func decodeFields(m *Message, f *fields) *DecodeError {
+	switch m.Type {
+	case TypePing:
+		n, err := f.int(fIntervalMs, m.Type, true)
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > MaxIntervalMs {
+			return &DecodeError{Code: ErrWrongType, Field: "intervalMs", Detail: "must be between 1 and " + strconv.Itoa(MaxIntervalMs)}
+		}
+		m.IntervalMs = n
+	case TypeSubscribe, TypeSubscribed:
+		return f.topic(m)
+	case TypeUnsubscribed:
+		if err := f.topic(m); err != nil {
+			return err
+		}
+		var err *DecodeError
+		m.Reason, err = f.str(fReason, m.Type, false)
+		return err
+	case TypeUpdate:
+		if err := f.topic(m); err != nil {
+			return err
+		}
+		var err *DecodeError
+		if m.Seq, err = f.int(fSeq, m.Type, true); err != nil {
+			return err
+		}
+		if f[fData] == nil {
+			return missing("data", m.Type)
+		}
+		m.Data = clone(f[fData])
+	case TypeRequest:
+		id, err := f.int(fID, m.Type, true)
+		if err != nil {
+			return err
+		}
+		if id <= 0 {
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must be positive"}
+		}
+		m.ID = uint64(id)
+		if m.Method, err = f.str(fMethod, m.Type, true); err != nil {
+			return err
+		}
+		if m.Method == "" {
+			return &DecodeError{Code: ErrWrongType, Field: "method", Detail: "must not be empty"}
+		}
+		m.Params = clone(f[fParams])
+	case TypeResponse:
+		id, err := f.int(fID, m.Type, true)
+		if err != nil {
+			return err
+		}
+		if id < 0 {
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must not be negative"}
+		}
+		m.ID = uint64(id)
+		if (f[fResult] == nil) == (f[fError] == nil) {
+			return &DecodeError{Code: ErrMissingField, Field: "result", Detail: "response needs exactly one of result and error"}
+		}
+		if f[fError] != nil {
+			m.Error, err = decodeErrorBody(f[fError])
+			return err
+		}
+		m.Result = clone(f[fResult])
+	case TypeError:
+		id, err := f.int(fID, m.Type, false)
+		if err != nil {
+			return err
+		}
+		if id < 0 {
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must not be negative"}
+		}
+		m.ID = uint64(id)
+		eb := &ErrorBody{}
+		if eb.Code, err = f.str(fCode, m.Type, true); err != nil {
+			return err
+		}
+		if eb.Code == "" {
+			return &DecodeError{Code: ErrMissingField, Field: "code"}
+		}
+		if eb.Message, err = f.str(fMessage, m.Type, false); err != nil {
+			return err
+		}
+		m.Error = eb
+	default:
+		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + strconv.Quote(truncate(string(m.Type), 40))}
+	}
+	return nil
+}
+
+// field names a top-level key some message type defines.
+type field uint8
+
+const (
+	fNone field = iota
+	fType
+	fIntervalMs
+	fSeq
+	fID
+	fTopic
+	fReason
+	fMethod
+	fData
+	fParams
+	fResult
+	fError
+	fCode
+	fMessage
+	nFields
+)
+
+var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message"}
+
+func fieldOf(key string) field {
+	for i := fType; i < nFields; i++ {
+		if fieldNames[i] == key {
+			return i
+		}
+	}
+	return fNone
+}
+
+// fields holds the raw (validated) value of each known key; nil if absent.
+// A repeated key keeps its last value.
+type fields [nFields][]byte
+
+func missing(name string, t Type) *DecodeError {
+	return &DecodeError{Code: ErrMissingField, Field: name, Detail: string(t) + " needs " + name}
+}
+
+func (f *fields) int(k field, t Type, required bool) (int64, *DecodeError) {
+	if f[k] == nil {
+		if required {
+			return 0, missing(fieldNames[k], t)
+		}
+		return 0, nil
+	}
+	return asInt(fieldNames[k], f[k])
+}
+
+func (f *fields) str(k field, t Type, required bool) (string, *DecodeError) {
+	if f[k] == nil {
+		if required {
+			return "", missing(fieldNames[k], t)
+		}
+		return "", nil
+	}
+	return asString(fieldNames[k], f[k])
+}
+
+func (f *fields) topic(m *Message) *DecodeError {
+	var err *DecodeError
+	if m.Topic, err = f.str(fTopic, m.Type, true); err != nil {
+		return err
+	}
+	if m.Topic == "" {
+		return &DecodeError{Code: ErrWrongType, Field: "topic", Detail: "must not be empty"}
+	}
+	return nil
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// eachField calls fn for every key of the JSON object obj, which must
+// already be valid, with the raw span of its value.
+func eachField(obj []byte, fn func(key string, val []byte)) {
+	s := scanner{b: obj}
+	s.skipSpace()
+	s.pos++ // '{'
 	for {
 		s.skipSpace()
-		if b[s.pos] == '}' {
-			break
+		if obj[s.pos] == '}' {
+			return
 		}
 		key, _ := s.str()
 		s.skipSpace()
 		s.pos++ // ':'
 		start, end, _ := s.value(0)
-		val := b[start:end]
-		seen.add(key)
-		var err *DecodeError
-		switch key {
-		case "type":
-			typ, err = asString(key, val)
-			hasType = err == nil
-		case "intervalMs":
-			m.IntervalMs, err = asInt(key, val)
-		case "seq":
-			m.Seq, err = asInt(key, val)
-		case "id":
-			var n int64
-			n, err = asInt(key, val)
-			if err == nil && n < 0 {
-				err = &DecodeError{Code: ErrWrongType, Field: key, Detail: "must not be negative"}
-			}
-			m.ID = uint64(n)
-		case "topic":
-			m.Topic, err = asString(key, val)
-		case "reason":
-			m.Reason, err = asString(key, val)
-		case "method":
-			m.Method, err = asString(key, val)
-		case "data":
-			m.Data = append([]byte(nil), val...)
-		case "params":
-			m.Params = append([]byte(nil), val...)
-		case "result":
-			m.Result = append([]byte(nil), val...)
-		case "error":
-			errField = val
-		case "code":
-			var c string
-			c, err = asString(key, val)
-			if m.Error == nil {
-				m.Error = &ErrorBody{}
-			}
-			m.Error.Code = c
-		case "message":
-			var c string
-			c, err = asString(key, val)
-			if m.Error == nil {
-				m.Error = &ErrorBody{}
-			}
-			m.Error.Message = c
-		}
-		if err != nil {
-			return Message{}, err
-		}
+		fn(key, obj[start:end])
 		s.skipSpace()
-		if b[s.pos] == ',' {
+		if obj[s.pos] == ',' {
 			s.pos++
 		}
 	}
-	if !hasType {
-		return Message{}, &DecodeError{Code: ErrMissingField, Field: "type", Detail: "every frame needs a type"}
-	}
-	m.Type = Type(typ)
-	if m.Type == TypeResponse {
-		m.Error = nil // only the nested "error" object counts for a response
-		if errField != nil {
-			eb, err := decodeErrorBody(errField)
-			if err != nil {
-				return Message{}, err
-			}
-			m.Error = eb
-		}
-	}
-	return m, validate(&m, seen)
 }
 
 func firstError(b []byte) error {
@@ -176,113 +313,26 @@ func decodeErrorBody(val []byte) (*ErrorBody, *DecodeError) {
 	if val[0] != '{' {
 		return nil, &DecodeError{Code: ErrWrongType, Field: "error", Detail: "must be an object"}
 	}
-	s := scanner{b: val, pos: 1}
 	eb := &ErrorBody{}
-	for {
-		s.skipSpace()
-		if val[s.pos] == '}' {
-			break
+	var err *DecodeError
+	eachField(val, func(key string, v []byte) {
+		if err != nil {
+			return
 		}
-		key, _ := s.str()
-		s.skipSpace()
-		s.pos++
-		start, end, _ := s.value(0)
-		var err *DecodeError
 		switch key {
 		case "code":
-			eb.Code, err = asString("error.code", val[start:end])
+			eb.Code, err = asString("error.code", v)
 		case "message":
-			eb.Message, err = asString("error.message", val[start:end])
+			eb.Message, err = asString("error.message", v)
 		}
-		if err != nil {
-			return nil, err
-		}
-		s.skipSpace()
-		if val[s.pos] == ',' {
-			s.pos++
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if eb.Code == "" {
 		return nil, &DecodeError{Code: ErrMissingField, Field: "error.code"}
 	}
 	return eb, nil
-}
-
-// fieldSet records which known top-level fields a frame had, without the
-// allocation of a map.
-type fieldSet uint16
-
-var knownFields = [...]string{"type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message"}
-
-func (f *fieldSet) add(key string) {
-	for i, k := range knownFields {
-		if k == key {
-			*f |= 1 << i
-			return
-		}
-	}
-}
-
-func (f fieldSet) has(key string) bool {
-	for i, k := range knownFields {
-		if k == key {
-			return f&(1<<i) != 0
-		}
-	}
-	return false
-}
-
-func validate(m *Message, seen fieldSet) error {
-	need := func(fields ...string) error {
-		for _, f := range fields {
-			if !seen.has(f) {
-				return &DecodeError{Code: ErrMissingField, Field: f, Detail: string(m.Type) + " needs " + f}
-			}
-		}
-		return nil
-	}
-	switch m.Type {
-	case TypePing:
-		if err := need("intervalMs"); err != nil {
-			return err
-		}
-		if m.IntervalMs <= 0 {
-			return &DecodeError{Code: ErrWrongType, Field: "intervalMs", Detail: "must be positive"}
-		}
-	case TypeSubscribe, TypeSubscribed, TypeUnsubscribed:
-		if err := need("topic"); err != nil {
-			return err
-		}
-		if m.Topic == "" {
-			return &DecodeError{Code: ErrWrongType, Field: "topic", Detail: "must not be empty"}
-		}
-	case TypeUpdate:
-		return need("topic", "seq", "data")
-	case TypeRequest:
-		if err := need("id", "method"); err != nil {
-			return err
-		}
-		if m.ID == 0 {
-			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must be positive"}
-		}
-		if m.Method == "" {
-			return &DecodeError{Code: ErrWrongType, Field: "method", Detail: "must not be empty"}
-		}
-	case TypeResponse:
-		if err := need("id"); err != nil {
-			return err
-		}
-		if (m.Result == nil) == (m.Error == nil) {
-			return &DecodeError{Code: ErrMissingField, Field: "result", Detail: "response needs exactly one of result and error"}
-		}
-	case TypeError:
-		if m.Error == nil || m.Error.Code == "" {
-			return &DecodeError{Code: ErrMissingField, Field: "code"}
-		}
-	default:
-		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + strconv.Quote(truncate(string(m.Type), 40))}
-	}
-	return nil
 }
 
 func truncate(s string, n int) string {

@@ -178,3 +178,58 @@ func BenchmarkDecodeUpdate(b *testing.B) {
 		}
 	}
 }
+
+// A field is checked only for the types that define it: another type's
+// field with any value, like an unknown field, is ignored.
+func TestFieldsOfOtherTypesAreIgnored(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Message
+	}{
+		{`{"type":"update","topic":"feed","seq":3,"data":1,"id":"x","method":7}`, Message{Type: TypeUpdate, Topic: "feed", Seq: 3, Data: []byte(`1`)}},
+		{`{"type":"ping","intervalMs":500,"code":{"a":1},"topic":false}`, Message{Type: TypePing, IntervalMs: 500}},
+		{`{"type":"subscribe","topic":"feed","seq":"soon","error":"x"}`, Message{Type: TypeSubscribe, Topic: "feed"}},
+		{`{"type":"request","id":2,"method":"echo","intervalMs":"x","reason":1}`, Message{Type: TypeRequest, ID: 2, Method: "echo"}},
+		{`{"type":"error","code":"x","message":"m","seq":"no","result":[]}`, Message{Type: TypeError, Error: &ErrorBody{Code: "x", Message: "m"}}},
+		{`{"type":"response","id":4,"result":true,"code":5,"message":[]}`, Message{Type: TypeResponse, ID: 4, Result: []byte(`true`)}},
+	}
+	for _, c := range cases {
+		got, err := Decode([]byte(c.in))
+		if err != nil {
+			t.Errorf("Decode(%s): %v", c.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Decode(%s) = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+// A ping interval is bounded to 1 ms .. 1 h, so a client's deadline
+// arithmetic cannot overflow.
+func TestPingIntervalIsBounded(t *testing.T) {
+	for _, in := range []string{`{"type":"ping","intervalMs":9000000000000000}`, `{"type":"ping","intervalMs":3600001}`, `{"type":"ping","intervalMs":-5}`} {
+		_, err := Decode([]byte(in))
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Field != "intervalMs" {
+			t.Errorf("Decode(%s) = %v, want an intervalMs error", in, err)
+		}
+	}
+	if m, err := Decode([]byte(`{"type":"ping","intervalMs":3600000}`)); err != nil || m.IntervalMs != MaxIntervalMs {
+		t.Fatalf("one hour: %+v %v", m, err)
+	}
+}
+
+// A request that fails validation still yields its id, so the server can
+// say which request its error is about.
+func TestABadRequestStillYieldsItsID(t *testing.T) {
+	for _, in := range []string{`{"type":"request","id":9,"method":""}`, `{"type":"request","id":9}`, `{"type":"request","id":9,"method":4}`} {
+		m, err := Decode([]byte(in))
+		if err == nil || m.Type != TypeRequest || m.ID != 9 {
+			t.Errorf("Decode(%s) = %+v, %v; want type request, id 9 and an error", in, m, err)
+		}
+	}
+	if m, err := Decode([]byte(`{"type":"error","id":9,"code":"missing_field","message":"x"}`)); err != nil || m.ID != 9 {
+		t.Fatalf("error frame with id: %+v %v", m, err)
+	}
+}
