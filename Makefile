@@ -4,12 +4,12 @@ GO ?= go
 GOROOT := $(shell $(GO) env GOROOT)
 WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
-ADDR ?= :8080
+ADDR ?= 127.0.0.1:8080
 
 .PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure clean
 
 run: build
-	./bin/wsready serve -addr $(ADDR)
+	./bin/wsready serve -demo -addr $(ADDR)
 
 build: wasm
 	$(GO) build -o bin/wsready ./cmd/wsready

@@ -44,6 +44,7 @@ func StartServer(opts *server.Options) (*Env, error) {
 		o = *opts
 	}
 	o.Static = web.FS()
+	o.Demo = true // the suite flips the switches, as make run's demo does
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -53,7 +54,7 @@ func StartServer(opts *server.Options) (*Env, error) {
 		srv.Close()
 		return nil, fmt.Errorf("failed to listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler()}
+	hs := srv.HTTPServer()
 	go hs.Serve(ln)
 	return &Env{Srv: srv, Base: "http://" + ln.Addr().String(), hs: hs}, nil
 }

@@ -38,16 +38,27 @@ type faultsPatch struct {
 type ConnStats struct {
 	ID         uint64    `json:"id"`
 	OpenedAt   time.Time `json:"openedAt"`
-	Remote     string    `json:"remote"`
+	Remote     string    `json:"remote,omitempty"` // only in Demo mode
 	Subscribed bool      `json:"subscribed"`
 	Frozen     bool      `json:"frozen"`
 	FramesIn   uint64    `json:"framesIn"`
 	ErrorsSent uint64    `json:"errorsSent"`
 }
 
+// Limits counts what the server's bounds did, since start.
+type Limits struct {
+	RefusedFull     uint64 `json:"refusedFull"`     // handshakes refused at MaxConns
+	RefusedPerIP    uint64 `json:"refusedPerIP"`    // handshakes refused at MaxConnsPerIP
+	SlowConsumer    uint64 `json:"slowConsumer"`    // connections closed with 4429 (queue over its byte bound)
+	Stalled         uint64 `json:"stalled"`         // connections dropped when a write made no progress within WriteTimeout
+	MessageTimeouts uint64 `json:"messageTimeouts"` // connections closed when a message was not finished within MessageTimeout
+	PeerGone        uint64 `json:"peerGone"`        // frozen connections ended because the peer went away
+}
+
 // Stats is the server's own accounting, as GET /api/stats returns it.
 type Stats struct {
 	Now              time.Time   `json:"now"`
+	Demo             bool        `json:"demo"` // the failure switches can be changed
 	Open             int         `json:"open"`
 	Subscribed       int         `json:"subscribed"`
 	Handshakes       uint64      `json:"handshakes"`       // since start
@@ -58,7 +69,31 @@ type Stats struct {
 	PingIntervalMs   int64       `json:"pingIntervalMs"`
 	Faults           Faults      `json:"faults"`
 	RestartUntil     *time.Time  `json:"restartUntil"` // while Restart refuses: when it accepts again
+	Limits           Limits      `json:"limits"`
+	PeerCloses       CloseCounts `json:"peerCloses"` // close codes clients sent, since start
 	Connections      []ConnStats `json:"connections"`
+}
+
+// CloseCounts counts close frames received from clients by code. Codes a
+// client may choose freely are folded into Other, so a peer cannot grow it.
+type CloseCounts struct {
+	Normal           uint64 `json:"1000"`
+	GoingAway        uint64 `json:"1001"`
+	HeartbeatTimeout uint64 `json:"4408"`
+	Other            uint64 `json:"other"`
+}
+
+func (c *CloseCounts) add(code int) {
+	switch code {
+	case protocol.CloseNormal:
+		c.Normal++
+	case protocol.CloseGoingAway:
+		c.GoingAway++
+	case protocol.CloseHeartbeatTimeout:
+		c.HeartbeatTimeout++
+	default:
+		c.Other++
+	}
 }
 
 // Stats returns a snapshot of the counters.
@@ -67,11 +102,18 @@ func (s *Server) Stats() Stats {
 	frozen := s.gate.isFrozen()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	k := &s.counters
+	cc := &s.connCounters
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
 	st := Stats{
-		Now: now, Open: len(s.conns), Handshakes: s.counters.handshakes,
-		HandshakesWindow: s.counters.handshakesWindow, RefusedWindow: s.counters.refused,
-		ResetAt: s.counters.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
-		Faults:      s.faultsLocked(now, frozen),
+		Now: now, Demo: s.opts.Demo, Open: len(s.conns), Handshakes: k.handshakes,
+		HandshakesWindow: k.handshakesWindow, RefusedWindow: k.refused,
+		ResetAt: k.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
+		Faults: s.faultsLocked(now, frozen),
+		Limits: Limits{RefusedFull: k.refusedFull, RefusedPerIP: k.refusedPerIP, SlowConsumer: cc.slowConsumer,
+			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone},
+		PeerCloses:  cc.peerCloses,
 		Connections: make([]ConnStats, 0, len(s.conns)),
 	}
 	if now.Before(s.restartUntil) {
@@ -82,10 +124,12 @@ func (s *Server) Stats() Stats {
 		if c.subscribed {
 			st.Subscribed++
 		}
-		st.Connections = append(st.Connections, ConnStats{
-			ID: c.id, OpenedAt: c.openedAt, Remote: c.remote, Subscribed: c.subscribed,
-			Frozen: frozen, FramesIn: c.framesIn, ErrorsSent: c.errorsSent,
-		})
+		cs := ConnStats{ID: c.id, OpenedAt: c.openedAt, Subscribed: c.subscribed,
+			Frozen: frozen, FramesIn: c.framesIn.Load(), ErrorsSent: c.errorsOut.Load()}
+		if s.opts.Demo {
+			cs.Remote = c.remote
+		}
+		st.Connections = append(st.Connections, cs)
 	}
 	sort.Slice(st.Connections, func(i, j int) bool { return st.Connections[i].ID < st.Connections[j].ID })
 	return st
@@ -127,7 +171,7 @@ func (s *Server) SetServiceDown(on bool) {
 		for _, c := range s.conns {
 			if c.subscribed {
 				c.subscribed = false
-				c.enqueue(frame)
+				c.offer(frame)
 			}
 		}
 	}
@@ -169,19 +213,13 @@ func (s *Server) Restart() {
 		return
 	}
 	s.restartUntil = s.opts.Now().Add(s.opts.RestartDowntime)
-	conns := make([]*conn, 0, len(s.conns))
+	// Started under s.mu: each connection's handler is still counted in
+	// s.wg, so closeAsync's Add never races Close's Wait.
 	for _, c := range s.conns {
-		conns = append(conns, c)
+		c.closeAsync(protocol.CloseServiceRestart, "server restart")
 	}
-	s.wg.Add(len(conns))
 	s.mu.Unlock()
 	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)
-	for _, c := range conns {
-		go func() {
-			defer s.wg.Done()
-			c.closeWith(protocol.CloseServiceRestart, "server restart")
-		}()
-	}
 }
 
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {

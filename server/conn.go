@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -22,18 +25,24 @@ type conn struct {
 	ws       *websocket.Conn
 	gc       *gatedConn
 	remote   string
+	ip       string
 	openedAt time.Time
 	ctx      context.Context
 	cancel   context.CancelFunc
-	out      chan []byte
+	q        *sendQueue
 	flap     chan struct{}
 
+	closing   atomic.Bool // a close was started: later overflows start no other
 	closeOnce sync.Once
+	framesIn  atomic.Uint64
+	errorsOut atomic.Uint64
 
 	// Guarded by s.mu.
 	subscribed bool
-	framesIn   uint64
-	errorsSent uint64
+
+	slowMu  sync.Mutex
+	slow    map[*time.Timer]struct{} // delayed replies not yet sent (Slow replies)
+	slowOff bool                     // the connection ended: no more delayed replies
 }
 
 func (c *conn) run() {
@@ -46,29 +55,55 @@ func (c *conn) run() {
 	c.readLoop()
 	c.cancel()
 	wg.Wait()
+	c.stopSlowReplies()
+	c.q.close()
+	if c.gc != nil && c.gc.peerGone.Load() {
+		c.s.count(func(k *connCounters) { k.peerGone++ })
+	}
 	c.s.unregister(c)
 	c.ws.CloseNow()
 }
 
 func (c *conn) readLoop() {
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.readMessage()
 		if err != nil {
-			code := websocket.CloseStatus(err)
-			if code == -1 && !errors.Is(err, context.Canceled) {
-				c.s.log.Debug("read ended", "conn", c.id, "err", err)
+			if code := websocket.CloseStatus(err); code != -1 {
+				c.s.count(func(k *connCounters) { k.peerCloses.add(int(code)) })
 			}
 			return
 		}
-		c.s.mu.Lock()
-		c.framesIn++
-		c.s.mu.Unlock()
+		c.framesIn.Add(1)
 		if typ != websocket.MessageText {
 			c.sendError(0, protocol.ErrNotText, "binary frames are not part of the protocol")
 			continue
 		}
 		c.handle(data)
 	}
+}
+
+// readMessage waits as long as it takes for a message to begin, then allows
+// MessageTimeout for the rest of it: a fragment that never finishes closes
+// the connection (coder/websocket ends a connection whose read context
+// expires).
+func (c *conn) readMessage() (websocket.MessageType, []byte, error) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	typ, r, err := c.ws.Reader(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	var timedOut atomic.Bool
+	t := time.AfterFunc(c.s.opts.MessageTimeout, func() {
+		timedOut.Store(true)
+		cancel()
+	})
+	b, err := io.ReadAll(r)
+	t.Stop()
+	if err != nil && timedOut.Load() {
+		c.s.count(func(k *connCounters) { k.messageTimeouts++ })
+	}
+	return typ, b, err
 }
 
 // handle serves one frame. A panic here is this connection's problem only:
@@ -84,7 +119,11 @@ func (c *conn) handle(data []byte) {
 	if err != nil {
 		var de *protocol.DecodeError
 		errors.As(err, &de)
-		c.sendError(0, de.Code, de.Error())
+		var id uint64
+		if m.Type == protocol.TypeRequest {
+			id = m.ID // about a request: say which, so the client can settle it
+		}
+		c.sendError(id, de.Code, de.Error())
 		return
 	}
 	switch m.Type {
@@ -99,17 +138,18 @@ func (c *conn) handle(data []byte) {
 
 func (c *conn) subscribe(topic string) {
 	if topic != protocol.DefaultTopic {
-		c.sendError(0, protocol.ErrWrongType, "unknown topic; the server has "+protocol.DefaultTopic)
+		c.sendError(0, protocol.ErrUnknownTopic, "unknown topic; the server has "+protocol.DefaultTopic)
 		return
 	}
 	s := c.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.serviceDown {
+		s.mu.Unlock()
 		return // the service is down: subscribes are ignored, not refused
 	}
 	c.subscribed = true
-	c.enqueue(protocol.Encode(protocol.Message{Type: protocol.TypeSubscribed, Topic: topic}))
+	s.mu.Unlock()
+	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeSubscribed, Topic: topic}))
 }
 
 func (c *conn) request(m protocol.Message) {
@@ -137,47 +177,98 @@ func (c *conn) request(m protocol.Message) {
 	}
 	frame := protocol.Encode(resp)
 	if !slow {
-		c.send(frame)
+		c.reply(frame)
 		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		t := time.NewTimer(s.opts.SlowReplyDelay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			c.send(frame)
-		case <-c.ctx.Done():
+	if !c.delayReply(frame) {
+		resp = protocol.Message{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{
+			Code: protocol.ErrTooManyPending, Message: "too many unanswered requests on this connection (" + strconv.Itoa(s.opts.MaxPendingReplies) + ")"}}
+		c.reply(protocol.Encode(resp))
+	}
+}
+
+// delayReply sends frame SlowReplyDelay from now, without a goroutine while
+// it waits. It reports false when MaxPendingReplies are already waiting.
+func (c *conn) delayReply(frame []byte) bool {
+	c.slowMu.Lock()
+	defer c.slowMu.Unlock()
+	if c.slowOff {
+		return true // the connection is ending: nobody will read it
+	}
+	if len(c.slow) >= c.s.opts.MaxPendingReplies {
+		return false
+	}
+	if c.slow == nil {
+		c.slow = map[*time.Timer]struct{}{}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(c.s.opts.SlowReplyDelay, func() {
+		// Offered under slowMu, so once stopSlowReplies returns no
+		// callback is still at work on this connection.
+		c.slowMu.Lock()
+		defer c.slowMu.Unlock()
+		if _, live := c.slow[t]; live {
+			delete(c.slow, t)
+			c.offer(frame)
 		}
-	}()
+	})
+	c.slow[t] = struct{}{}
+	return true
+}
+
+func (c *conn) stopSlowReplies() {
+	c.slowMu.Lock()
+	defer c.slowMu.Unlock()
+	c.slowOff = true
+	for t := range c.slow {
+		t.Stop()
+	}
+	c.slow = nil
 }
 
 func (c *conn) sendError(id uint64, code, msg string) {
-	c.s.mu.Lock()
-	c.errorsSent++
-	c.s.mu.Unlock()
-	c.send(protocol.Encode(protocol.Message{Type: protocol.TypeError, ID: id, Error: &protocol.ErrorBody{Code: code, Message: msg}}))
+	c.errorsOut.Add(1)
+	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeError, ID: id, Error: &protocol.ErrorBody{Code: code, Message: msg}}))
 }
 
-func (c *conn) send(frame []byte) {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	c.enqueue(frame)
-}
-
-// enqueue queues a frame without blocking; s.mu must be held. A client too
-// slow to keep up is closed rather than allowed to grow the server's memory.
-func (c *conn) enqueue(frame []byte) {
-	select {
-	case c.out <- frame:
-	default:
-		c.s.wg.Add(1)
-		go func() {
-			defer c.s.wg.Done()
-			c.closeWith(protocol.CloseSlowConsumer, "send queue overflow")
-		}()
+// reply queues a frame the reader produced (a response, an error, a
+// subscribed), waiting while the queue is over half its bound: the reader
+// stops reading, so a client that floods requests is slowed by TCP, not
+// closed. Only a client that does not read for WriteTimeout is closed.
+func (c *conn) reply(frame []byte) {
+	err := c.q.put(c.ctx, frame, c.s.opts.MaxQueuedBytes/2, c.s.opts.WriteTimeout)
+	if errors.Is(err, errQueueFull) {
+		c.overflow()
 	}
+}
+
+// offer queues a frame the server produced on its own (the feed, a delayed
+// reply, unsubscribed) without waiting; a connection whose queue is full is
+// closed with 4429.
+func (c *conn) offer(frame []byte) {
+	if errors.Is(c.q.offer(frame), errQueueFull) {
+		c.overflow()
+	}
+}
+
+func (c *conn) overflow() {
+	if c.closeAsync(protocol.CloseSlowConsumer, "send queue full") {
+		c.s.count(func(k *connCounters) { k.slowConsumer++ })
+	}
+}
+
+// closeAsync starts closeWith on a goroutine of its own, once per
+// connection however often it is asked. It reports whether it started one.
+func (c *conn) closeAsync(code int, reason string) bool {
+	if !c.closing.CompareAndSwap(false, true) {
+		return false
+	}
+	c.s.wg.Add(1) // the connection's handler is still counted: no Add from zero
+	go func() {
+		defer c.s.wg.Done()
+		c.closeWith(code, reason)
+	}()
+	return true
 }
 
 func (c *conn) writeLoop() {
@@ -185,20 +276,43 @@ func (c *conn) writeLoop() {
 	ping := protocol.Encode(protocol.Message{Type: protocol.TypePing, IntervalMs: s.opts.PingInterval.Milliseconds()})
 	tick := time.NewTicker(s.opts.PingInterval)
 	defer tick.Stop()
+	var flapT *time.Timer
 	var flapC <-chan time.Time
+	defer func() {
+		if flapT != nil {
+			flapT.Stop()
+		}
+	}()
 	write := func(frame []byte) bool {
-		return c.ws.Write(c.ctx, websocket.MessageText, frame) == nil
+		err := c.ws.Write(c.ctx, websocket.MessageText, frame)
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A reader that took nothing for WriteTimeout: nothing more can
+			// reach it, not even a close frame. Drop it.
+			s.count(func(k *connCounters) { k.stalled++ })
+			c.ws.CloseNow()
+		}
+		c.cancel()
+		return false
 	}
 	if !write(ping) {
 		return
 	}
+	var batch [][]byte
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
-		case frame := <-c.out:
-			if !write(frame) {
-				return
+		case <-c.q.wake:
+			batch = c.q.take(batch)
+			for i, f := range batch {
+				if !write(f) {
+					return
+				}
+				batch[i] = nil
+				c.q.written(len(f))
 			}
 		case <-tick.C:
 			if s.gate.isFrozen() {
@@ -208,12 +322,19 @@ func (c *conn) writeLoop() {
 				return
 			}
 		case <-c.flap:
-			t := time.NewTimer(s.opts.FlapAfter)
-			defer t.Stop()
-			flapC = t.C
+			if flapT == nil {
+				flapT = time.NewTimer(s.opts.FlapAfter)
+				flapC = flapT.C
+			}
 		case <-flapC:
-			c.closeWith(protocol.CloseFlapping, "flapping")
-			return
+			s.mu.Lock()
+			on := s.flapping
+			s.mu.Unlock()
+			flapT, flapC = nil, nil
+			if on { // switched off meanwhile: the connection stays
+				c.closeWith(protocol.CloseFlapping, "flapping")
+				return
+			}
 		}
 	}
 }
@@ -222,13 +343,19 @@ func (c *conn) writeLoop() {
 // up to coder/websocket's close timeout, so callers run it off hot paths.
 func (c *conn) closeWith(code int, reason string) {
 	c.closeOnce.Do(func() {
+		c.closing.Store(true)
 		if err := c.ws.Close(websocket.StatusCode(code), reason); err != nil {
-			c.s.log.Debug("close", "conn", c.id, "err", err)
+			c.s.log.Debug("close did not complete", "conn", c.id, "code", code)
 		}
 		c.cancel()
 	})
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// count updates the connection counters under their lock.
+func (s *Server) count(f func(*connCounters)) {
+	s.connCounters.mu.Lock()
+	f(&s.connCounters)
+	s.connCounters.mu.Unlock()
+}
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

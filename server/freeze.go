@@ -1,27 +1,33 @@
+//go:build !js
+
 package server
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"net/http"
+	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // gate blocks connection I/O while the Freeze switch is on. The zero value
 // is open.
 type gate struct {
+	frozen atomic.Bool
 	mu     sync.Mutex
-	frozen bool
 	open   chan struct{} // closed when the gate opens; nil while open
 }
 
 func (g *gate) set(frozen bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if frozen == g.frozen {
+	if frozen == g.frozen.Load() {
 		return
 	}
-	g.frozen = frozen
+	g.frozen.Store(frozen)
 	if frozen {
 		g.open = make(chan struct{})
 	} else {
@@ -30,15 +36,14 @@ func (g *gate) set(frozen bool) {
 	}
 }
 
-func (g *gate) isFrozen() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.frozen
-}
+func (g *gate) isFrozen() bool { return g.frozen.Load() }
 
 // wait blocks while the gate is frozen. It returns false if done closed first.
 func (g *gate) wait(done <-chan struct{}) bool {
 	for {
+		if !g.frozen.Load() {
+			return true
+		}
 		g.mu.Lock()
 		ch := g.open
 		g.mu.Unlock()
@@ -53,32 +58,76 @@ func (g *gate) wait(done <-chan struct{}) bool {
 	}
 }
 
-// gatedConn is a net.Conn that neither reads nor writes while its gate is
-// frozen, so a frozen connection stays open at the TCP level and carries
-// nothing: exactly what a hung peer or a dead NAT looks like to a client.
+// frozenPoll is how often a frozen connection's read wakes to see whether
+// the freeze is over; maxHeld bounds what it holds back meanwhile.
+const (
+	frozenPoll = 200 * time.Millisecond
+	maxHeld    = 4 << 10
+)
+
+// gatedConn is the hijacked connection of a WebSocket. It neither delivers
+// reads nor writes while its gate is frozen, so a frozen connection stays
+// open at the TCP level and carries nothing: exactly what a hung peer or a
+// dead NAT looks like to a client. While frozen it still reads (up to
+// maxHeld bytes, held back until the freeze ends) so that a peer that goes
+// away (EOF, reset) ends the connection instead of leaving it to the end of
+// the freeze. Each write must make progress within writeTimeout, frozen
+// time excluded.
 type gatedConn struct {
 	net.Conn
-	g         *gate
-	done      chan struct{}
-	closeOnce sync.Once
+	g            *gate
+	writeTimeout time.Duration
+	done         chan struct{}
+	closeOnce    sync.Once
+
+	// Used by the reading goroutine only.
+	held     []byte
+	polling  bool // a read deadline is set for frozenPoll
+	peerGone atomic.Bool
 }
 
 func (c *gatedConn) Read(p []byte) (int, error) {
-	if !c.g.wait(c.done) {
-		return 0, net.ErrClosed
+	for {
+		if !c.g.isFrozen() {
+			if c.polling {
+				c.polling = false
+				c.Conn.SetReadDeadline(time.Time{})
+			}
+			if len(c.held) > 0 {
+				n := copy(p, c.held)
+				c.held = c.held[n:]
+				if len(c.held) == 0 {
+					c.held = nil
+				}
+				return n, nil
+			}
+			return c.Conn.Read(p)
+		}
+		if len(c.held) >= maxHeld {
+			if !c.g.wait(c.done) {
+				return 0, net.ErrClosed
+			}
+			continue
+		}
+		if c.held == nil {
+			c.held = make([]byte, 0, maxHeld)
+		}
+		c.polling = true
+		c.Conn.SetReadDeadline(time.Now().Add(frozenPoll))
+		n, err := c.Conn.Read(c.held[len(c.held):maxHeld])
+		c.held = c.held[:len(c.held)+n]
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			c.peerGone.Store(true)
+			return 0, err // the peer is gone: nothing held matters now
+		}
 	}
-	n, err := c.Conn.Read(p)
-	// Bytes that arrived during a freeze are held back until it ends.
-	if !c.g.wait(c.done) {
-		return 0, net.ErrClosed
-	}
-	return n, err
 }
 
 func (c *gatedConn) Write(p []byte) (int, error) {
 	if !c.g.wait(c.done) {
 		return 0, net.ErrClosed
 	}
+	c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	return c.Conn.Write(p)
 }
 
@@ -93,8 +142,9 @@ func (c *gatedConn) Close() error {
 // right after it.
 type freezeWriter struct {
 	http.ResponseWriter
-	g     *gate
-	gated *gatedConn
+	g            *gate
+	writeTimeout time.Duration
+	gated        *gatedConn
 }
 
 func (w *freezeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -106,9 +156,10 @@ func (w *freezeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	gc := &gatedConn{Conn: nc, g: w.g, done: make(chan struct{})}
+	gc := &gatedConn{Conn: nc, g: w.g, writeTimeout: w.writeTimeout, done: make(chan struct{})}
 	w.gated = gc
 	// The bufio.Writer net/http returns writes to the raw conn and would
-	// bypass the gate, so hand back a new one over the gated conn.
-	return gc, bufio.NewReadWriter(brw.Reader, bufio.NewWriter(gc)), nil
+	// bypass the gate: point it at the gated conn (it is empty here).
+	brw.Writer.Reset(gc)
+	return gc, brw, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Options configures a Server. A nil *Options means all defaults.
+// Options configures a Server. A nil *Options means all defaults. A zero
+// field takes its default; the wsready command's flags refuse zeros that
+// would mean nothing.
 type Options struct {
 	// PingInterval is how often the server pings each connection; the first
 	// ping goes out at once. Default 1s.
@@ -32,16 +35,63 @@ type Options struct {
 	// RestartDowntime is how long new connections are refused after Restart.
 	// Default 4s.
 	RestartDowntime time.Duration
+
+	// Demo turns on the demo's control surface: POST /api/faults (the
+	// failure switches), POST /api/reset, and the remote addresses in
+	// /api/stats. Off by default: a server anyone can reach must not be
+	// freezable by anyone.
+	Demo bool
+	// AllowedHosts are the host names (without port) a request's Host
+	// header may carry; anything else is refused with 421, which also
+	// defeats DNS rebinding. "*" allows any host. Default localhost,
+	// 127.0.0.1 and ::1.
+	AllowedHosts []string
 	// OriginPatterns lists extra origins (host patterns, as in
-	// websocket.AcceptOptions) allowed to open a WebSocket. Same-origin
-	// requests are always allowed. Default none.
+	// websocket.AcceptOptions) allowed to open a WebSocket or to send a
+	// state-changing API request. Same-origin requests are always allowed.
+	// Default none.
 	OriginPatterns []string
-	// SendQueue is the per-connection outbound queue length; a client that
-	// falls this far behind is closed with 4429. Default 256.
-	SendQueue int
+
+	// MaxConns caps open WebSocket connections (and handshakes in
+	// progress); beyond it a handshake is refused with 503 and Retry-After.
+	// Default 10000.
+	MaxConns int
+	// MaxConnsPerIP caps them per remote IP address. Default 256.
+	MaxConnsPerIP int
+	// MaxQueuedBytes bounds the bytes queued for one connection, in flight
+	// included; a connection whose feed would pass it is closed with 4429.
+	// Replies wait for room instead (the connection's reads pause), so a
+	// client that pipelines requests is slowed, not closed. Default 1 MiB.
+	MaxQueuedBytes int
+	// WriteTimeout is how long one write to a connection's socket may make
+	// no progress before the connection is closed (a stalled reader; time
+	// spent frozen by the Freeze switch does not count). Default 10s.
+	WriteTimeout time.Duration
+	// MessageTimeout is how long a message may take from its first byte to
+	// its last; a fragment started and never finished closes the
+	// connection. Default 10s.
+	MessageTimeout time.Duration
+	// MaxPendingReplies caps the delayed replies (Slow replies) one
+	// connection may have waiting; a request beyond it is answered at once
+	// with error too_many_pending. Default 64.
+	MaxPendingReplies int
+
+	// ReadHeaderTimeout, RequestTimeout, IdleTimeout and MaxHeaderBytes
+	// harden the HTTP server HTTPServer returns: a request's headers must
+	// arrive within ReadHeaderTimeout (default 10s); a non-WebSocket
+	// request must be read and answered within RequestTimeout (default
+	// 30s); an idle keep-alive connection is closed after IdleTimeout
+	// (default 60s); headers are limited to MaxHeaderBytes (default 16 KiB).
+	ReadHeaderTimeout time.Duration
+	RequestTimeout    time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+
 	// Static is served at / (the demo page, the JS and the WASM). Default none.
 	Static fs.FS
-	// Logger receives structured logs. Default slog.Default().
+	// Logger receives structured logs. Per-connection events are logged at
+	// debug level; no token, payload or peer text is logged. Default
+	// slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for timestamps in stats. Default time.Now.
 	Now func() time.Time
@@ -52,23 +102,33 @@ func (o *Options) cloneWithDefaults() *Options {
 	if o != nil {
 		c = *o
 	}
-	if c.PingInterval <= 0 {
-		c.PingInterval = time.Second
+	dur := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
 	}
-	if c.FeedInterval <= 0 {
-		c.FeedInterval = 250 * time.Millisecond
+	num := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
 	}
-	if c.SlowReplyDelay <= 0 {
-		c.SlowReplyDelay = 8 * time.Second
-	}
-	if c.FlapAfter <= 0 {
-		c.FlapAfter = 300 * time.Millisecond
-	}
-	if c.RestartDowntime <= 0 {
-		c.RestartDowntime = 4 * time.Second
-	}
-	if c.SendQueue <= 0 {
-		c.SendQueue = 256
+	dur(&c.PingInterval, time.Second)
+	dur(&c.FeedInterval, 250*time.Millisecond)
+	dur(&c.SlowReplyDelay, 8*time.Second)
+	dur(&c.FlapAfter, 300*time.Millisecond)
+	dur(&c.RestartDowntime, 4*time.Second)
+	dur(&c.WriteTimeout, 10*time.Second)
+	dur(&c.MessageTimeout, 10*time.Second)
+	dur(&c.ReadHeaderTimeout, 10*time.Second)
+	dur(&c.RequestTimeout, 30*time.Second)
+	dur(&c.IdleTimeout, 60*time.Second)
+	num(&c.MaxConns, 10000)
+	num(&c.MaxConnsPerIP, 256)
+	num(&c.MaxQueuedBytes, 1<<20)
+	num(&c.MaxPendingReplies, 64)
+	num(&c.MaxHeaderBytes, 16<<10)
+	if len(c.AllowedHosts) == 0 {
+		c.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -79,7 +139,8 @@ func (o *Options) cloneWithDefaults() *Options {
 	return &c
 }
 
-// Server is the backend. Create it with New, serve Handler, stop it with Close.
+// Server is the backend. Create it with New, serve Handler (or
+// HTTPServer), stop it with Close.
 type Server struct {
 	opts   *Options
 	log    *slog.Logger
@@ -99,6 +160,9 @@ type Server struct {
 	restartUntil time.Time
 	feedSeq      int64
 	counters     counters
+	connCounters connCounters
+	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
+	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
 
 	// panicMethod, when set (by tests), is a request method whose handler
 	// panics, to prove a panic stays with its connection.
@@ -109,14 +173,27 @@ type counters struct {
 	handshakes       uint64 // since start
 	handshakesWindow uint64 // since the last reset
 	refused          uint64 // since the last reset
+	refusedFull      uint64 // since start: MaxConns reached
+	refusedPerIP     uint64 // since start: MaxConnsPerIP reached
 	resetAt          time.Time
+}
+
+// connCounters are counted from connection paths, some of which hold s.mu
+// already (the feed), so they have a lock of their own.
+type connCounters struct {
+	mu              sync.Mutex
+	slowConsumer    uint64 // closed with 4429
+	stalled         uint64 // a write made no progress within WriteTimeout
+	messageTimeouts uint64 // a message not finished within MessageTimeout
+	peerGone        uint64 // the peer closed TCP while frozen
+	peerCloses      CloseCounts
 }
 
 // New starts a server's feed. Call Close to stop it.
 func New(opts *Options) *Server {
 	o := opts.cloneWithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}}
+	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{}}
 	s.counters.resetAt = o.Now()
 	if o.Static != nil {
 		s.static = newStaticHandler(o.Static)
@@ -126,19 +203,20 @@ func New(opts *Options) *Server {
 	return s
 }
 
-// Handler returns the HTTP handler: /ws, /api/..., and the static files.
+// Handler returns the HTTP handler: /ws, /api/..., /healthz and the static
+// files, behind the Host, Origin and Content-Type checks of guard.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", s.serveWS)
 	mux.HandleFunc("GET /api/stats", s.serveStats)
 	mux.HandleFunc("GET /api/faults", s.serveFaults)
-	mux.HandleFunc("POST /api/faults", s.setFaults)
-	mux.HandleFunc("POST /api/reset", s.resetCounters)
+	mux.HandleFunc("POST /api/faults", s.demoOnly(s.setFaults))
+	mux.HandleFunc("POST /api/reset", s.demoOnly(s.resetCounters))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	if s.static != nil {
 		mux.Handle("/", s.static)
 	}
-	return mux
+	return s.guard(mux)
 }
 
 // Close stops the feed, lifts every switch, closes every connection with
@@ -171,51 +249,40 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
-	now := s.opts.Now()
-	s.mu.Lock()
-	s.counters.handshakes++
-	s.counters.handshakesWindow++
-	refuse := s.closed || now.Before(s.restartUntil)
-	if refuse {
-		s.counters.refused++
-	}
-	retry := s.restartUntil.Sub(now)
-	s.mu.Unlock()
-	if refuse {
-		secs := int(retry/time.Second) + 1
-		w.Header().Set("Retry-After", itoa(secs))
-		http.Error(w, "restarting: try again later", http.StatusServiceUnavailable)
+	ip := remoteIP(r.RemoteAddr)
+	refusal, retry := s.admit(ip)
+	if refusal != "" {
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
+		http.Error(w, refusal, http.StatusServiceUnavailable)
 		return
 	}
-
-	fw := &freezeWriter{ResponseWriter: w, g: &s.gate}
+	fw := &freezeWriter{ResponseWriter: w, g: &s.gate, writeTimeout: s.opts.WriteTimeout}
 	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
-		s.log.Info("handshake rejected", "remote", r.RemoteAddr, "err", err)
+		s.release(ip)
+		// The error can quote the peer's headers: log only that it happened.
+		s.log.Debug("handshake rejected")
 		return
 	}
 	ws.SetReadLimit(protocol.MaxFrameBytes)
-	c, restarting := s.register(ws, fw.gated, r.RemoteAddr)
+	c, restarting := s.register(ws, fw.gated, r.RemoteAddr, ip)
 	if c == nil {
+		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
 	defer s.wg.Done() // register counted this handler
 	if restarting {
 		// Accepted while Restart began: it goes the way of the others.
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.closeWith(protocol.CloseServiceRestart, "server restart")
-		}()
+		c.closeAsync(protocol.CloseServiceRestart, "server restart")
 	}
 	c.run()
 }
 
-func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote string) (_ *conn, restarting bool) {
+func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) (_ *conn, restarting bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, false
 	}
 	// Counted under s.mu with closed false, so Close's Wait never races an
@@ -225,25 +292,29 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote string) (_ *
 	s.nextID++
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		id: s.nextID, s: s, ws: ws, gc: gc, remote: remote, openedAt: s.opts.Now(),
+		id: s.nextID, s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
-		out:  make(chan []byte, s.opts.SendQueue),
+		q:    newSendQueue(s.opts.MaxQueuedBytes),
 		flap: make(chan struct{}, 1),
 	}
 	if s.flapping {
 		c.flap <- struct{}{}
 	}
 	s.conns[c.id] = c
-	s.log.Info("connection opened", "conn", c.id, "remote", remote, "open", len(s.conns))
-	return c, s.opts.Now().Before(s.restartUntil)
+	open := len(s.conns)
+	restarting = s.opts.Now().Before(s.restartUntil)
+	s.mu.Unlock()
+	s.log.Debug("connection opened", "conn", c.id, "open", open)
+	return c, restarting
 }
 
 func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
+	s.releaseLocked(c.ip)
 	n := len(s.conns)
 	s.mu.Unlock()
-	s.log.Info("connection closed", "conn", c.id, "open", n)
+	s.log.Debug("connection closed", "conn", c.id, "open", n)
 }
 
 // runFeed publishes one update per FeedInterval to every subscribed connection.
@@ -273,7 +344,7 @@ func (s *Server) publish(now time.Time) {
 	frame := protocol.Encode(protocol.Message{Type: protocol.TypeUpdate, Topic: protocol.DefaultTopic, Seq: seq, Data: data})
 	for _, c := range s.conns {
 		if c.subscribed {
-			c.enqueue(frame)
+			c.offer(frame)
 		}
 	}
 }

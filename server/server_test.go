@@ -199,9 +199,9 @@ func TestSubscribeIsAcknowledgedAndFeedSeqHasNoGaps(t *testing.T) {
 		}
 		prev = u
 	}
-	// Unknown topics are refused with an error frame.
+	// Unknown topics are refused with an error frame of their own code.
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "nope"})
-	if e := p.next(protocol.TypeError, time.Second); e.Error.Code != protocol.ErrWrongType {
+	if e := p.next(protocol.TypeError, time.Second); e.Error.Code != protocol.ErrUnknownTopic {
 		t.Fatalf("error code %q", e.Error.Code)
 	}
 }
@@ -477,7 +477,7 @@ func TestCrossOriginUpgradeNeedsTheFlag(t *testing.T) {
 }
 
 func TestFaultsAPIRejectsBadInput(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, &Options{Demo: true})
 	for _, body := range []string{`{"freeze":tru`, `{"explode":true}`, `{"freeze":"yes"}`, `{"freeze":true} {}`} {
 		resp, err := http.Post(f.hs.URL+"/api/faults", "application/json", strings.NewReader(body))
 		if err != nil {

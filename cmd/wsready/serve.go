@@ -22,42 +22,76 @@ import (
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	addr := fs.String("addr", ":8080", "listen address")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use 0.0.0.0:8080 or :8080 to listen on every interface)")
+	demo := fs.Bool("demo", false, "demo mode: the failure switches (POST /api/faults, /api/reset) and remote addresses in /api/stats; never on a server others can reach")
+	hosts := fs.String("hosts", "", "comma-separated extra host names the server answers for (the Host header); localhost, 127.0.0.1, ::1 and the -addr host always are; * for any")
+	origins := fs.String("origins", "", "comma-separated extra origin patterns allowed to open a WebSocket or change state (same origin is always allowed)")
 	ping := fs.Duration("ping", time.Second, "server ping interval")
 	feed := fs.Duration("feed", 250*time.Millisecond, "time between feed updates")
 	slow := fs.Duration("slow", 8*time.Second, "reply delay while Slow replies is on")
 	downtime := fs.Duration("restart-downtime", 4*time.Second, "how long Restart refuses new connections")
-	origins := fs.String("origins", "", "comma-separated extra origin patterns allowed to open a WebSocket (same origin is always allowed)")
-	verbose := fs.Bool("v", false, "debug logs")
+	maxConns := fs.Int("max-conns", 10000, "most WebSocket connections at once; more are refused with 503 and Retry-After")
+	maxPerIP := fs.Int("max-conns-per-ip", 256, "most WebSocket connections from one remote IP")
+	maxQueued := fs.Int("max-queued-bytes", 1<<20, "bytes queued for one connection before it is closed with 4429")
+	writeTimeout := fs.Duration("write-timeout", 10*time.Second, "a write that makes no progress for this long drops the connection")
+	msgTimeout := fs.Duration("message-timeout", 10*time.Second, "a message not finished this long after its first byte closes the connection")
+	maxPending := fs.Int("max-pending-replies", 64, "delayed replies (Slow replies) one connection may have waiting; more are refused with too_many_pending")
+	verbose := fs.Bool("v", false, "debug logs (per-connection events)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	for name, d := range map[string]time.Duration{"ping": *ping, "feed": *feed, "slow": *slow, "restart-downtime": *downtime,
+		"write-timeout": *writeTimeout, "message-timeout": *msgTimeout} {
+		if d <= 0 {
+			return fmt.Errorf("serve: -%s must be positive, not %v", name, d)
+		}
+	}
+	for name, n := range map[string]int{"max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending} {
+		if n < 1 {
+			return fmt.Errorf("serve: -%s must be at least 1, not %d", name, n)
+		}
+	}
+	if *ping > time.Hour {
+		return fmt.Errorf("serve: -ping must be at most 1h (clients refuse longer intervals)")
 	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	var patterns []string
-	for _, p := range strings.Split(*origins, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			patterns = append(patterns, p)
-		}
+	allowed := append([]string{"localhost", "127.0.0.1", "::1"}, split(*hosts)...)
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("serve: bad -addr %q: %w", *addr, err)
+	}
+	wildcard := host == "" || host == "0.0.0.0" || host == "::"
+	if !wildcard {
+		allowed = append(allowed, host)
 	}
 	srv := server.New(&server.Options{
-		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow,
-		RestartDowntime: *downtime, OriginPatterns: patterns, Static: web.FS(), Logger: log,
+		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
+		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
+		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
+		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
+		Static: web.FS(), Logger: log,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		srv.Close()
 		return fmt.Errorf("failed to listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()))
+	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "demo", *demo)
+	if wildcard && *hosts == "" {
+		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")
+	}
 	select {
 	case err := <-errc:
 		srv.Close()
@@ -74,10 +108,22 @@ func serve(args []string) error {
 	return nil
 }
 
+func split(list string) []string {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func displayAddr(a net.Addr) string {
 	s := a.String()
-	if strings.HasPrefix(s, "[::]:") {
-		return "localhost:" + strings.TrimPrefix(s, "[::]:")
+	for _, p := range []string{"[::]:", "0.0.0.0:", "127.0.0.1:"} {
+		if strings.HasPrefix(s, p) {
+			return "localhost:" + strings.TrimPrefix(s, p)
+		}
 	}
 	return s
 }

@@ -143,7 +143,8 @@ function renderServer(st) {
     if (document.activeElement !== box) box.checked = st.faults[box.dataset.switch];
   }
   $('restart').textContent = st.faults.restart ? 'Restarting…' : 'Restart';
-  $('s-status').textContent = '';
+  for (const el of document.querySelectorAll('[data-switch], #restart, #reset')) el.disabled = !st.demo;
+  $('s-status').textContent = st.demo ? '' : 'The switches are off: start the server with -demo (make run does) to use them.';
 }
 
 async function pollServer() {

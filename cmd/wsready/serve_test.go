@@ -1,0 +1,23 @@
+//go:build !js
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Flags mean what they say: a zero or negative bound, or a stray argument,
+// is refused before anything listens.
+func TestServeRefusesInvalidFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-max-conns", "0"}, {"-max-conns-per-ip", "-1"}, {"-max-queued-bytes", "0"}, {"-max-pending-replies", "0"},
+		{"-write-timeout", "0s"}, {"-message-timeout", "-1s"}, {"-ping", "0s"}, {"-ping", "2h"}, {"-feed", "0s"},
+		{"-addr", "nope"}, {"extra"},
+	} {
+		err := serve(args)
+		if err == nil || !strings.Contains(err.Error(), "serve") && !strings.Contains(err.Error(), "addr") {
+			t.Errorf("serve %v: %v", args, err)
+		}
+	}
+}

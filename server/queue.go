@@ -1,0 +1,120 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// sendQueue holds one connection's outbound frames, bounded in bytes: the
+// frames waiting and the batch being written both count until written. It
+// starts empty and grows on demand, so an idle connection costs no buffer.
+type sendQueue struct {
+	mu     sync.Mutex
+	frames [][]byte
+	bytes  int
+	peak   int // the most bytes ever held, for tests and stats
+	limit  int
+	closed bool
+	wake   chan struct{} // cap 1: frames were added
+	space  chan struct{} // cap 1: bytes were written
+}
+
+var (
+	errQueueFull   = errors.New("send queue over its byte bound")
+	errQueueClosed = errors.New("send queue closed")
+)
+
+func newSendQueue(limit int) *sendQueue {
+	return &sendQueue{limit: limit, wake: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+}
+
+// offer queues f without waiting. It fails with errQueueFull if f would
+// take the queue past its limit (an empty queue takes any one frame).
+func (q *sendQueue) offer(f []byte) error {
+	return q.add(f, q.limit)
+}
+
+func (q *sendQueue) add(f []byte, limit int) error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return errQueueClosed
+	}
+	if q.bytes > 0 && q.bytes+len(f) > limit {
+		q.mu.Unlock()
+		return errQueueFull
+	}
+	q.frames = append(q.frames, f)
+	q.bytes += len(f)
+	q.peak = max(q.peak, q.bytes)
+	q.mu.Unlock()
+	signal(q.wake)
+	return nil
+}
+
+// put queues f once the queue holds at most highWater bytes with it,
+// waiting up to timeout for the writer to make room; this is how a reader
+// that produces replies is paced by its own connection's writes.
+func (q *sendQueue) put(ctx context.Context, f []byte, highWater int, timeout time.Duration) error {
+	var deadline <-chan time.Time
+	for {
+		err := q.add(f, highWater)
+		if err != errQueueFull {
+			return err
+		}
+		if deadline == nil {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-q.space:
+		case <-deadline:
+			return errQueueFull
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// take moves the queued frames into buf (reused between calls) and returns
+// it; their bytes stay counted until written reports them.
+func (q *sendQueue) take(buf [][]byte) [][]byte {
+	q.mu.Lock()
+	buf = append(buf[:0], q.frames...)
+	clear(q.frames)
+	q.frames = q.frames[:0]
+	if cap(q.frames) > 64 {
+		q.frames = nil // a burst is over: let its backing array go
+	}
+	q.mu.Unlock()
+	return buf
+}
+
+// written releases n bytes of frames that were taken and written.
+func (q *sendQueue) written(n int) {
+	q.mu.Lock()
+	q.bytes -= n
+	q.mu.Unlock()
+	signal(q.space)
+}
+
+// close drops what is queued and makes later adds fail.
+func (q *sendQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	clear(q.frames)
+	q.frames = nil
+	q.mu.Unlock()
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
