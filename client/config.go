@@ -71,13 +71,23 @@ type Config struct {
 // ErrBadStage is returned for a stage outside 0..5.
 var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4 or 5")
 
+// StageError reports a stage outside the demo's; errors.Is(err,
+// ErrBadStage) holds for it.
+type StageError struct{ Stage int }
+
+func (e *StageError) Error() string {
+	return "invalid stage " + strconv.Itoa(e.Stage) + ": " + ErrBadStage.Error()
+}
+
+func (e *StageError) Unwrap() error { return ErrBadStage }
+
 // MaxStage is the last demo stage.
 const MaxStage = 5
 
 // StageFeatures returns the fixes stage n turns on.
 func StageFeatures(n int) (Features, error) {
 	if n < 0 || n > MaxStage {
-		return Features{}, errors.New("invalid stage " + strconv.Itoa(n) + ": " + ErrBadStage.Error())
+		return Features{}, &StageError{Stage: n}
 	}
 	return Features{
 		Registry:    n >= 1,

@@ -19,7 +19,8 @@ type Stats struct {
 	SubscribesSent   int   // subscribe frames sent
 	Updates          int   // feed updates delivered
 	LastSeq          int64 // seq of the last update
-	SeqGaps          int   // updates whose seq was not LastSeq+1 on the same epoch
+	SeqGaps          int   // updates whose seq skipped past LastSeq+1, on one socket or across a reconnect
+	MissedUpdates    int64 // updates skipped by those gaps, in total
 	DroppedResponses int   // responses matching no pending request (late or unknown)
 	BadFrames        int   // frames that failed to decode
 	ServerErrors     int   // error frames from the server
@@ -54,7 +55,6 @@ type Core struct {
 
 	pingInterval time.Duration
 	readySince   time.Time
-	lastEpochSeq uint64
 
 	nextID  uint64
 	pending map[uint64]*pendingRequest
@@ -155,7 +155,10 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		c.onResponse(m)
 	case protocol.TypeError:
 		c.stats.ServerErrors++
-		c.trace("server-error", s, m.Error.Code+": "+m.Error.Message)
+		c.trace("server-error", s, "error frame with code "+m.Error.Code)
+		if m.ID != 0 {
+			c.onResponse(m) // about one of our requests: it settles now, not at its timeout
+		}
 	default:
 		c.stats.BadFrames++
 		c.trace("bad-frame", s, "unexpected "+string(m.Type)+" from server")

@@ -17,10 +17,15 @@ var (
 	// ErrConnectionClosed: the connection closed before the response came.
 	// The outcome is unknown: retry only if the request is idempotent.
 	ErrConnectionClosed = errors.New("connection closed")
+	// ErrInvalidRequest: the request was never sent because it cannot be
+	// (an empty method, params that are not JSON). Fix the call; retrying
+	// it as it is fails the same way.
+	ErrInvalidRequest = errors.New("invalid request")
 )
 
 // RequestError is a client-side request failure. Kind is one of ErrNotReady,
-// ErrRequestTimeout or ErrConnectionClosed, and errors.Is matches it.
+// ErrRequestTimeout, ErrConnectionClosed or ErrInvalidRequest, and
+// errors.Is matches it.
 type RequestError struct {
 	Kind   error
 	ID     uint64 // the request id (0 if never sent)
@@ -55,8 +60,8 @@ func (e *ServerError) Error() string {
 }
 
 // ErrorName maps an error from a request to the name the JS API and the
-// demo show: NotReady, RequestTimeout, ConnectionClosed, ServerError, or
-// Error for anything else.
+// demo show: NotReady, RequestTimeout, ConnectionClosed, InvalidRequest,
+// ServerError, or Error for anything else.
 func ErrorName(err error) string {
 	var se *ServerError
 	switch {
@@ -66,6 +71,8 @@ func ErrorName(err error) string {
 		return "RequestTimeout"
 	case errors.Is(err, ErrConnectionClosed):
 		return "ConnectionClosed"
+	case errors.Is(err, ErrInvalidRequest):
+		return "InvalidRequest"
 	case errors.As(err, &se):
 		return "ServerError"
 	}

@@ -17,6 +17,7 @@ type harness struct {
 	sockets map[SocketID]*fakeSocket
 	dials   []SocketID
 	settled map[uint64]Effect
+	order   []uint64 // settle order
 	states  []State
 	updates []Update
 	events  []Event
@@ -86,6 +87,7 @@ func (h *harness) drain() {
 				h.t.Fatalf("request %d settled twice", e.ID)
 			}
 			h.settled[e.ID] = e
+			h.order = append(h.order, e.ID)
 		case EffState:
 			h.states = append(h.states, e.State)
 		case EffUpdate:

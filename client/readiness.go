@@ -40,7 +40,8 @@ type State struct {
 	// Ready is true when every tracked layer is Up.
 	Ready bool
 	// Epoch counts sockets: it increments with every new socket the client
-	// opens and tags every update and reply the app sees.
+	// opens, tags every update and reply the app sees, and keeps its value
+	// between sockets (it never drops back to 0).
 	Epoch uint64
 	// Online is the network's state as the platform reports it.
 	Online bool
@@ -59,7 +60,7 @@ func ready(t, p, s Level) bool {
 // state computes the current State. Losing a lower layer resets the ones
 // above it: protocol and service are Down whenever transport is not Up.
 func (c *Core) state() State {
-	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: c.current,
+	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: c.nextSocket,
 		Online: c.online, Attempt: c.backoff.Attempt(), Stopped: c.stopped}
 	if c.cfg.Features.Heartbeat {
 		st.Protocol = c.protocol

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"slices"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
@@ -18,6 +19,8 @@ type pendingRequest struct {
 
 // Request sends a request and returns its id; the outcome arrives later as
 // an EffSettle effect with that id (possibly among this call's effects).
+// An empty method or params that are not valid JSON settle at once with
+// ErrInvalidRequest.
 // Ids only ever increase, across reconnects too, so a late response to an
 // old request matches nothing and is dropped. A client that is not READY
 // settles the request at once with ErrNotReady: it was never sent.
@@ -25,12 +28,14 @@ func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
 	c.nextID++
 	id := c.nextID
 	switch {
+	case method == "":
+		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "method must not be empty"})
+	case params != nil && !protocol.Valid(params):
+		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "params are not valid JSON"})
 	case c.stopped:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "client stopped"})
 	case !c.state().Ready:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "connection not ready"})
-	case params != nil && !protocol.Valid(params):
-		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "params are not valid JSON"})
 	default:
 		p := &pendingRequest{id: id, epoch: c.current}
 		if c.cfg.Features.Registry {
@@ -66,7 +71,7 @@ func (c *Core) onResponse(m protocol.Message) {
 	}
 	p.done = true
 	delete(c.pending, m.ID)
-	if m.Error != nil {
+	if m.Error != nil || m.Type == protocol.TypeError {
 		c.settleErr(m.ID, &ServerError{ID: m.ID, Code: m.Error.Code, Message: m.Error.Message})
 		return
 	}
@@ -100,7 +105,14 @@ func (c *Core) rejectAll(detail string, stopping bool) {
 	if !c.cfg.Features.Registry && !stopping {
 		return
 	}
-	for id, p := range c.pending {
+	// In id order, so every run settles them the same way.
+	ids := make([]uint64, 0, len(c.pending))
+	for id := range c.pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		p := c.pending[id]
 		p.done = true
 		delete(c.pending, id)
 		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: p.epoch, Detail: detail})

@@ -52,12 +52,15 @@ func (c *Core) subscribeTimedOut(now time.Time) {
 	c.subscribe(now)
 }
 
+// onUpdate delivers an update and accounts for any updates missed before
+// it, within one socket or across a reconnect: until resume replays them,
+// a loss must at least be visible.
 func (c *Core) onUpdate(s SocketID, m protocol.Message) {
 	c.stats.Updates++
-	if c.lastEpochSeq == c.current && c.stats.LastSeq != 0 && m.Seq != c.stats.LastSeq+1 {
+	if last := c.stats.LastSeq; last != 0 && m.Seq > last+1 {
 		c.stats.SeqGaps++
+		c.stats.MissedUpdates += m.Seq - last - 1
 	}
-	c.lastEpochSeq = c.current
 	c.stats.LastSeq = m.Seq
 	c.emit(Effect{Kind: EffUpdate, Update: Update{Topic: m.Topic, Seq: m.Seq, Data: m.Data, Epoch: s}})
 }

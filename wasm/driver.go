@@ -27,8 +27,10 @@ type driver struct {
 	timerFn  safejs.Func
 	promises map[uint64]promise
 	funcs    []safejs.Func // released on stop
+	handle   []safejs.Func // the page's handle: released by its dispose, so state() works after close()
 	netFns   map[string]safejs.Func
 	stopped  bool
+	onStop   []safejs.Value // resolve functions of close() promises
 }
 
 type jsSocket struct {
@@ -107,10 +109,16 @@ func (d *driver) loop() {
 		for _, step := range d.q.Take() {
 			step(time.Now())
 			d.apply()
-			if d.stopped {
-				d.release()
-				return
+		}
+		if d.stopped {
+			// Steps queued behind the stop still run against the stopped
+			// core, so every request made meanwhile settles (NotReady).
+			for _, step := range d.q.Close() {
+				step(time.Now())
+				d.apply()
 			}
+			d.release()
+			return
 		}
 	}
 }
@@ -267,10 +275,16 @@ func (d *driver) forget(id client.SocketID) {
 	}
 }
 
-// release runs after Stop: the socket is closing; drop every callback.
+// release runs after Stop: it closes every socket the driver still knows
+// (the current one is already closing; at stages 0-2 replaced sockets may
+// still be open), drops every callback but the page's handle, and resolves
+// the close() promises.
 func (d *driver) release() {
 	d.setTimer(time.Time{})
-	for id := range d.sockets {
+	for id, s := range d.sockets {
+		if _, err := s.ws.Call("close", 1000, "client stopped"); err != nil {
+			d.event("close-failed", id, err.Error())
+		}
 		d.forget(id)
 	}
 	win := safejs.Global()
@@ -280,25 +294,59 @@ func (d *driver) release() {
 	for _, f := range d.funcs {
 		f.Release()
 	}
-	d.q.Close() // steps queued after Stop are dropped: the core ignores them anyway
+	d.funcs = nil
+	for _, resolve := range d.onStop {
+		resolve.Invoke()
+	}
+	d.onStop = nil
 }
 
-// request starts a request and returns a Promise of its settle value.
-func (d *driver) request(method string, params []byte) (safejs.Value, error) {
-	var resolve safejs.Value
+// stop asks the core to stop and returns a Promise that resolves once every
+// socket is closed and every callback released.
+func (d *driver) stop() (safejs.Value, error) {
+	p, resolve, err := newPromise()
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	if !d.q.Push(func(now time.Time) {
+		d.onStop = append(d.onStop, resolve)
+		d.core.Stop(now)
+	}) {
+		resolve.Invoke() // already stopped
+	}
+	return p, nil
+}
+
+// dispose releases the page's handle; the JS wrapper calls it when the
+// handle is garbage collected.
+func (d *driver) dispose() {
+	for _, f := range d.handle {
+		f.Release()
+	}
+	d.handle = nil
+}
+
+// newPromise returns a Promise and its resolve function.
+func newPromise() (p, resolve safejs.Value, err error) {
 	exec, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
 		resolve = args[0]
 		return nil
 	})
 	if err != nil {
-		return safejs.Undefined(), err
+		return safejs.Undefined(), safejs.Undefined(), err
 	}
 	defer exec.Release()
 	ctor, err := safejs.Global().Get("Promise")
 	if err != nil {
-		return safejs.Undefined(), err
+		return safejs.Undefined(), safejs.Undefined(), err
 	}
-	p, err := ctor.New(exec.Value()) // the executor runs synchronously
+	p, err = ctor.New(exec.Value()) // the executor runs synchronously
+	return p, resolve, err
+}
+
+// request starts a request and returns a Promise of its settle value.
+func (d *driver) request(method string, params []byte) (safejs.Value, error) {
+	p, resolve, err := newPromise()
 	if err != nil {
 		return safejs.Undefined(), err
 	}

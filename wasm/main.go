@@ -9,7 +9,6 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/wasm/bridge"
-	"time"
 )
 
 func main() {
@@ -109,7 +108,7 @@ func connectJS(args []safejs.Value) any {
 	}
 	fn := func(f func(args []safejs.Value) any) safejs.Func {
 		jf, _ := safejs.FuncOf(func(_ safejs.Value, a []safejs.Value) any { return f(a) })
-		d.funcs = append(d.funcs, jf)
+		d.handle = append(d.handle, jf)
 		return jf
 	}
 	h.Set("request", fn(func(a []safejs.Value) any {
@@ -135,7 +134,8 @@ func connectJS(args []safejs.Value) any {
 	}))
 	// state and stats read the core from the JS thread. In WebAssembly Go
 	// and JS share one thread, and the loop goroutine only runs while JS is
-	// not, so the read cannot race a step.
+	// not, so the read cannot race a step. After close they keep returning
+	// the final values (stopped: true).
 	h.Set("state", fn(func([]safejs.Value) any {
 		v, _ := safejs.ValueOf(bridge.StateValue(d.core.State()))
 		return v
@@ -145,7 +145,14 @@ func connectJS(args []safejs.Value) any {
 		return v
 	}))
 	h.Set("close", fn(func([]safejs.Value) any {
-		d.q.Push(func(now time.Time) { d.core.Stop(now) })
+		p, err := d.stop()
+		if err != nil {
+			return errorValue("close: " + err.Error())
+		}
+		return p
+	}))
+	h.Set("dispose", fn(func([]safejs.Value) any {
+		d.dispose()
 		return nil
 	}))
 	return h

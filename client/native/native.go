@@ -36,6 +36,10 @@ type Options struct {
 	OnEvent  func(client.Event)
 	// DialOptions are passed to websocket.Dial.
 	DialOptions *websocket.DialOptions
+	// CloseTimeout bounds how long Close waits for the close handshakes of
+	// the client's sockets (1000, "client stopped") before it drops them.
+	// Default 2s.
+	CloseTimeout time.Duration
 }
 
 // Client is a running wsready client. Create it with Dial.
@@ -119,6 +123,9 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	if o.OnEvent != nil {
 		cfg.Trace = true
 	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = 2 * time.Second
+	}
 	core, err := client.New(cfg)
 	if err != nil {
 		return nil, err
@@ -200,8 +207,10 @@ func (c *Client) Request(ctx context.Context, method string, params []byte) ([]b
 	}
 }
 
-// Close stops the client: the socket closes with 1000, pending requests
-// fail with ErrConnectionClosed, and every goroutine ends before it returns.
+// Close stops the client: every socket it still has closes with 1000
+// (Close waits up to Options.CloseTimeout for the handshakes), pending
+// requests fail with ErrConnectionClosed, and every goroutine ends before
+// it returns.
 func (c *Client) Close() error {
 	c.post(context.Background(), event{kind: evStop})
 	c.loopWG.Wait()
@@ -237,11 +246,17 @@ func (c *Client) loop() {
 	defer timer.Stop()
 
 	c.core.Start(time.Now())
-	for stop := false; !stop; {
+	var stopping <-chan time.Time // set once Stop: the bound on the close handshakes
+	for {
 		c.apply(sockets, waiters, timer)
+		if stopping != nil && len(sockets) == 0 {
+			break
+		}
 		select {
 		case <-timer.C:
 			c.core.Tick(time.Now())
+		case <-stopping:
+			goto done // handshakes that did not finish in time are dropped below
 		case e := <-c.events:
 			now := time.Now()
 			switch e.kind {
@@ -260,13 +275,25 @@ func (c *Client) loop() {
 				delete(waiters, e.id)
 				c.core.Cancel(e.id, now)
 			case evStop:
-				c.core.Stop(now)
-				stop = true
+				if stopping == nil {
+					c.core.Stop(now)
+					c.apply(sockets, waiters, timer)
+					// The core closed its current socket; close the ones it
+					// replaced too (stages without the stale filter leak them).
+					for _, s := range sockets {
+						if !s.closed {
+							s.closed = true
+							c.closeSocket(s, protocol.CloseNormal, "client stopped")
+						}
+					}
+					t := time.NewTimer(c.opts.CloseTimeout)
+					defer t.Stop()
+					stopping = t.C
+				}
 			}
 		}
 	}
-	c.apply(sockets, waiters, timer)
-	// Stop has asked every live socket to close; end the stragglers too.
+done:
 	for _, s := range sockets {
 		s.cancel()
 	}

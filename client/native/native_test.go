@@ -261,3 +261,65 @@ func TestNativeCloseEndsEverything(t *testing.T) {
 }
 
 func stageName(n int) string { return "stage" + string(rune('0'+n)) }
+
+// Close sends 1000 and waits for the handshake: the server sees a normal
+// close every time, not an abandoned socket.
+func TestNativeCloseSendsNormalClosure(t *testing.T) {
+	srv, url := startServer(t)
+	const runs = 10
+	for range runs {
+		c, err := Dial(context.Background(), url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := c.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		c.Close()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for srv.Stats().PeerCloses.Normal < runs && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := srv.Stats(); st.PeerCloses.Normal != runs || st.PeerCloses.Other != 0 {
+		t.Fatalf("server saw closes %+v, want %d with 1000", st.PeerCloses, runs)
+	}
+}
+
+// At stage 2 a freeze leaks sockets; Close closes every one of them, not
+// only the current.
+func TestNativeCloseClosesLeakedSockets(t *testing.T) {
+	srv, url := startServer(t)
+	p := dialStage(t, url, 2)
+	srv.SetFreeze(true)
+	time.Sleep(1500 * time.Millisecond) // the watchdog replaces the frozen socket several times
+	srv.SetFreeze(false)
+	// The late closes of the replaced sockets arrive, each taken as the
+	// current socket's: each starts another socket and the live ones leak.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		st := p.Stats()
+		if st.Closes >= st.WatchdogFired && srv.Stats().Open == st.Opens-st.Closes && p.State().Ready {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	open := srv.Stats().Open
+	if open < 2 {
+		t.Fatalf("stage 2 did not leak (open %d); the test proves nothing", open)
+	}
+	normal := srv.Stats().PeerCloses.Normal
+	p.Close()
+	deadline = time.Now().Add(3 * time.Second)
+	for srv.Stats().Open > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := srv.Stats().Open; n != 0 {
+		t.Fatalf("%d sockets left open after Close", n)
+	}
+	if got := srv.Stats().PeerCloses.Normal - normal; got < uint64(open) {
+		t.Fatalf("%d of %d sockets closed with 1000; closes %+v, stats %+v", got, open, srv.Stats().PeerCloses, p.Stats())
+	}
+}

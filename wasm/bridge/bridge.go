@@ -95,7 +95,7 @@ func StatsValue(s client.Stats) map[string]any {
 		"dials": s.Dials, "opens": s.Opens, "closes": s.Closes, "pings": s.Pings,
 		"watchdogFired": s.WatchdogFired, "staleEvents": s.StaleEvents, "foreignEvents": s.ForeignEvents,
 		"subscribesSent": s.SubscribesSent, "updates": s.Updates, "lastSeq": float64(s.LastSeq),
-		"seqGaps": s.SeqGaps, "droppedResponses": s.DroppedResponses, "badFrames": s.BadFrames,
+		"seqGaps": s.SeqGaps, "missedUpdates": float64(s.MissedUpdates), "droppedResponses": s.DroppedResponses, "badFrames": s.BadFrames,
 		"serverErrors": s.ServerErrors,
 	}
 }

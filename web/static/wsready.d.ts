@@ -18,7 +18,7 @@ export interface State {
   online: boolean;
   /** Reconnect attempts since the backoff last reset. */
   attempt: number;
-  /** True after close(). */
+  /** True after close(); state() and stats() keep their final values. */
   stopped: boolean;
 }
 
@@ -43,7 +43,9 @@ export interface ClientEvent {
 export interface Stats {
   dials: number; opens: number; closes: number; pings: number;
   watchdogFired: number; staleEvents: number; foreignEvents: number;
-  subscribesSent: number; updates: number; lastSeq: number; seqGaps: number;
+  subscribesSent: number; updates: number; lastSeq: number;
+  /** Skips in the feed's seq, on one socket or across a reconnect, and the updates they lost. */
+  seqGaps: number; missedUpdates: number;
   droppedResponses: number; badFrames: number; serverErrors: number;
 }
 
@@ -59,7 +61,7 @@ export interface ConnectOptions {
   onEvent?: (e: ClientEvent) => void;
 }
 
-export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'ServerError';
+export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'ServerError' | 'InvalidRequest';
 
 /**
  * A rejected request.
@@ -75,12 +77,21 @@ export declare class WsreadyError extends Error {
 }
 
 export interface Client {
-  /** Sends a request; params are JSON-encoded. Rejects with WsreadyError. */
+  /**
+   * Sends a request; params are JSON-encoded. Never throws: it rejects with
+   * a TypeError for an empty method or params JSON cannot encode (BigInt,
+   * a cycle, a function), and with a WsreadyError otherwise (NotReady after
+   * close()).
+   */
   request<T = unknown>(method: string, params?: unknown): Promise<T>;
   state(): State;
   stats(): Stats;
-  /** Closes the socket with 1000 and rejects pending requests. */
-  close(): void;
+  /**
+   * Closes every socket with 1000 and rejects pending requests with
+   * ConnectionClosed. Resolves once everything is closed; calling it again
+   * returns the same promise.
+   */
+  close(): Promise<void>;
 }
 
 export declare function load(base?: URL): Promise<unknown>;

@@ -65,9 +65,23 @@ export async function connect(opts = {}) {
     onEvent: opts.onEvent,
   });
   if (h.error) throw new TypeError(h.error);
-  return {
+  let closing;
+  const client = {
     request(method, params) {
-      const p = h.request(method, params === undefined ? undefined : JSON.stringify(params));
+      // Never throws: every failure is a rejected promise.
+      if (typeof method !== 'string' || method === '') {
+        return Promise.reject(new TypeError('wsready: request method must be a non-empty string'));
+      }
+      let json;
+      try {
+        json = params === undefined ? undefined : JSON.stringify(params);
+      } catch (e) {
+        return Promise.reject(new TypeError(`wsready: request params cannot be sent as JSON: ${e.message}`));
+      }
+      if (params !== undefined && json === undefined) {
+        return Promise.reject(new TypeError('wsready: request params cannot be sent as JSON'));
+      }
+      const p = h.request(method, json);
       if (p.error) return Promise.reject(new TypeError(p.error));
       return p.then((v) => {
         if (v.ok) return JSON.parse(v.result);
@@ -76,6 +90,15 @@ export async function connect(opts = {}) {
     },
     state: () => h.state(),
     stats: () => h.stats(),
-    close: () => h.close(),
+    close() {
+      if (!closing) closing = Promise.resolve(h.close()).then(() => undefined);
+      return closing;
+    },
   };
+  disposer.register(client, h);
+  return client;
 }
+
+// A handle's Go callbacks outlive close() (so state() still answers); they
+// are released when the page drops the client.
+const disposer = new FinalizationRegistry((h) => h.dispose());

@@ -1,0 +1,142 @@
+package client
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// An empty method or bad params never reach the wire and settle at once
+// with ErrInvalidRequest, READY or not.
+func TestInvalidRequestsSettleAtOnce(t *testing.T) {
+	h := newHarness(t, 5)
+	h.start()
+	s := h.ready()
+	before := len(h.sockets[s].sent)
+	a := h.c.Request("", nil, h.now)
+	b := h.c.Request("echo", []byte(`{bad`), h.now)
+	h.drain()
+	for _, id := range []uint64{a, b} {
+		e, ok := h.settled[id]
+		if !ok || !errors.Is(e.Err, ErrInvalidRequest) || ErrorName(e.Err) != "InvalidRequest" {
+			t.Fatalf("request %d: %+v", id, e)
+		}
+	}
+	if len(h.sockets[s].sent) != before {
+		t.Fatal("an invalid request was sent")
+	}
+}
+
+// An error frame that names a pending request settles it at once with the
+// server's error, instead of leaving it to its timeout.
+func TestAnErrorFrameWithAnIDSettlesThatRequest(t *testing.T) {
+	h := newHarness(t, 5)
+	h.start()
+	s := h.ready()
+	id := h.request()
+	h.frame(s, protocol.Message{Type: protocol.TypeError, ID: id, Error: &protocol.ErrorBody{Code: protocol.ErrWrongType, Message: "x"}})
+	e, ok := h.settled[id]
+	var se *ServerError
+	if !ok || !errors.As(e.Err, &se) || se.Code != protocol.ErrWrongType {
+		t.Fatalf("settle: %+v", e)
+	}
+	if h.c.Pending() != 0 {
+		t.Fatal("still pending")
+	}
+	// An error frame for no pending request is counted and harmless.
+	h.frame(s, protocol.Message{Type: protocol.TypeError, ID: 999, Error: &protocol.ErrorBody{Code: "x"}})
+	if st := h.c.Stats(); st.DroppedResponses != 1 || st.ServerErrors != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The epoch in the state counts sockets and never drops back to 0 between
+// them.
+func TestEpochNeverDropsBetweenSockets(t *testing.T) {
+	h := newHarness(t, 3)
+	h.start()
+	for range 3 {
+		s := h.ready()
+		h.closed(s)
+		h.advance(time.Second)
+	}
+	var prev uint64
+	for _, st := range h.states {
+		if st.Epoch < prev || (prev > 0 && st.Epoch == 0) {
+			t.Fatalf("epoch went %d -> %d in %+v", prev, st.Epoch, h.states)
+		}
+		prev = st.Epoch
+	}
+	if prev != 4 {
+		t.Fatalf("last epoch %d, want 4", prev)
+	}
+}
+
+// Pending requests are rejected in id order when the connection closes,
+// every run alike.
+func TestPendingRequestsAreRejectedInIDOrder(t *testing.T) {
+	for run := range 20 {
+		h := newHarness(t, 5)
+		h.start()
+		s := h.ready()
+		var ids []uint64
+		for range 30 {
+			ids = append(ids, h.request())
+		}
+		h.order = nil
+		h.closed(s)
+		if !slices.Equal(h.order, ids) {
+			t.Fatalf("run %d: settled in order %v, want %v", run, h.order, ids)
+		}
+	}
+}
+
+// Updates lost across a reconnect are counted, not only gaps on one socket.
+func TestSeqGapsAcrossSocketsAreCounted(t *testing.T) {
+	h := newHarness(t, 5)
+	h.start()
+	s := h.ready()
+	upd := func(s SocketID, n int64) {
+		h.frame(s, protocol.Message{Type: protocol.TypeUpdate, Topic: "feed", Seq: n, Data: []byte(`{}`)})
+	}
+	upd(s, 1)
+	upd(s, 2)
+	h.closed(s)
+	h.advance(2 * time.Second)
+	s = h.ready()
+	upd(s, 6)
+	upd(s, 7)
+	if st := h.c.Stats(); st.SeqGaps != 1 || st.MissedUpdates != 3 {
+		t.Fatalf("stats %+v: want 1 gap of 3 updates", st)
+	}
+}
+
+// A ping with an interval the protocol refuses is a bad frame, never a
+// watchdog armed in the past or the far future.
+func TestAHugePingIntervalIsRefused(t *testing.T) {
+	h := newHarness(t, 5)
+	h.start()
+	s := h.ready()
+	h.c.Received(s, []byte(`{"type":"ping","intervalMs":9000000000000000}`), h.now)
+	h.drain()
+	if st := h.c.Stats(); st.BadFrames != 1 || !h.state().Ready {
+		t.Fatalf("stats %+v state %+v", st, h.state())
+	}
+	h.keepAlive(s, 3*time.Second) // the watchdog still runs on the announced 1 s interval
+	if !h.state().Ready {
+		t.Fatal("left READY")
+	}
+}
+
+func TestBadStageIsErrBadStage(t *testing.T) {
+	for _, n := range []int{-1, MaxStage + 1, 99} {
+		_, err := StageConfig(n, func() float64 { return 0 })
+		var se *StageError
+		if !errors.Is(err, ErrBadStage) || !errors.As(err, &se) || se.Stage != n {
+			t.Fatalf("stage %d: %v", n, err)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+//go:build !js
+
+package e2e
+
+import (
+	"testing"
+	"time"
+)
+
+// request() never throws: bad input rejects with a TypeError. After
+// close(), the handle still answers: state() and stats() give the final
+// values, request() rejects with NotReady, every pending promise settles,
+// and every socket the client had (stage 2 leaks some after a freeze) is
+// closed.
+func TestHandleAfterCloseAndBadRequests(t *testing.T) {
+	env, b := newEnv(t)
+	if err := b.Navigate(env.Base + "/embed.html"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(b, "window.embedResult && (embedResult.echo || embedResult.error)", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// A stage 2 client of our own, beside the page's.
+	if _, err := Eval[bool](b, `import('./wsready.js').then(async (m) => {
+		window.c2 = await m.connect({ stage: 2 });
+		return true;
+	})`); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(b, "c2.state().ready", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := Eval[map[string]string](b, `(async () => {
+		const out = {};
+		const cyc = {}; cyc.self = cyc;
+		const cases = { empty: ['', 1], number: [7, 1], bigint: ['echo', 10n], cyclic: ['echo', cyc], fn: ['echo', () => 1] };
+		for (const [k, [m, p]] of Object.entries(cases)) {
+			let r;
+			try { r = c2.request(m, p); } catch (e) { out[k] = 'threw ' + e.name; continue; }
+			out[k] = await r.then(() => 'resolved', (e) => e.name);
+		}
+		return out;
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range bad {
+		if v != "TypeError" {
+			t.Errorf("request with %s params/method: %s, want a rejected TypeError", k, v)
+		}
+	}
+	if len(bad) != 5 {
+		t.Fatalf("cases run: %v", bad)
+	}
+
+	// Leak sockets at stage 2: freeze long enough for the watchdog to
+	// replace the socket, then let the late closes arrive.
+	env.Srv.SetFreeze(true)
+	time.Sleep(4500 * time.Millisecond)
+	env.Srv.SetFreeze(false)
+	if err := WaitJS(b, "c2.state().ready", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := env.Srv.Stats().Open; n < 3 { // the embed page's socket, c2's live one, and at least one leaked
+		t.Fatalf("open before close: %d; stage 2 did not leak and the test proves nothing", n)
+	}
+	got, err := Eval[map[string]any](b, `(async () => {
+		const slow = c2.request('echo', {a: 1});            // in flight when close() runs
+		const closed = c2.close();
+		const after = c2.request('echo', {b: 2});           // made after close()
+		const [s1, s2] = await Promise.all([slow.then(() => 'resolved', (e) => e.name), after.then(() => 'resolved', (e) => e.name)]);
+		await closed;
+		const again = await c2.close().then(() => 'ok');
+		const st = c2.state(), stats = c2.stats();
+		return { inflight: s1, after: s2, again, stopped: st && st.stopped, ready: st && st.ready, dials: stats && stats.dials };
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["after"] != "NotReady" || got["stopped"] != true || got["ready"] != false || got["again"] != "ok" {
+		t.Fatalf("after close: %v", got)
+	}
+	if s := got["inflight"]; s != "resolved" && s != "ConnectionClosed" {
+		t.Fatalf("in-flight request settled as %v", s)
+	}
+	if d, _ := got["dials"].(float64); d < 2 {
+		t.Fatalf("stats after close: %v", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for env.Srv.Stats().Open != 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := env.Srv.Stats().Open; n != 1 {
+		t.Fatalf("server connections after close: %d, want only the embed page's", n)
+	}
+}
