@@ -12,50 +12,71 @@ import (
 	"github.com/wsready/wsready/client"
 )
 
-// Config is one scenario. Every field is a flag of wsready sim.
+// Config is one scenario. Every field is a flag of wsready sim, and every
+// value means what it says: zero is a value (a zero Downtime is a server
+// that never refuses), not "use the default". DefaultConfig has the SPEC's
+// base scenario.
 type Config struct {
-	Clients  int           // fleet size; default 10000
-	Capacity int           // handshakes accepted per one-second window [k, k+1) after the downtime; default 500
-	Downtime time.Duration // the server refuses everything before this; default 10s
-	Base     time.Duration // policy base; default 1s
-	Cap      time.Duration // policy cap; default 30s
-	Horizon  time.Duration // simulated time; default 90s
+	Clients  int           // fleet size, 1..10,000,000
+	Capacity int           // handshakes accepted per one-second window [k, k+1) after the downtime; 0: none
+	Downtime time.Duration // the server refuses everything before this; 0: never
+	Horizon  time.Duration // simulated time, 1ms..24h
 	Seed     uint64        // random seed; the same seed gives the same figures
 	// FirstAttemptZero makes every client's first attempt happen at t=0
 	// (a synchronized reconnect) instead of delay(0) after the disconnect.
 	FirstAttemptZero bool
 }
 
-func (c Config) withDefaults() (Config, error) {
-	if c.Clients == 0 {
-		c.Clients = 10000
-	}
-	if c.Capacity == 0 {
-		c.Capacity = 500
-	}
-	if c.Downtime == 0 {
-		c.Downtime = 10 * time.Second
-	}
-	if c.Base == 0 {
-		c.Base = time.Second
-	}
-	if c.Cap == 0 {
-		c.Cap = 30 * time.Second
-	}
-	if c.Horizon == 0 {
-		c.Horizon = 90 * time.Second
-	}
+// DefaultConfig is the SPEC's base scenario: 10,000 clients, 500
+// handshakes per second after 10 s of downtime, 90 s horizon, seed 1.
+func DefaultConfig() Config {
+	return Config{Clients: 10000, Capacity: 500, Downtime: 10 * time.Second, Horizon: 90 * time.Second, Seed: 1}
+}
+
+func (c Config) validate() error {
 	switch {
-	case c.Clients < 0 || c.Clients > 10_000_000:
-		return c, errors.New("clients must be between 1 and 10000000")
+	case c.Clients < 1 || c.Clients > 10_000_000:
+		return errors.New("clients must be between 1 and 10000000")
 	case c.Capacity < 0:
-		return c, errors.New("capacity must be positive")
-	case c.Downtime < 0 || c.Base < 0 || c.Cap < c.Base:
-		return c, errors.New("downtime and base must not be negative, and cap must be at least base")
-	case c.Horizon <= 0 || c.Horizon > 24*time.Hour:
-		return c, errors.New("horizon must be between 1ms and 24h")
+		return errors.New("capacity must not be negative")
+	case c.Downtime < 0:
+		return errors.New("downtime must not be negative")
+	case c.Horizon < time.Millisecond || c.Horizon > 24*time.Hour:
+		return errors.New("horizon must be between 1ms and 24h")
 	}
-	return c, nil
+	return nil
+}
+
+// PolicyParams are the policies' own parameters, one set per policy, so
+// that "fixed 1 s beside exponential from 500 ms" can be said.
+type PolicyParams struct {
+	Fixed     time.Duration // fixed: the delay every time; > 0
+	Base, Cap time.Duration // exponential and jitter: base > 0, cap >= base
+	Step      time.Duration // linear: the first delay is uniform in [0, Step), then +Step per attempt; > 0
+	LinearCap time.Duration // linear: the longest delay; 0 means no cap
+}
+
+// DefaultPolicyParams are the SPEC's: fixed 1 s; base 1 s, cap 30 s; step 1 s, no cap.
+func DefaultPolicyParams() PolicyParams {
+	return PolicyParams{Fixed: time.Second, Base: time.Second, Cap: 30 * time.Second, Step: time.Second}
+}
+
+// Validate refuses parameters that would make a policy wait nothing (a
+// fleet that retries in the same instant forever) or cap below its base.
+func (p PolicyParams) Validate() error {
+	switch {
+	case p.Fixed <= 0:
+		return errors.New("fixed delay must be positive")
+	case p.Base <= 0:
+		return errors.New("base must be positive")
+	case p.Cap < p.Base:
+		return errors.New("cap must be at least base")
+	case p.Step <= 0:
+		return errors.New("linear step must be positive")
+	case p.LinearCap < 0 || (p.LinearCap > 0 && p.LinearCap < p.Step):
+		return errors.New("linear cap must be 0 (none) or at least the step")
+	}
+	return nil
 }
 
 // NamedPolicy is a policy with the short name the flags and tables use.
@@ -64,21 +85,21 @@ type NamedPolicy struct {
 	Policy client.Policy
 }
 
-// Policies returns the four policies of the SPEC for base and cap.
-func Policies(base, cap time.Duration) []NamedPolicy {
+// Policies returns the four policies of the SPEC with p's parameters.
+func Policies(p PolicyParams) []NamedPolicy {
 	return []NamedPolicy{
-		{"fixed", client.Fixed{D: base}},
-		{"exponential", client.Exponential{Base: base, Cap: cap}},
-		{"linear", client.RandomStartLinear{Step: base}},
-		{"jitter", client.FullJitter{Base: base, Cap: cap}},
+		{"fixed", client.Fixed{D: p.Fixed}},
+		{"exponential", client.Exponential{Base: p.Base, Cap: p.Cap}},
+		{"linear", client.RandomStartLinear{Step: p.Step, Cap: p.LinearCap}},
+		{"jitter", client.FullJitter{Base: p.Base, Cap: p.Cap}},
 	}
 }
 
 // PolicyByName returns one of Policies, or false.
-func PolicyByName(name string, base, cap time.Duration) (NamedPolicy, bool) {
-	for _, p := range Policies(base, cap) {
-		if p.Name == name {
-			return p, true
+func PolicyByName(name string, p PolicyParams) (NamedPolicy, bool) {
+	for _, np := range Policies(p) {
+		if np.Name == name {
+			return np, true
 		}
 	}
 	return NamedPolicy{}, false
@@ -96,6 +117,7 @@ type Result struct {
 	T99Ms              *int64  `json:"t99Ms"`  // when 99% were connected; nil: not within the horizon
 	T100Ms             *int64  `json:"t100Ms"` // when all were connected; nil: not within the horizon
 	ConnectedAtHorizon int     `json:"connectedAtHorizon"`
+	WaitingAtHorizon   int     `json:"waitingAtHorizon"` // not connected: their next attempt falls past the horizon`
 	AttemptsPerClient  float64 `json:"attemptsPerClient"`
 	// Per second k (window [k, k+1)): attempts, accepted handshakes, and
 	// clients connected at the end of the window.
@@ -107,32 +129,13 @@ type Result struct {
 // epoch anchors virtual time for the core's time.Time-based reset rule.
 var epoch = time.Unix(0, 0).UTC()
 
-// calendar is a bucket queue of client indices by millisecond: O(1) per
-// event, and deterministic (a bucket keeps insertion order).
-type calendar struct {
-	buckets [][]int32
-}
-
-func newCalendar(horizon time.Duration) *calendar {
-	return &calendar{buckets: make([][]int32, max(1, horizon.Milliseconds()))}
-}
-
-// at schedules client i at t; events at or past the horizon are dropped.
-func (c *calendar) at(t time.Duration, i int32) {
-	ms := t.Milliseconds()
-	if ms < int64(len(c.buckets)) {
-		c.buckets[ms] = append(c.buckets[ms], i)
-	}
-}
-
 // Run simulates the base scenario for one policy: every client lost its
 // connection at t=0; the server refuses everything until Downtime, then
 // accepts at most Capacity handshakes per one-second window and rejects
 // the rest; a rejected attempt is a failure and the client schedules its
 // next attempt by its policy; a connected client stays connected.
 func Run(cfg Config, np NamedPolicy) (Result, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
@@ -150,36 +153,41 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		if cfg.FirstAttemptZero {
 			d = 0
 		}
-		cal.at(d, int32(i))
+		if !cal.at(d, int32(i)) {
+			res.WaitingAtHorizon++
+		}
 	}
 	connected := 0
 	need99 := (cfg.Clients*99 + 99) / 100
-	for ms, bucket := range cal.buckets {
+	filled := 0 // ConnectedPerSecond is set for the seconds before this one
+	cal.each(func(ms int64, i int32) {
 		t := time.Duration(ms) * time.Millisecond
-		sec := ms / 1000
-		for _, i := range bucket {
-			res.Attempts++
-			res.AttemptsPerSecond[sec]++
-			if t >= cfg.Downtime && res.AcceptedPerSecond[sec] < cfg.Capacity {
-				res.AcceptedPerSecond[sec]++
-				connected++
-				if connected == need99 && res.T99Ms == nil {
-					v := t.Milliseconds()
-					res.T99Ms = &v
-				}
-				if connected == cfg.Clients {
-					v := t.Milliseconds()
-					res.T100Ms = &v
-				}
-				continue
+		sec := int(ms / 1000)
+		for ; filled < sec; filled++ {
+			res.ConnectedPerSecond[filled] = connected // at the end of that second
+		}
+		res.Attempts++
+		res.AttemptsPerSecond[sec]++
+		if t >= cfg.Downtime && res.AcceptedPerSecond[sec] < cfg.Capacity {
+			res.AcceptedPerSecond[sec]++
+			connected++
+			if connected == need99 && res.T99Ms == nil {
+				v := t.Milliseconds()
+				res.T99Ms = &v
 			}
-			res.Rejected++
-			cal.at(t+backoffs[i].Next(rng.Float64()), i)
+			if connected == cfg.Clients {
+				v := t.Milliseconds()
+				res.T100Ms = &v
+			}
+			return
 		}
-		cal.buckets[ms] = nil
-		if (ms+1)%1000 == 0 || ms == len(cal.buckets)-1 {
-			res.ConnectedPerSecond[min(sec, secs-1)] = connected
+		res.Rejected++
+		if !cal.at(t+backoffs[i].Next(rng.Float64()), i) {
+			res.WaitingAtHorizon++
 		}
+	})
+	for ; filled < secs; filled++ {
+		res.ConnectedPerSecond[filled] = connected
 	}
 	res.ConnectedAtHorizon = connected
 	res.AttemptsPerClient = float64(res.Attempts) / float64(cfg.Clients)
@@ -193,14 +201,34 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 }
 
 // FlapConfig is the second scenario: the server accepts every handshake
-// and closes each connection CloseAfter later (Flapping).
+// and closes each connection CloseAfter later (Flapping). As with Config,
+// zero is a value; DefaultFlapConfig has the SPEC's.
 type FlapConfig struct {
-	Clients    int           // default 1000
-	Horizon    time.Duration // default 10m
-	CloseAfter time.Duration // default 300ms
-	Cooldown   time.Duration // the "reset after readiness" rule; default 5s
-	Base, Cap  time.Duration // default 1s, 30s
+	Clients    int           // 1..1,000,000
+	Horizon    time.Duration // 1ms..24h
+	CloseAfter time.Duration // >= 0
+	Cooldown   time.Duration // the "reset after readiness" rule; > 0
 	Seed       uint64
+}
+
+// DefaultFlapConfig: 1000 clients over 10 minutes, closed 300 ms after
+// accept, 5 s cooldown, seed 1.
+func DefaultFlapConfig() FlapConfig {
+	return FlapConfig{Clients: 1000, Horizon: 10 * time.Minute, CloseAfter: 300 * time.Millisecond, Cooldown: 5 * time.Second, Seed: 1}
+}
+
+func (c FlapConfig) validate() error {
+	switch {
+	case c.Clients < 1 || c.Clients > 1_000_000:
+		return errors.New("flap: clients must be between 1 and 1000000")
+	case c.Horizon < time.Millisecond || c.Horizon > 24*time.Hour:
+		return errors.New("flap: horizon must be between 1ms and 24h")
+	case c.CloseAfter < 0:
+		return errors.New("flap: close-after must not be negative")
+	case c.Cooldown <= 0:
+		return errors.New("flap: cooldown must be positive")
+	}
+	return nil
 }
 
 // FlapResult compares the two reset rules for one policy.
@@ -220,20 +248,8 @@ type FlapResult struct {
 // so a client resets its backoff under the cooldown rule only if CloseAfter
 // is at least Cooldown: under Flapping it never does.
 func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
-	if cfg.Clients == 0 {
-		cfg.Clients = 1000
-	}
-	if cfg.Horizon == 0 {
-		cfg.Horizon = 10 * time.Minute
-	}
-	if cfg.CloseAfter == 0 {
-		cfg.CloseAfter = 300 * time.Millisecond
-	}
-	if cfg.Cooldown == 0 {
-		cfg.Cooldown = 5 * time.Second
-	}
-	if cfg.Clients < 0 || cfg.Clients > 1_000_000 || cfg.Horizon < 0 || cfg.Horizon > 24*time.Hour || cfg.CloseAfter < 0 {
-		return FlapResult{}, errors.New("flap: clients must be 1..1000000, horizon up to 24h, close-after not negative")
+	if err := cfg.validate(); err != nil {
+		return FlapResult{}, err
 	}
 	run := func(cooldown time.Duration) int {
 		rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
@@ -244,20 +260,17 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 			cal.at(backoffs[i].Next(rng.Float64()), int32(i))
 		}
 		conns := 0
-		for ms, bucket := range cal.buckets {
+		cal.each(func(ms int64, i int32) {
 			t := time.Duration(ms) * time.Millisecond
-			for _, i := range bucket {
-				conns++
-				b := &backoffs[i]
-				b.Opened() // the core's reset-on-open rule (a no-op with a cooldown)
-				closeAt := t + cfg.CloseAfter
-				if due, ok := b.ResetDue(epoch.Add(t)); ok && !due.After(epoch.Add(closeAt)) {
-					b.Reset() // READY long enough: the core's cooldown rule
-				}
-				cal.at(closeAt+b.Next(rng.Float64()), i)
+			conns++
+			b := &backoffs[i]
+			b.Opened() // the core's reset-on-open rule (a no-op with a cooldown)
+			closeAt := t + cfg.CloseAfter
+			if due, ok := b.ResetDue(epoch.Add(t)); ok && !due.After(epoch.Add(closeAt)) {
+				b.Reset() // READY long enough: the core's cooldown rule
 			}
-			cal.buckets[ms] = nil
-		}
+			cal.at(closeAt+b.Next(rng.Float64()), i)
+		})
 		return conns
 	}
 	minutes := cfg.Horizon.Minutes()

@@ -9,7 +9,7 @@ import (
 func runAll(t *testing.T, cfg Config) []Result {
 	t.Helper()
 	var out []Result
-	for _, p := range Policies(time.Second, 30*time.Second) {
+	for _, p := range Policies(DefaultPolicyParams()) {
 		r, err := Run(cfg, p)
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func TestAcceptedNeverExceedCapacityAndClientsAddUp(t *testing.T) {
 // (refused), then 3 get in at 2 s, 3 at 3 s, 3 at 4 s and the last at 5 s.
 func TestFixedPolicyMatchesAHandCalculation(t *testing.T) {
 	r, err := Run(Config{Clients: 10, Capacity: 3, Downtime: 2 * time.Second, Horizon: 10 * time.Second, Seed: 1},
-		NamedPolicy{"fixed", Policies(time.Second, 30*time.Second)[0].Policy})
+		NamedPolicy{"fixed", Policies(DefaultPolicyParams())[0].Policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestFixedPolicyMatchesAHandCalculation(t *testing.T) {
 // Without jitter, exponential clients all wait in lockstep: attempts land
 // only at 1, 3, 7, 15, 31 and 63 s, and no second in between sees one.
 func TestExponentialAttemptsOnlyWhenItShould(t *testing.T) {
-	p, _ := PolicyByName("exponential", time.Second, 30*time.Second)
+	p, _ := PolicyByName("exponential", DefaultPolicyParams())
 	r, err := Run(Config{Clients: 100, Capacity: 1, Downtime: time.Hour, Horizon: 90 * time.Second}, p)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestExponentialAttemptsOnlyWhenItShould(t *testing.T) {
 }
 
 func TestFullJitterSpreadsTheFirstWaveWithinOneSecond(t *testing.T) {
-	p, _ := PolicyByName("jitter", time.Second, 30*time.Second)
+	p, _ := PolicyByName("jitter", DefaultPolicyParams())
 	// A one-second horizon sees every client's first attempt (delay(0) is in
 	// [0, 1s)) and, for those whose second delay was short, a second one.
 	r, err := Run(Config{Clients: 1000, Capacity: 1, Downtime: time.Hour, Horizon: time.Second, Seed: 3}, p)
@@ -106,8 +106,9 @@ func TestFullJitterSpreadsTheFirstWaveWithinOneSecond(t *testing.T) {
 }
 
 func TestSameSeedSameFiguresOtherSeedOtherFigures(t *testing.T) {
-	p, _ := PolicyByName("jitter", time.Second, 30*time.Second)
-	cfg := Config{Clients: 2000, Capacity: 100, Seed: 42}
+	p, _ := PolicyByName("jitter", DefaultPolicyParams())
+	cfg := DefaultConfig()
+	cfg.Clients, cfg.Capacity, cfg.Seed = 2000, 100, 42
 	a, _ := Run(cfg, p)
 	b, _ := Run(cfg, p)
 	if !reflect.DeepEqual(a, b) {
@@ -121,22 +122,104 @@ func TestSameSeedSameFiguresOtherSeedOtherFigures(t *testing.T) {
 }
 
 func TestBadConfigIsAnError(t *testing.T) {
-	p, _ := PolicyByName("fixed", time.Second, 30*time.Second)
-	for _, cfg := range []Config{{Clients: -1}, {Capacity: -5}, {Base: 2 * time.Second, Cap: time.Second}, {Horizon: -time.Second}} {
+	p, _ := PolicyByName("fixed", DefaultPolicyParams())
+	for _, cfg := range []Config{{Clients: -1, Horizon: time.Second}, {Clients: 0, Horizon: time.Second}, {Clients: 1, Capacity: -5, Horizon: time.Second},
+		{Clients: 1, Downtime: -time.Second, Horizon: time.Second}, {Clients: 1, Horizon: -time.Second}, {Clients: 1, Horizon: 25 * time.Hour}} {
 		if _, err := Run(cfg, p); err == nil {
 			t.Errorf("%+v accepted", cfg)
 		}
 	}
-	if _, ok := PolicyByName("nope", time.Second, time.Second); ok {
+	for _, tweak := range []func(*PolicyParams){
+		func(p *PolicyParams) { p.Base = 0 }, func(p *PolicyParams) { p.Fixed = 0 }, func(p *PolicyParams) { p.Step = 0 },
+		func(p *PolicyParams) { p.Cap = p.Base / 2 }, func(p *PolicyParams) { p.LinearCap = -1 },
+	} {
+		pp := DefaultPolicyParams()
+		tweak(&pp)
+		if pp.Validate() == nil {
+			t.Errorf("%+v accepted", pp)
+		}
+	}
+	if _, ok := PolicyByName("nope", DefaultPolicyParams()); ok {
 		t.Fatal("unknown policy found")
+	}
+	for _, fc := range []FlapConfig{{Clients: 0, Horizon: time.Minute, Cooldown: time.Second}, {Clients: 1, Horizon: time.Minute}, {Clients: 1, Horizon: time.Minute, Cooldown: time.Second, CloseAfter: -1}} {
+		if _, err := RunFlap(fc, p); err == nil {
+			t.Errorf("%+v accepted", fc)
+		}
+	}
+}
+
+// Zero is a value: no downtime means the server accepts from the first
+// millisecond, not the default 10 s.
+func TestZeroDowntimeMeansNoDowntime(t *testing.T) {
+	p, _ := PolicyByName("fixed", DefaultPolicyParams())
+	cfg := DefaultConfig()
+	cfg.Clients, cfg.Capacity, cfg.Downtime = 100, 1000, 0
+	r, err := Run(cfg, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Attempts != 100 || r.T100Ms == nil || *r.T100Ms != 1000 {
+		t.Fatalf("attempts %d, all connected at %v ms; want 100 attempts, all in at 1000 ms", r.Attempts, r.T100Ms)
+	}
+}
+
+// Every client is accounted for: connected, or waiting for an attempt past
+// the horizon; none is lost when its next attempt lands in the millisecond
+// being processed (full jitter draws such delays; fixed 1 ms forces them).
+func TestEveryClientIsConnectedOrWaiting(t *testing.T) {
+	fast := DefaultPolicyParams()
+	fast.Fixed = time.Millisecond
+	for _, run := range []struct {
+		cfg Config
+		pp  PolicyParams
+	}{
+		{DefaultConfig(), DefaultPolicyParams()},
+		{Config{Clients: 300, Capacity: 50, Downtime: 2 * time.Second, Horizon: 8 * time.Second, Seed: 9}, fast},
+	} {
+		cfg := run.cfg
+		for _, np := range Policies(run.pp) {
+			r, err := Run(cfg, np)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ConnectedAtHorizon+r.WaitingAtHorizon != cfg.Clients {
+				t.Errorf("%s %+v: connected %d + waiting %d != %d clients", np.Name, cfg, r.ConnectedAtHorizon, r.WaitingAtHorizon, cfg.Clients)
+			}
+			if r.Attempts != r.Rejected+r.ConnectedAtHorizon {
+				t.Errorf("%s: attempts %d != rejected %d + connected %d", np.Name, r.Attempts, r.Rejected, r.ConnectedAtHorizon)
+			}
+			sum := 0
+			for _, n := range r.AttemptsPerSecond {
+				sum += n
+			}
+			if sum != r.Attempts {
+				t.Errorf("%s: per-second attempts add to %d, not %d", np.Name, sum, r.Attempts)
+			}
+		}
+	}
+}
+
+// Fixed and exponential take their own parameters: fixed 1 s beside an
+// exponential from 500 ms.
+func TestEachPolicyHasItsOwnParameters(t *testing.T) {
+	pp := PolicyParams{Fixed: time.Second, Base: 500 * time.Millisecond, Cap: 4 * time.Second, Step: 250 * time.Millisecond, LinearCap: time.Second}
+	if err := pp.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"fixed(1s)", "exponential(base 500ms, cap 4s)", "random-start-linear(step 250ms, cap 1s)", "full-jitter(base 500ms, cap 4s)"}
+	for i, np := range Policies(pp) {
+		if got := np.Policy.String(); got != want[i] {
+			t.Errorf("%s: %s, want %s", np.Name, got, want[i])
+		}
 	}
 }
 
 // Under Flapping a fixed policy reconnects every 1.3 s whatever the reset
 // rule: first at 1 s, then 1 + 1.3k up to 600 s, so 461 per 10 minutes.
 func TestFlapFixedPolicyClosedForm(t *testing.T) {
-	p, _ := PolicyByName("fixed", time.Second, 30*time.Second)
-	r, err := RunFlap(FlapConfig{Clients: 10, Horizon: 10 * time.Minute}, p)
+	p, _ := PolicyByName("fixed", DefaultPolicyParams())
+	r, err := RunFlap(FlapConfig{Clients: 10, Horizon: 10 * time.Minute, CloseAfter: 300 * time.Millisecond, Cooldown: 5 * time.Second}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +231,8 @@ func TestFlapFixedPolicyClosedForm(t *testing.T) {
 // Resetting on open keeps exponential at its base delay forever; resetting
 // only after 5 s of READY lets it back off to the cap.
 func TestFlapResetAfterReadinessCutsExponential(t *testing.T) {
-	p, _ := PolicyByName("exponential", time.Second, 30*time.Second)
-	r, err := RunFlap(FlapConfig{Clients: 10, Horizon: 10 * time.Minute}, p)
+	p, _ := PolicyByName("exponential", DefaultPolicyParams())
+	r, err := RunFlap(FlapConfig{Clients: 10, Horizon: 10 * time.Minute, CloseAfter: 300 * time.Millisecond, Cooldown: 5 * time.Second}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +245,10 @@ func TestFlapResetAfterReadinessCutsExponential(t *testing.T) {
 }
 
 func BenchmarkRun100k(b *testing.B) {
-	cfg := Config{Clients: 100_000, Capacity: 5000, Seed: 1}
+	cfg := DefaultConfig()
+	cfg.Clients, cfg.Capacity = 100_000, 5000
 	for b.Loop() {
-		for _, p := range Policies(time.Second, 30*time.Second) {
+		for _, p := range Policies(DefaultPolicyParams()) {
 			if _, err := Run(cfg, p); err != nil {
 				b.Fatal(err)
 			}

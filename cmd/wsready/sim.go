@@ -17,25 +17,29 @@ import (
 
 func runSim(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	var cfg sim.Config
-	fs.IntVar(&cfg.Clients, "clients", 10000, "fleet size")
-	fs.IntVar(&cfg.Capacity, "capacity", 500, "handshakes accepted per one-second window after the downtime")
-	fs.DurationVar(&cfg.Downtime, "downtime", 10*time.Second, "the server refuses everything before this")
-	fs.DurationVar(&cfg.Base, "base", time.Second, "policy base delay")
-	fs.DurationVar(&cfg.Cap, "cap", 30*time.Second, "policy cap")
-	fs.DurationVar(&cfg.Horizon, "horizon", 90*time.Second, "simulated time")
-	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	cfg := sim.DefaultConfig()
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "fleet size (1..10000000)")
+	fs.IntVar(&cfg.Capacity, "capacity", cfg.Capacity, "handshakes accepted per one-second window after the downtime (0: none)")
+	fs.DurationVar(&cfg.Downtime, "downtime", cfg.Downtime, "the server refuses everything before this (0: no downtime)")
+	fs.DurationVar(&cfg.Horizon, "horizon", cfg.Horizon, "simulated time (1ms..24h)")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
+	pp := sim.DefaultPolicyParams()
+	fs.DurationVar(&pp.Fixed, "fixed", pp.Fixed, "fixed policy: the delay every time (> 0)")
+	fs.DurationVar(&pp.Base, "base", pp.Base, "exponential and jitter policies: base delay (> 0)")
+	fs.DurationVar(&pp.Cap, "cap", pp.Cap, "exponential and jitter policies: cap (>= base)")
+	fs.DurationVar(&pp.Step, "step", pp.Step, "linear policy: first delay uniform in [0, step), then +step per attempt (> 0)")
+	fs.DurationVar(&pp.LinearCap, "linear-cap", pp.LinearCap, "linear policy: longest delay (0: no cap)")
 	first := fs.String("first", "policy", "first attempt: policy (delay(0) after the disconnect) or zero (everyone at t=0)")
 	policy := fs.String("policy", "all", "fixed, exponential, linear, jitter, or all")
 	format := fs.String("format", "table", "table (markdown) or json")
 	svgDir := fs.String("svg", "", "write attempts.svg and connected.svg charts into this directory")
 	out := fs.String("out", "", "also write the markdown report to this file")
 	jsonOut := fs.String("json", "", "also write the JSON results to this file")
-	var flap sim.FlapConfig
-	fs.IntVar(&flap.Clients, "flap-clients", 1000, "fleet size for the Flapping table")
-	fs.DurationVar(&flap.Horizon, "flap-horizon", 10*time.Minute, "simulated time for the Flapping table")
-	fs.DurationVar(&flap.CloseAfter, "flap-close", 300*time.Millisecond, "Flapping: the server closes each connection this long after accepting it")
-	fs.DurationVar(&flap.Cooldown, "cooldown", 5*time.Second, "the reset rule's READY cooldown in the Flapping table")
+	flap := sim.DefaultFlapConfig()
+	fs.IntVar(&flap.Clients, "flap-clients", flap.Clients, "fleet size for the Flapping table (1..1000000)")
+	fs.DurationVar(&flap.Horizon, "flap-horizon", flap.Horizon, "simulated time for the Flapping table (1ms..24h)")
+	fs.DurationVar(&flap.CloseAfter, "flap-close", flap.CloseAfter, "Flapping: the server closes each connection this long after accepting it (>= 0)")
+	fs.DurationVar(&flap.Cooldown, "cooldown", flap.Cooldown, "the reset rule's READY cooldown in the Flapping table (> 0)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,15 +56,18 @@ func runSim(args []string, stdout io.Writer) error {
 	if *format != "table" && *format != "json" {
 		return fmt.Errorf("sim: -format must be table or json, not %q", *format)
 	}
-	policies := sim.Policies(cfg.Base, cfg.Cap)
+	if err := pp.Validate(); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	policies := sim.Policies(pp)
 	if *policy != "all" {
-		p, ok := sim.PolicyByName(*policy, cfg.Base, cfg.Cap)
+		p, ok := sim.PolicyByName(*policy, pp)
 		if !ok {
 			return fmt.Errorf("sim: unknown policy %q (fixed, exponential, linear, jitter, all)", *policy)
 		}
 		policies = []sim.NamedPolicy{p}
 	}
-	flap.Base, flap.Cap, flap.Seed = cfg.Base, cfg.Cap, cfg.Seed
+	flap.Seed = cfg.Seed
 
 	start := time.Now()
 	var results []sim.Result
@@ -102,7 +109,7 @@ func runSim(args []string, stdout io.Writer) error {
 		}
 		md.WriteString("\n![attempts per second](attempts.svg)\n\n![connected clients](connected.svg)\n")
 	}
-	payload := map[string]any{"seed": cfg.Seed, "config": cfg, "results": results, "flap": map[string]any{"config": flap, "results": flaps},
+	payload := map[string]any{"seed": cfg.Seed, "config": cfg, "policyParams": pp, "results": results, "flap": map[string]any{"config": flap, "results": flaps},
 		"elapsedMs": took.Milliseconds()}
 	js, err := json.MarshalIndent(payload, "", "  ")
 	if err != nil {

@@ -51,9 +51,36 @@ func TestSimCommandRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-policy", "nope"}, {"-first", "sometimes"}, {"-format", "xml"}, {"-clients", "-3"},
 		{"-cap", "1ms", "-base", "1s"}, {"extra"}, {"-horizon", "banana"},
+		{"-base", "0s"}, {"-fixed", "0s"}, {"-step", "0s"}, {"-clients", "0"}, {"-capacity", "-1"}, {"-downtime", "-1s"},
+		{"-horizon", "0s"}, {"-horizon", "25h"}, {"-linear-cap", "-1s"}, {"-flap-clients", "0"}, {"-cooldown", "0s"}, {"-flap-close", "-1ms"},
 	} {
 		if err := runSim(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// Zero is a value: -downtime 0 is a server that never refuses (the whole
+// fleet is in within its first seconds), and -fixed is fixed's own delay.
+func TestSimFlagsMeanWhatTheySay(t *testing.T) {
+	var out bytes.Buffer
+	err := runSim([]string{"-clients", "100", "-capacity", "1000", "-downtime", "0", "-policy", "fixed", "-fixed", "250ms", "-base", "5s", "-cap", "10s",
+		"-format", "json", "-flap-clients", "10", "-flap-horizon", "1m"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Results []struct {
+			Description string
+			Attempts    int
+			T100Ms      *int64
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.Results) != 1 {
+		t.Fatalf("%v %s", err, out.String())
+	}
+	r := v.Results[0]
+	if r.Description != "fixed(250ms)" || r.Attempts != 100 || r.T100Ms == nil || *r.T100Ms != 250 {
+		t.Fatalf("result %+v: want fixed(250ms), 100 attempts, all in at 250 ms", r)
 	}
 }
