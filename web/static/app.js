@@ -90,6 +90,7 @@ function renderUpdate(u) {
   demo.updateTimes.push(demo.lastUpdateAt);
   if (demo.updateTimes.length > 4000) demo.updateTimes.splice(0, 2000);
   demo.lastSeq = u.seq;
+  if (demo.client) $('missed').textContent = demo.client.stats().missedUpdates;
   const li = document.createElement('li');
   li.textContent = `#${u.seq} value ${u.data && u.data.value} (epoch ${u.epoch})`;
   const feed = $('feed');
