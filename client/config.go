@@ -28,6 +28,13 @@ type Features struct {
 	// it, the client reconnects NaiveDelay after a close (and at once after
 	// the watchdog fires) and ignores offline/online.
 	Backoff bool
+	// Session (stage 6): every close is classified before any retry (see
+	// classify.go): 1000 from the server ends the session, 4003/1008 is
+	// forbidden, 4001 refreshes the token and dials at once, a retry-after
+	// is a floor on the delay; an attempt budget and a reconnect window
+	// that an open does not renew; the cap grows under sustained failure;
+	// terminal states; no reconnect while the page is hidden.
+	Session bool
 }
 
 // Config configures a Core. Zero durations take the defaults shown.
@@ -58,7 +65,8 @@ type Config struct {
 	// resets (Backoff). Default 5s.
 	Cooldown time.Duration
 	// OnlineDelay is the upper bound of the random delay before reconnecting
-	// when the network comes back (Backoff). Default 500ms.
+	// when the network comes back (Backoff), or the page becomes visible
+	// again (Session). Default 500ms.
 	OnlineDelay time.Duration
 	// Rand returns uniform numbers in [0, 1) for jitter. Required: the core
 	// draws no randomness of its own, so a simulation can seed it.
@@ -66,10 +74,30 @@ type Config struct {
 	// Trace makes the core emit EffLog effects describing what it does (for
 	// the demo's event log). Default off.
 	Trace bool
+
+	// Budget is the most reconnect attempts in one run of failures before
+	// the session gives up (Session). 0: unbounded (default).
+	Budget int
+	// Window is how long one run of failures may last before the session
+	// gives up (Session). 0: unbounded (default).
+	Window time.Duration
+	// CapGrowth raises the backoff's cap under sustained failure (Session).
+	// nil: DefaultCapGrowth (30 s, then 60 s after 2 minutes, 5 minutes
+	// after 30); an empty, non-nil slice: never.
+	CapGrowth []CapStep
+	// MaxRefreshes is how many forced token refreshes in a row may fail to
+	// reach READY before a 4001 is terminal (Session). Default 2.
+	MaxRefreshes int
+	// Auth says the driver has a token hook: the core asks for a token
+	// (EffToken) before every dial and sends it in the first frame.
+	Auth bool
+	// TokenTimeout bounds the token hook; no answer by then is a failed
+	// attempt. Default 10s.
+	TokenTimeout time.Duration
 }
 
-// ErrBadStage is returned for a stage outside 0..5.
-var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4 or 5")
+// ErrBadStage is returned for a stage outside 0..MaxStage.
+var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4, 5 or 6")
 
 // StageError reports a stage outside the demo's; errors.Is(err,
 // ErrBadStage) holds for it.
@@ -82,7 +110,7 @@ func (e *StageError) Error() string {
 func (e *StageError) Unwrap() error { return ErrBadStage }
 
 // MaxStage is the last demo stage.
-const MaxStage = 5
+const MaxStage = 6
 
 // StageFeatures returns the fixes stage n turns on.
 func StageFeatures(n int) (Features, error) {
@@ -95,6 +123,7 @@ func StageFeatures(n int) (Features, error) {
 		StaleFilter: n >= 3,
 		Service:     n >= 4,
 		Backoff:     n >= 5,
+		Session:     n >= 6,
 	}, nil
 }
 
@@ -127,6 +156,16 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.NaiveDelay, time.Second)
 	def(&c.Cooldown, 5*time.Second)
 	def(&c.OnlineDelay, 500*time.Millisecond)
+	def(&c.TokenTimeout, 10*time.Second)
+	if c.MaxRefreshes <= 0 {
+		c.MaxRefreshes = 2
+	}
+	if c.CapGrowth == nil {
+		c.CapGrowth = DefaultCapGrowth
+	}
+	if c.Budget < 0 || c.Window < 0 {
+		return c, errors.New("client: Budget and Window must not be negative (0 means unbounded)")
+	}
 	if c.Policy == nil {
 		c.Policy = FullJitter{Base: time.Second, Cap: 30 * time.Second}
 	}

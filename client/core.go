@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -24,16 +25,25 @@ type Stats struct {
 	DroppedResponses int   // responses matching no pending request (late or unknown)
 	BadFrames        int   // frames that failed to decode
 	ServerErrors     int   // error frames from the server
+	Authenticated    int   // tickets the server accepted
+	TokensRequested  int   // calls of the token hook
+	TokenRefreshes   int   // forced ones (after a 4001)
+	TokenFailures    int   // token hook failures or timeouts
+	Records          int   // reconnect decisions recorded
 }
 
 // Core is the client's state machine. It is not safe for concurrent use:
 // one driver goroutine (or the browser's event loop) owns it.
 type Core struct {
-	cfg     Config
-	backoff Backoff
+	cfg Config
+	rc  Reconnector
 
-	started, stopped bool
-	online           bool
+	started bool
+	ended   Terminal // set: the session is over (stopped included)
+	endCode int      // the close code that ended it, if one did
+	online  bool
+	hidden  bool
+	session string // the session ref for records: random, opaque
 
 	nextSocket SocketID
 	current    SocketID // 0: none
@@ -41,20 +51,26 @@ type Core struct {
 	protocol   Level
 	service    Level
 
-	// Deadlines; zero means not armed. The driver holds one timer for the
-	// earliest of them (and of the request deadlines).
-	connectAt time.Time
+	// dl holds the named deadlines; zero means not armed. The driver holds
+	// one timer for the earliest of them (and of the scheduled reconnects
+	// and the request deadlines).
+	dl [numDeadlines]time.Time
 	// reconnects are the scheduled dials. With StaleFilter there is at most
 	// one; without it every accepted close schedules its own, as a naive
 	// onclose handler does, so stale closes multiply the sockets.
-	reconnects  []time.Time
-	watchdogAt  time.Time
-	subscribeAt time.Time
-	resetAt     time.Time
-	armed       time.Time
+	reconnects []time.Time
+	armed      time.Time
+
+	// Auth: a token is asked for (EffToken) before each dial; forceToken
+	// makes the next one a forced refresh; token waits for the socket's
+	// open to be sent in the auth frame, then is dropped.
+	tokenWait  bool
+	forceToken bool
+	token      string
 
 	pingInterval time.Duration
 	readySince   time.Time
+	lostReadyAt  time.Time
 
 	nextID  uint64
 	pending map[uint64]*pendingRequest
@@ -74,10 +90,15 @@ func New(cfg Config) (*Core, error) {
 	}
 	c := &Core{cfg: cfg, online: true, pending: map[uint64]*pendingRequest{}}
 	if cfg.Features.Backoff {
-		c.backoff = Backoff{Policy: cfg.Policy, Cooldown: cfg.Cooldown}
+		c.rc.Backoff = Backoff{Policy: cfg.Policy, Cooldown: cfg.Cooldown}
 	} else {
-		c.backoff = Backoff{Policy: Fixed{D: cfg.NaiveDelay}}
+		c.rc.Backoff = Backoff{Policy: Fixed{D: cfg.NaiveDelay}}
 	}
+	if cfg.Features.Session {
+		c.rc.Classify = true
+		c.rc.Budget, c.rc.Window, c.rc.CapGrowth, c.rc.MaxRefreshes = cfg.Budget, cfg.Window, cfg.CapGrowth, cfg.MaxRefreshes
+	}
+	c.session = sessionRef(cfg.Rand)
 	return c, nil
 }
 
@@ -108,7 +129,7 @@ func (c *Core) trace(kind string, s SocketID, detail string) {
 
 // Start opens the first socket.
 func (c *Core) Start(now time.Time) {
-	if c.started || c.stopped {
+	if c.started || c.ended != NotEnded {
 		return
 	}
 	c.started = true
@@ -118,14 +139,19 @@ func (c *Core) Start(now time.Time) {
 
 // Opened reports that socket s opened.
 func (c *Core) Opened(s SocketID, now time.Time) {
-	if c.stopped || !c.accept(s, "open") {
+	if c.ended != NotEnded || !c.accept(s, "open") {
 		return
 	}
 	c.stats.Opens++
 	c.transport = Up
-	c.connectAt = time.Time{}
-	c.backoff.Opened()
+	c.dl[dlConnect] = time.Time{}
+	c.rc.Opened()
 	c.trace("open", s, "socket "+utoa(s)+" open")
+	if c.token != "" {
+		// The ticket goes first, before anything else, and is not kept.
+		c.send(protocol.Message{Type: protocol.TypeAuth, Token: c.token})
+		c.token = ""
+	}
 	c.heartbeatOpened(now)
 	c.serviceOpened(now)
 	c.after(now)
@@ -133,13 +159,18 @@ func (c *Core) Opened(s SocketID, now time.Time) {
 
 // Received reports a text frame that arrived on socket s.
 func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
-	if c.stopped || !c.accept(s, "message") {
+	if c.ended != NotEnded || !c.accept(s, "message") {
 		return
 	}
 	m, err := protocol.Decode(frame)
 	if err != nil {
 		c.stats.BadFrames++
-		c.trace("bad-frame", s, err.Error())
+		code := "bad_json"
+		var de *protocol.DecodeError
+		if errors.As(err, &de) {
+			code = de.Code // a stable code: the detail may quote the peer
+		}
+		c.trace("bad-frame", s, "frame refused: "+code)
 		return
 	}
 	switch m.Type {
@@ -153,9 +184,12 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		c.onUpdate(s, m)
 	case protocol.TypeResponse:
 		c.onResponse(m)
+	case protocol.TypeAuthenticated:
+		c.stats.Authenticated++
+		c.trace("authenticated", s, "ticket accepted")
 	case protocol.TypeError:
 		c.stats.ServerErrors++
-		c.trace("server-error", s, "error frame with code "+m.Error.Code)
+		c.trace("server-error", s, "error frame from the server")
 		if m.ID != 0 {
 			c.onResponse(m) // about one of our requests: it settles now, not at its timeout
 		}
@@ -167,82 +201,106 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 }
 
 // Closed reports that socket s closed (or failed to open) with code and
-// reason; 1006 when the platform gives no code.
+// reason; 1006 when the platform gives no code. The reason is read only
+// for a retry-after ("retry-after-ms=N"): it is the peer's text and is
+// never kept, logged or recorded. A driver whose dial was refused over
+// HTTP with a Retry-After passes it the same way.
 func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
-	if c.stopped || !c.accept(s, "close") {
+	if c.ended != NotEnded || !c.accept(s, "close") {
 		return
 	}
 	c.stats.Closes++
-	c.trace("close", s, "socket "+utoa(s)+" closed: "+strconv.Itoa(code)+" "+reason)
-	c.lost(now, false)
+	c.trace("close", s, "socket "+utoa(s)+" closed with "+strconv.Itoa(code))
+	c.lost(now, causeOf(code, reason))
 	c.after(now)
 }
 
 // Tick reports that the timer armed by an EffTimer fired. Calling it early
 // or spuriously is harmless: only deadlines at or before now act.
 func (c *Core) Tick(now time.Time) {
-	if c.stopped {
+	if c.ended != NotEnded {
 		return
 	}
 	c.armed = time.Time{}
-	if due(c.connectAt, now) {
-		c.connectAt = time.Time{}
-		c.trace("connect-timeout", c.current, "socket "+utoa(c.current)+" did not open within "+c.cfg.ConnectTimeout.String())
-		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "connect timeout"})
-		c.lost(now, false)
+	for d := range numDeadlines {
+		if c.ended == NotEnded && due(c.dl[d], now) {
+			c.dl[d] = time.Time{}
+			deadlineFired[d](c, now)
+		}
+		if d == dlSubscribe {
+			c.expireRequests(now) // in the order they always ran: after the socket's own deadlines
+		}
 	}
-	if due(c.watchdogAt, now) {
-		c.watchdogFired(now)
+	if c.ended == NotEnded {
+		c.dialDue(now)
 	}
-	if due(c.subscribeAt, now) {
-		c.subscribeTimedOut(now)
-	}
-	c.expireRequests(now)
-	if due(c.resetAt, now) {
-		c.cooldownDone()
-	}
-	c.dialDue(now)
 	c.after(now)
 }
 
 // Stop closes the socket with 1000, rejects every pending request with
 // ErrConnectionClosed and cancels every timer. The Core does nothing after.
 func (c *Core) Stop(now time.Time) {
-	if c.stopped {
+	if c.ended == Stopped {
 		return
 	}
-	c.stopped = true
-	if c.current != 0 && c.transport != Down {
+	if c.ended == NotEnded && c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "client stopped"})
 	}
-	c.transport = Down
-	c.rejectAll("client stopped", true)
-	c.connectAt, c.watchdogAt, c.subscribeAt, c.resetAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	c.reconnects = nil
 	c.trace("stop", c.current, "client stopped")
+	c.end(now, Stopped, 0)
 	c.after(now)
 }
 
+// dial opens the next socket, asking for a token first when the driver has
+// a token hook.
 func (c *Core) dial(now time.Time) {
+	if c.cfg.Auth && !c.tokenWait && c.token == "" {
+		c.tokenWait = true
+		c.transport, c.protocol, c.service = Pending, Down, Down
+		c.dl[dlToken] = now.Add(c.cfg.TokenTimeout)
+		c.stats.TokensRequested++
+		if c.forceToken {
+			c.stats.TokenRefreshes++
+		}
+		c.emit(Effect{Kind: EffToken, Force: c.forceToken})
+		c.forceToken = false
+		return
+	}
 	c.nextSocket++
 	c.current = c.nextSocket
 	c.transport = Pending
 	c.protocol, c.service = Down, Down
-	c.connectAt = now.Add(c.cfg.ConnectTimeout)
-	c.watchdogAt, c.subscribeAt = time.Time{}, time.Time{}
+	c.dl[dlConnect] = now.Add(c.cfg.ConnectTimeout)
+	c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}
 	c.stats.Dials++
-	c.trace("dial", c.current, "opening socket "+utoa(c.current)+" (attempt "+strconv.Itoa(c.backoff.Attempt())+")")
+	c.trace("dial", c.current, "opening socket "+utoa(c.current)+" (attempt "+strconv.Itoa(c.rc.Attempt())+")")
 	c.emit(Effect{Kind: EffDial, Socket: c.current})
 }
 
-// lost handles the loss of the current socket: every layer goes down, the
-// registry rejects what was in flight, and a reconnect is scheduled.
-func (c *Core) lost(now time.Time, watchdog bool) {
+// lost handles the loss of the current socket (or of an attempt): every
+// layer goes down, the registry rejects what was in flight, and the
+// reconnect rules decide what comes next.
+func (c *Core) lost(now time.Time, cause Cause) {
 	c.transport = Down
 	c.current = 0
-	c.connectAt, c.watchdogAt, c.subscribeAt = time.Time{}, time.Time{}, time.Time{}
+	c.dl[dlConnect], c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}, time.Time{}
 	c.rejectAll("connection lost", false)
-	c.scheduleReconnect(now, watchdog)
+	c.scheduleReconnect(now, cause)
+}
+
+// end makes the session terminal: no dial, no timer, every pending request
+// rejected with ErrConnectionClosed.
+func (c *Core) end(now time.Time, t Terminal, code int) {
+	c.ended, c.endCode = t, code
+	c.transport = Down
+	c.current = 0
+	c.rejectAll("session "+string(t), true)
+	c.dl = [numDeadlines]time.Time{}
+	c.reconnects = nil
+	c.tokenWait, c.token = false, ""
+	if t != Stopped {
+		c.trace("ended", 0, "session ended: "+string(t))
+	}
 }
 
 func (c *Core) send(m protocol.Message) {
@@ -256,7 +314,10 @@ func (c *Core) send(m protocol.Message) {
 // timer for the earliest deadline.
 func (c *Core) after(now time.Time) {
 	c.noteState(now)
-	next := earliest(earliest(earliest(c.connectAt, c.watchdogAt), earliest(c.subscribeAt, c.resetAt)), c.nextRequestDeadline())
+	next := c.nextRequestDeadline()
+	for _, t := range c.dl {
+		next = earliest(next, t)
+	}
 	for _, t := range c.reconnects {
 		next = earliest(next, t)
 	}

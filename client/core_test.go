@@ -11,7 +11,7 @@ import (
 func TestStagesEachAddExactlyOneFix(t *testing.T) {
 	count := func(f Features) int {
 		n := 0
-		for _, b := range []bool{f.Registry, f.Heartbeat, f.StaleFilter, f.Service, f.Backoff} {
+		for _, b := range []bool{f.Registry, f.Heartbeat, f.StaleFilter, f.Service, f.Backoff, f.Session} {
 			if b {
 				n++
 			}
@@ -24,7 +24,7 @@ func TestStagesEachAddExactlyOneFix(t *testing.T) {
 			t.Fatalf("stage %d: %+v %v", n, f, err)
 		}
 	}
-	for _, bad := range []int{-1, 6, 100} {
+	for _, bad := range []int{-1, MaxStage + 1, 100} {
 		if _, err := StageFeatures(bad); err == nil {
 			t.Fatalf("stage %d accepted", bad)
 		}
@@ -432,7 +432,7 @@ func TestBackoffCooldownRestartsWhenReadinessIsLost(t *testing.T) {
 	h := newHarness(t, 5)
 	h.start()
 	s := h.ready()
-	h.c.backoff.attempt = 4
+	h.c.rc.attempt = 4
 	h.keepAlive(s, 4*time.Second)
 	h.frame(s, protocol.Message{Type: protocol.TypeUnsubscribed, Topic: "feed"})
 	h.keepAlive(s, 2*time.Second)
@@ -502,7 +502,7 @@ func TestOfflineCancelsAScheduledReconnectAndOnlineReconnects(t *testing.T) {
 	if len(h.dials) != 1 || !h.hasEvent("reconnect-cancelled") {
 		t.Fatalf("dialled while offline: %v", h.dials)
 	}
-	h.c.backoff.attempt = 6
+	h.c.rc.attempt = 6
 	h.rand.vals = []float64{0.5}
 	h.c.Online(h.now)
 	h.drain()

@@ -23,6 +23,11 @@ const (
 	EffUpdate
 	// EffLog: a diagnostic event (only with Config.Trace).
 	EffLog
+	// EffToken: call the token hook (Force: a fresh token, never a cached
+	// one) and report the answer with TokenReady or TokenFailed.
+	EffToken
+	// EffRecord: a reconnect decision, as a sanitized Record.
+	EffRecord
 )
 
 // SocketID names a socket the core asked a driver to open. IDs increase by
@@ -44,6 +49,8 @@ type Effect struct {
 	State  State     // EffState
 	Update Update    // EffUpdate
 	Event  Event     // EffLog
+	Force  bool      // EffToken
+	Record Record    // EffRecord
 }
 
 // Update is a feed item, tagged with the epoch of the socket it came on.

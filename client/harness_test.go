@@ -21,6 +21,8 @@ type harness struct {
 	states  []State
 	updates []Update
 	events  []Event
+	records []Record
+	tokens  []bool // EffToken asks, by Force
 	rand    *seq
 }
 
@@ -94,6 +96,10 @@ func (h *harness) drain() {
 			h.updates = append(h.updates, e.Update)
 		case EffLog:
 			h.events = append(h.events, e.Event)
+		case EffRecord:
+			h.records = append(h.records, e.Record)
+		case EffToken:
+			h.tokens = append(h.tokens, e.Force)
 		}
 	}
 }
@@ -114,9 +120,25 @@ func (h *harness) advance(d time.Duration) {
 	h.now = end
 }
 
+// advanceToDial advances the clock to the next dial (or token ask).
+func (h *harness) advanceToDial() {
+	h.t.Helper()
+	n := len(h.dials) + len(h.tokens)
+	for i := 0; i < 100000 && len(h.dials)+len(h.tokens) == n; i++ {
+		if h.timer.IsZero() {
+			h.t.Fatal("no timer armed: no dial will come")
+		}
+		h.advance(h.timer.Sub(h.now))
+	}
+}
+
 func (h *harness) start()            { h.c.Start(h.now); h.drain() }
 func (h *harness) open(s SocketID)   { h.c.Opened(s, h.now); h.drain() }
 func (h *harness) closed(s SocketID) { h.c.Closed(s, 1006, "", h.now); h.drain() }
+func (h *harness) closedWith(s SocketID, code int, reason string) {
+	h.c.Closed(s, code, reason, h.now)
+	h.drain()
+}
 func (h *harness) frame(s SocketID, m protocol.Message) {
 	h.c.Received(s, protocol.Encode(m), h.now)
 	h.drain()

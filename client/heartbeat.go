@@ -19,7 +19,7 @@ func (c *Core) heartbeatOpened(now time.Time) {
 		return
 	}
 	c.protocol = Pending
-	c.watchdogAt = now.Add(c.cfg.FirstPingTimeout)
+	c.dl[dlWatchdog] = now.Add(c.cfg.FirstPingTimeout)
 }
 
 func (c *Core) onPing(m protocol.Message, now time.Time) {
@@ -30,11 +30,10 @@ func (c *Core) onPing(m protocol.Message, now time.Time) {
 	}
 	c.trace("ping", c.current, "ping, interval "+c.pingInterval.String())
 	c.protocol = Up
-	c.watchdogAt = now.Add(2 * c.pingInterval)
+	c.dl[dlWatchdog] = now.Add(2 * c.pingInterval)
 }
 
 func (c *Core) watchdogFired(now time.Time) {
-	c.watchdogAt = time.Time{}
 	c.stats.WatchdogFired++
 	s := c.current
 	what := "no ping within two intervals"
@@ -43,5 +42,5 @@ func (c *Core) watchdogFired(now time.Time) {
 	}
 	c.trace("watchdog", s, "watchdog fired on socket "+utoa(s)+": "+what+"; closing it")
 	c.emit(Effect{Kind: EffClose, Socket: s, Code: protocol.CloseHeartbeatTimeout, Reason: "heartbeat timeout"})
-	c.lost(now, true)
+	c.lost(now, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout})
 }

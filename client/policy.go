@@ -28,6 +28,10 @@ type Exponential struct{ Base, Cap time.Duration }
 func (p Exponential) Delay(attempt int, _ time.Duration, _ float64) time.Duration {
 	return expCap(p.Base, p.Cap, attempt)
 }
+
+// WithCap returns p with another cap (the cap growth of stage 6).
+func (p Exponential) WithCap(c time.Duration) Policy { p.Cap = max(c, p.Cap); return p }
+
 func (p Exponential) String() string {
 	return "exponential(base " + p.Base.String() + ", cap " + p.Cap.String() + ")"
 }
@@ -38,6 +42,10 @@ type FullJitter struct{ Base, Cap time.Duration }
 func (p FullJitter) Delay(attempt int, _ time.Duration, r float64) time.Duration {
 	return time.Duration(r * float64(expCap(p.Base, p.Cap, attempt)))
 }
+
+// WithCap returns p with another cap (the cap growth of stage 6).
+func (p FullJitter) WithCap(c time.Duration) Policy { p.Cap = max(c, p.Cap); return p }
+
 func (p FullJitter) String() string {
 	return "full-jitter(base " + p.Base.String() + ", cap " + p.Cap.String() + ")"
 }

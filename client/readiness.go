@@ -50,6 +50,12 @@ type State struct {
 	Attempt int
 	// Stopped is true once Stop was called.
 	Stopped bool
+	// Ended is the terminal state the session is in, or NotEnded (""):
+	// ended, forbidden, refresh_exhausted, gave_up or stopped. Once ended,
+	// the client dials nothing and arms no timer until Reconnect.
+	Ended Terminal
+	// EndCode is the close code that ended the session, if one did.
+	EndCode int
 }
 
 func ready(t, p, s Level) bool {
@@ -61,7 +67,7 @@ func ready(t, p, s Level) bool {
 // above it: protocol and service are Down whenever transport is not Up.
 func (c *Core) state() State {
 	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: c.nextSocket,
-		Online: c.online, Attempt: c.backoff.Attempt(), Stopped: c.stopped}
+		Online: c.online, Attempt: c.rc.Attempt(), Stopped: c.ended == Stopped, Ended: c.ended, EndCode: c.endCode}
 	if c.cfg.Features.Heartbeat {
 		st.Protocol = c.protocol
 		if c.transport != Up {
@@ -88,6 +94,7 @@ func (c *Core) noteState(now time.Time) {
 	if st.Ready && !c.lastState.Ready {
 		c.readySince = now
 		c.onReady(now)
+		c.rc.Ready()
 	}
 	if !st.Ready && c.lastState.Ready {
 		c.onNotReady(now)

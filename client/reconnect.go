@@ -2,6 +2,8 @@ package client
 
 import (
 	"time"
+
+	"github.com/wsready/wsready/protocol"
 )
 
 // The reconnection policy (stage 5). Exponential backoff with full jitter;
@@ -12,29 +14,69 @@ import (
 //
 // Without Backoff (stages 0-4) the client reconnects NaiveDelay after a
 // close, at once after the watchdog fires, and ignores offline/online.
+// What a disconnect means (stage 6) is the Reconnector's to decide
+// (reconnector.go, classify.go); this file carries its decision out.
 
-func (c *Core) scheduleReconnect(now time.Time, watchdog bool) {
-	if c.stopped {
+// scheduleReconnect asks the Reconnector what follows the loss of a
+// connection or an attempt, records the decision, and carries it out.
+func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
+	if c.ended != NotEnded {
 		return
 	}
-	if c.cfg.Features.Backoff && !c.online {
+	waitOnline := c.cfg.Features.Backoff && !c.online
+	waitVisible := c.cfg.Features.Session && c.hidden
+	var d Decision
+	if waitOnline || waitVisible {
+		d = Decision{Class: Classify(cause), BudgetLeft: -1, WindowLeft: -1}
+		if !c.cfg.Features.Session {
+			d.Class = ClassBackoff
+		}
+	} else {
+		d = c.rc.Failed(now, cause, c.cfg.Rand())
+	}
+	if cause.By == ByClient && cause.Code == protocol.CloseHeartbeatTimeout && !c.cfg.Features.Backoff {
+		d.Delay = 0 // stages 2-4: the watchdog reconnects at once
+	}
+	rec := Record{Session: c.session, Epoch: c.nextSocket, Attempt: c.rc.Attempt(), Class: d.Class, By: cause.By,
+		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: d.BudgetLeft, WindowLeft: d.WindowLeft}
+	switch {
+	case d.Terminal != NotEnded:
+		rec.Outcome, rec.Delay = Outcome(d.Terminal), 0
+		c.record(rec)
+		c.end(now, d.Terminal, cause.Code)
+		return
+	case waitOnline:
+		rec.Outcome, rec.Delay = OutcomeWaitOnline, 0
+		c.record(rec)
 		c.reconnects = nil
 		c.trace("reconnect-wait", 0, "offline: reconnect waits for online")
 		return
+	case waitVisible:
+		rec.Outcome, rec.Delay = OutcomeWaitVisible, 0
+		c.record(rec)
+		c.reconnects = nil
+		c.trace("reconnect-wait", 0, "page hidden: reconnect waits until it is visible")
+		return
+	case d.Refresh:
+		rec.Outcome = OutcomeRefresh
+		c.record(rec)
+		c.forceToken = true
+		c.dial(now)
+		c.armWindow()
+		return
 	}
-	d := c.backoff.Next(c.cfg.Rand())
-	if watchdog && !c.cfg.Features.Backoff {
-		d = 0
-	}
-	c.emitReconnect(d)
-	if d == 0 {
+	rec.Outcome = OutcomeReconnect
+	c.record(rec)
+	c.emitReconnect(d.Delay)
+	c.armWindow()
+	if d.Delay == 0 {
 		c.dial(now)
 		return
 	}
 	if c.cfg.Features.StaleFilter {
-		c.reconnects = append(c.reconnects[:0], now.Add(d))
+		c.reconnects = append(c.reconnects[:0], now.Add(d.Delay))
 	} else {
-		c.reconnects = append(c.reconnects, now.Add(d))
+		c.reconnects = append(c.reconnects, now.Add(d.Delay))
 	}
 }
 
@@ -58,13 +100,13 @@ func (c *Core) dialDue(now time.Time) {
 func (c *Core) emitReconnect(d time.Duration) {
 	if c.cfg.Trace {
 		c.emit(Effect{Kind: EffLog, Event: Event{Kind: "reconnect", Delay: d,
-			Detail: "reconnect in " + d.Round(time.Millisecond).String() + " (" + c.backoff.String() + ")"}})
+			Detail: "reconnect in " + d.Round(time.Millisecond).String() + " (" + c.rc.String() + ")"}})
 	}
 }
 
 // Offline reports that the platform lost the network.
 func (c *Core) Offline(now time.Time) {
-	if c.stopped || !c.online {
+	if c.ended != NotEnded || !c.online {
 		return
 	}
 	c.online = false
@@ -78,32 +120,43 @@ func (c *Core) Offline(now time.Time) {
 
 // Online reports that the platform has the network back.
 func (c *Core) Online(now time.Time) {
-	if c.stopped || c.online {
+	if c.ended != NotEnded || c.online {
 		return
 	}
 	c.online = true
 	c.trace("online", c.current, "network online")
 	if c.cfg.Features.Backoff {
-		c.backoff.Reset()
-		if c.started && c.transport == Down {
-			d := time.Duration(c.cfg.Rand() * float64(c.cfg.OnlineDelay))
-			c.emitReconnect(d)
-			c.reconnects = append(c.reconnects[:0], now.Add(d))
-		}
+		c.rc.Reset()
+		c.reconnectSoon(now)
 	}
 	c.after(now)
 }
 
+// reconnectSoon schedules a reconnect after a small random delay, for a
+// client that is down and has none scheduled: the network or the page is
+// back, and a fleet must not come back in the same instant.
+func (c *Core) reconnectSoon(now time.Time) {
+	if !c.started || c.transport != Down || c.tokenWait || !c.online || (c.cfg.Features.Session && c.hidden) {
+		return
+	}
+	d := time.Duration(c.cfg.Rand() * float64(c.cfg.OnlineDelay))
+	c.emitReconnect(d)
+	c.reconnects = append(c.reconnects[:0], now.Add(d))
+}
+
 func (c *Core) onReady(now time.Time) {
-	if at, ok := c.backoff.ResetDue(now); ok {
-		c.resetAt = at
+	if at, ok := c.rc.ResetDue(now); ok {
+		c.dl[dlCooldown] = at
 	}
 }
 
-func (c *Core) onNotReady(time.Time) { c.resetAt = time.Time{} }
+func (c *Core) onNotReady(now time.Time) {
+	c.dl[dlCooldown] = time.Time{}
+	c.lostReadyAt = now
+}
 
 func (c *Core) cooldownDone() {
-	c.resetAt = time.Time{}
-	c.backoff.Reset()
+	c.rc.Stable()
+	c.dl[dlWindow] = time.Time{}
 	c.trace("backoff-reset", c.current, "ready for "+c.cfg.Cooldown.String()+": backoff reset")
 }

@@ -32,8 +32,10 @@ func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "method must not be empty"})
 	case params != nil && !protocol.Valid(params):
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "params are not valid JSON"})
-	case c.stopped:
+	case c.ended == Stopped:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "client stopped"})
+	case c.ended != NotEnded:
+		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "session " + string(c.ended)})
 	case !c.state().Ready:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "connection not ready"})
 	default:

@@ -25,21 +25,21 @@ func (c *Core) subscribe(now time.Time) {
 	c.trace("subscribe", c.current, "subscribe "+c.cfg.Topic)
 	c.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: c.cfg.Topic})
 	if c.cfg.Features.Service {
-		c.subscribeAt = now.Add(c.cfg.SubscribeTimeout)
+		c.dl[dlSubscribe] = now.Add(c.cfg.SubscribeTimeout)
 	}
 }
 
 func (c *Core) onSubscribed(s SocketID, m protocol.Message) {
-	c.trace("subscribed", s, "subscribed to "+m.Topic)
+	c.trace("subscribed", s, "subscribed")
 	if !c.cfg.Features.Service || m.Topic != c.cfg.Topic {
 		return
 	}
 	c.service = Up
-	c.subscribeAt = time.Time{}
+	c.dl[dlSubscribe] = time.Time{}
 }
 
 func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
-	c.trace("unsubscribed", s, "unsubscribed from "+m.Topic+": "+m.Reason)
+	c.trace("unsubscribed", s, "unsubscribed by the server")
 	if !c.cfg.Features.Service || m.Topic != c.cfg.Topic {
 		return
 	}

@@ -15,19 +15,24 @@ type Type string
 
 // Server to client.
 const (
-	TypePing         Type = "ping"         // heartbeat; intervalMs is the server's ping interval
-	TypeSubscribed   Type = "subscribed"   // the subscription to topic is live
-	TypeUnsubscribed Type = "unsubscribed" // the service dropped the subscription; reason says why
-	TypeUpdate       Type = "update"       // a feed item: topic, seq, data
-	TypeResponse     Type = "response"     // answer to request id: result or error
-	TypeError        Type = "error"        // the server could not use a frame the client sent
+	TypePing          Type = "ping"          // heartbeat; intervalMs is the server's ping interval
+	TypeSubscribed    Type = "subscribed"    // the subscription to topic is live
+	TypeUnsubscribed  Type = "unsubscribed"  // the service dropped the subscription; reason says why
+	TypeUpdate        Type = "update"        // a feed item: topic, seq, data
+	TypeResponse      Type = "response"      // answer to request id: result or error
+	TypeError         Type = "error"         // the server could not use a frame the client sent
+	TypeAuthenticated Type = "authenticated" // the auth frame's ticket was accepted; expiresAt says until when
 )
 
 // Client to server.
 const (
 	TypeSubscribe Type = "subscribe" // subscribe to topic
 	TypeRequest   Type = "request"   // call method with params; answered by a response with the same id
+	TypeAuth      Type = "auth"      // the first frame on a server with auth: token is a ticket from POST /api/token
 )
+
+// MaxTokenBytes bounds an auth frame's token.
+const MaxTokenBytes = 4096
 
 // MaxFrameBytes is the largest frame either side accepts (64 KiB). The server
 // closes a connection that sends a larger one with CloseMessageTooBig.
@@ -56,6 +61,8 @@ type Message struct {
 	Params     []byte     // request (raw JSON, optional)
 	Result     []byte     // response (raw JSON), exclusive with Error
 	Error      *ErrorBody // response (exclusive with Result); error frame
+	Token      string     // auth
+	ExpiresAt  int64      // authenticated: the ticket's expiry, Unix ms
 }
 
 // MaxIntervalMs bounds a ping's intervalMs (one hour): a larger value would
@@ -173,6 +180,18 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		m.Result = clone(f[fResult])
+	case TypeAuth:
+		var err *DecodeError
+		if m.Token, err = f.str(fToken, m.Type, true); err != nil {
+			return err
+		}
+		if m.Token == "" || len(m.Token) > MaxTokenBytes {
+			return &DecodeError{Code: ErrWrongType, Field: "token", Detail: "must be 1 to " + strconv.Itoa(MaxTokenBytes) + " bytes"}
+		}
+	case TypeAuthenticated:
+		var err *DecodeError
+		m.ExpiresAt, err = f.int(fExpiresAt, m.Type, false)
+		return err
 	case TypeError:
 		id, err := f.int(fID, m.Type, false)
 		if err != nil {
@@ -217,10 +236,12 @@ const (
 	fError
 	fCode
 	fMessage
+	fToken
+	fExpiresAt
 	nFields
 )
 
-var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message"}
+var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt"}
 
 func fieldOf(key string) field {
 	for i := fType; i < nFields; i++ {
@@ -421,6 +442,12 @@ func AppendEncode(b []byte, m Message) []byte {
 			b = append(b, '}')
 		} else {
 			raw("result", m.Result)
+		}
+	case TypeAuth:
+		str("token", m.Token)
+	case TypeAuthenticated:
+		if m.ExpiresAt != 0 {
+			num("expiresAt", m.ExpiresAt)
 		}
 	case TypeError:
 		if m.ID != 0 {

@@ -35,6 +35,25 @@ func all(r Result) string {
 	return fmt.Sprintf("%d of %d connected at the horizon", r.ConnectedAtHorizon, r.Clients)
 }
 
+// SessionRow is one row of the stage 6 table: a label and its result.
+type SessionRow struct {
+	Label  string `json:"label"`
+	Result Result `json:"result"`
+}
+
+// SessionTable renders what stage 6's rules do to the base scenario.
+func SessionTable(cfg Config, rows []SessionRow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Stage 6 rules in the base scenario (%d clients, %v down, %d/s, %s): the server's refusals carry a retry-after or not, the clients have an attempt budget or not.\n\n",
+		cfg.Clients, cfg.Downtime, cfg.Capacity, rows[0].Result.Description)
+	b.WriteString("| clients | peak attempts/s after recovery | total attempts | attempts per client | 99% connected at | all connected at (or connected at horizon) | gave up |\n|---|---|---|---|---|---|---|\n")
+	for _, row := range rows {
+		r := row.Result
+		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %s | %s | %d |\n", row.Label, r.PeakAfterRecovery, r.Attempts, r.AttemptsPerClient, at(r.T99Ms), all(r), r.GaveUp)
+	}
+	return b.String()
+}
+
 // FlapTable renders the second table.
 func FlapTable(cfg FlapConfig, rs []FlapResult) string {
 	var b strings.Builder

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/protocol"
 )
 
 // Config is one scenario. Every field is a flag of wsready sim, and every
@@ -25,6 +26,15 @@ type Config struct {
 	// FirstAttemptZero makes every client's first attempt happen at t=0
 	// (a synchronized reconnect) instead of delay(0) after the disconnect.
 	FirstAttemptZero bool
+	// Session makes every client a stage 6 client (client.Reconnector with
+	// Classify): it honours RetryAfter and gives up after Budget attempts.
+	Session bool
+	// RetryAfter is what the server's refusals ask clients to wait (HTTP
+	// 503 with Retry-After, or 1013); 0: refusals carry none. Only stage 6
+	// clients honour it.
+	RetryAfter time.Duration
+	// Budget is a stage 6 client's attempt budget; 0: unbounded.
+	Budget int
 }
 
 // DefaultConfig is the SPEC's base scenario: 10,000 clients, 500
@@ -43,6 +53,8 @@ func (c Config) validate() error {
 		return errors.New("downtime must not be negative")
 	case c.Horizon < time.Millisecond || c.Horizon > 24*time.Hour:
 		return errors.New("horizon must be between 1ms and 24h")
+	case c.RetryAfter < 0 || c.Budget < 0:
+		return errors.New("retry-after and budget must not be negative")
 	}
 	return nil
 }
@@ -117,7 +129,8 @@ type Result struct {
 	T99Ms              *int64  `json:"t99Ms"`  // when 99% were connected; nil: not within the horizon
 	T100Ms             *int64  `json:"t100Ms"` // when all were connected; nil: not within the horizon
 	ConnectedAtHorizon int     `json:"connectedAtHorizon"`
-	WaitingAtHorizon   int     `json:"waitingAtHorizon"` // not connected: their next attempt falls past the horizon`
+	WaitingAtHorizon   int     `json:"waitingAtHorizon"` // not connected: their next attempt falls past the horizon
+	GaveUp             int     `json:"gaveUp"`           // stage 6 clients whose budget ran out`
 	AttemptsPerClient  float64 `json:"attemptsPerClient"`
 	// Per second k (window [k, k+1)): attempts, accepted handshakes, and
 	// clients connected at the end of the window.
@@ -145,11 +158,21 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 	}
 	res := Result{Policy: np.Name, Description: np.Policy.String(), Clients: cfg.Clients,
 		AttemptsPerSecond: make([]int, secs), AcceptedPerSecond: make([]int, secs), ConnectedPerSecond: make([]int, secs)}
-	backoffs := make([]client.Backoff, cfg.Clients)
+	fleet := make([]client.Reconnector, cfg.Clients)
 	cal := newCalendar(cfg.Horizon)
-	for i := range backoffs {
-		backoffs[i] = client.Backoff{Policy: np.Policy}
-		d := backoffs[i].Next(rng.Float64())
+	// What a refusal looks like to a client: an HTTP refusal (1006 to a
+	// browser) or, with a retry-after, the server's word to wait.
+	refusal := client.Cause{By: client.ByNetwork, Code: protocol.CloseAbnormal}
+	if cfg.RetryAfter > 0 {
+		refusal = client.Cause{By: client.ByServer, Code: protocol.CloseTryAgainLater, RetryAfter: cfg.RetryAfter}
+	}
+	lost := client.Cause{By: client.ByNetwork, Code: protocol.CloseAbnormal} // the disconnect at t=0
+	for i := range fleet {
+		fleet[i] = client.Reconnector{Backoff: client.Backoff{Policy: np.Policy}}
+		if cfg.Session {
+			fleet[i].Classify, fleet[i].Budget, fleet[i].CapGrowth, fleet[i].MaxRefreshes = true, cfg.Budget, client.DefaultCapGrowth, 2
+		}
+		d := fleet[i].Failed(epoch, lost, rng.Float64()).Delay
 		if cfg.FirstAttemptZero {
 			d = 0
 		}
@@ -182,7 +205,12 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 			return
 		}
 		res.Rejected++
-		if !cal.at(t+backoffs[i].Next(rng.Float64()), i) {
+		dec := fleet[i].Failed(epoch.Add(t), refusal, rng.Float64())
+		if dec.Terminal != client.NotEnded {
+			res.GaveUp++
+			return
+		}
+		if !cal.at(t+dec.Delay, i) {
 			res.WaitingAtHorizon++
 		}
 	})

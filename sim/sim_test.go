@@ -255,3 +255,38 @@ func BenchmarkRun100k(b *testing.B) {
 		}
 	}
 }
+
+// Stage 6 clients honour the server's retry-after and give up after their
+// budget; stage 5 clients ignore both. Every client is accounted for.
+func TestStage6FleetHonoursRetryAfterAndBudget(t *testing.T) {
+	np, _ := PolicyByName("jitter", DefaultPolicyParams())
+	base := DefaultConfig()
+	plain, _ := Run(base, np)
+	ignored := base
+	ignored.RetryAfter = 5 * time.Second // stage 5 clients do not read it
+	same, _ := Run(ignored, np)
+	if !reflect.DeepEqual(plain, same) {
+		t.Fatal("a retry-after changed what stage 5 clients did")
+	}
+	s6 := base
+	s6.Session, s6.RetryAfter = true, 5*time.Second
+	ra, err := Run(s6, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every refused client waits at least 5 s: no second after the first
+	// refusals can see more attempts than clients refused 5 s before.
+	if ra.Attempts >= plain.Attempts || ra.ConnectedAtHorizon+ra.WaitingAtHorizon != base.Clients {
+		t.Fatalf("retry-after: attempts %d (plain %d), connected %d waiting %d", ra.Attempts, plain.Attempts, ra.ConnectedAtHorizon, ra.WaitingAtHorizon)
+	}
+	for s := 1; s < 5; s++ {
+		if ra.AttemptsPerSecond[s] != 0 {
+			t.Fatalf("attempts in second %d, within 5 s of every client's first refusal: %v", s, ra.AttemptsPerSecond[:8])
+		}
+	}
+	s6.RetryAfter, s6.Budget = 0, 3
+	bu, _ := Run(s6, np)
+	if bu.GaveUp == 0 || bu.ConnectedAtHorizon+bu.WaitingAtHorizon+bu.GaveUp != base.Clients || bu.Attempts > base.Clients*4 {
+		t.Fatalf("budget 3: %+v", bu)
+	}
+}

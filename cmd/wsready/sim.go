@@ -29,6 +29,8 @@ func runSim(args []string, stdout io.Writer) error {
 	fs.DurationVar(&pp.Cap, "cap", pp.Cap, "exponential and jitter policies: cap (>= base)")
 	fs.DurationVar(&pp.Step, "step", pp.Step, "linear policy: first delay uniform in [0, step), then +step per attempt (> 0)")
 	fs.DurationVar(&pp.LinearCap, "linear-cap", pp.LinearCap, "linear policy: longest delay (0: no cap)")
+	retryAfter := fs.Duration("retry-after", 5*time.Second, "stage 6 table: the retry-after the server's refusals carry (> 0)")
+	budget := fs.Int("budget", 5, "stage 6 table: the clients' attempt budget (> 0)")
 	first := fs.String("first", "policy", "first attempt: policy (delay(0) after the disconnect) or zero (everyone at t=0)")
 	policy := fs.String("policy", "all", "fixed, exponential, linear, jitter, or all")
 	format := fs.String("format", "table", "table (markdown) or json")
@@ -59,6 +61,9 @@ func runSim(args []string, stdout io.Writer) error {
 	if err := pp.Validate(); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
+	if *retryAfter <= 0 || *budget < 1 {
+		return fmt.Errorf("sim: -retry-after must be positive and -budget at least 1")
+	}
 	policies := sim.Policies(pp)
 	if *policy != "all" {
 		p, ok := sim.PolicyByName(*policy, pp)
@@ -79,6 +84,28 @@ func runSim(args []string, stdout io.Writer) error {
 		results = append(results, r)
 	}
 	baseTook := time.Since(start)
+	jitter, _ := sim.PolicyByName("jitter", pp)
+	var session []sim.SessionRow
+	for _, v := range []struct {
+		label  string
+		s6     bool
+		ra     time.Duration
+		budget int
+	}{
+		{"stage 5 (retry-after ignored)", false, *retryAfter, 0},
+		{"stage 6, refusals without retry-after", true, 0, 0},
+		{fmt.Sprintf("stage 6, refusals with retry-after %v", *retryAfter), true, *retryAfter, 0},
+		{fmt.Sprintf("stage 6, budget %d", *budget), true, 0, *budget},
+		{fmt.Sprintf("stage 6, retry-after %v and budget %d", *retryAfter, *budget), true, *retryAfter, *budget},
+	} {
+		c := cfg
+		c.Session, c.RetryAfter, c.Budget = v.s6, v.ra, v.budget
+		r, err := sim.Run(c, jitter)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		session = append(session, sim.SessionRow{Label: v.label, Result: r})
+	}
 	var flaps []sim.FlapResult
 	for _, p := range policies {
 		r, err := sim.RunFlap(flap, p)
@@ -93,6 +120,8 @@ func runSim(args []string, stdout io.Writer) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Fleet simulation\n\nMade by `%s` (seed %d). The simulator runs the client core's own policy values and reset rule (package client), not copies.\n\n", strings.TrimSpace(cmdline), cfg.Seed)
 	md.WriteString(sim.Table(cfg, results))
+	md.WriteString("\n")
+	md.WriteString(sim.SessionTable(cfg, session))
 	md.WriteString("\n")
 	md.WriteString(sim.FlapTable(flap, flaps))
 	fmt.Fprintf(&md, "\nSimulated in %v (base scenario %v) on this machine.\n", took.Round(time.Millisecond), baseTook.Round(time.Millisecond))
@@ -109,7 +138,7 @@ func runSim(args []string, stdout io.Writer) error {
 		}
 		md.WriteString("\n![attempts per second](attempts.svg)\n\n![connected clients](connected.svg)\n")
 	}
-	payload := map[string]any{"seed": cfg.Seed, "config": cfg, "policyParams": pp, "results": results, "flap": map[string]any{"config": flap, "results": flaps},
+	payload := map[string]any{"seed": cfg.Seed, "config": cfg, "policyParams": pp, "results": results, "session": session, "flap": map[string]any{"config": flap, "results": flaps},
 		"elapsedMs": took.Milliseconds()}
 	js, err := json.MarshalIndent(payload, "", "  ")
 	if err != nil {

@@ -1,0 +1,114 @@
+package client
+
+import (
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// Close classification (stage 6). Every disconnect is classified before any
+// retry, from who closed and the close code (and a retry-after the close
+// reason carried); the reason's text itself is never kept.
+//
+//	server 1000                      ended          terminal: the server ended the session
+//	4003, 1008                       forbidden      terminal: tell the app (sign in again)
+//	4001                             token_expired  fetch a fresh token (forced) and dial at once
+//	1013, or any retry-after         retry_after    wait at least the retry-after (or the backoff's draw, if longer)
+//	anything else (1001, 1006, 1011,
+//	1012, 4000, 4408, 4429, unknown,
+//	the watchdog, a connect timeout,
+//	a failed token hook)             backoff        retry with the backoff
+//
+// Before stage 6 every disconnect is ClassBackoff.
+
+// Class is what a disconnect means for the session.
+type Class uint8
+
+const (
+	ClassBackoff      Class = iota + 1 // retry with the backoff
+	ClassRetryAfter                    // wait at least the server's retry-after
+	ClassTokenExpired                  // fetch a fresh token, then dial at once
+	ClassForbidden                     // terminal: the server refuses this client
+	ClassEnded                         // terminal: the server ended the session
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassBackoff:
+		return "backoff"
+	case ClassRetryAfter:
+		return "retry_after"
+	case ClassTokenExpired:
+		return "token_expired"
+	case ClassForbidden:
+		return "forbidden"
+	case ClassEnded:
+		return "ended"
+	}
+	return "unknown"
+}
+
+// By says who ended a connection (or an attempt).
+type By uint8
+
+const (
+	ByServer  By = iota + 1 // a close frame or an HTTP refusal from the server
+	ByNetwork               // no close frame: 1006
+	ByClient                // this client gave up on it: watchdog, connect timeout, token hook
+)
+
+func (b By) String() string {
+	switch b {
+	case ByServer:
+		return "server"
+	case ByNetwork:
+		return "network"
+	case ByClient:
+		return "client"
+	}
+	return "unknown"
+}
+
+// Cause is one disconnect as the core saw it. It holds no peer text.
+type Cause struct {
+	By         By
+	Code       int           // the close code; 1006 when none came
+	RetryAfter time.Duration // a retry-after the server gave; 0 for none
+}
+
+// causeOf turns a driver's close report into a Cause: a code other than
+// 1006 came in a close frame from the server, and the reason is read only
+// for a retry-after.
+func causeOf(code int, reason string) Cause {
+	c := Cause{By: ByServer, Code: code}
+	if code == protocol.CloseAbnormal {
+		c.By = ByNetwork
+	}
+	if d, ok := protocol.ParseRetryAfter(reason); ok {
+		c.RetryAfter = d
+	}
+	return c
+}
+
+// Classify maps a disconnect to its class (the table above).
+func Classify(c Cause) Class {
+	if c.By == ByClient {
+		return ClassBackoff
+	}
+	switch c.Code {
+	case protocol.CloseNormal:
+		if c.By == ByServer {
+			return ClassEnded
+		}
+	case protocol.CloseForbidden, protocol.ClosePolicyViolation:
+		return ClassForbidden
+	case protocol.CloseTokenExpired:
+		return ClassTokenExpired
+	case protocol.CloseTryAgainLater:
+		return ClassRetryAfter
+	}
+	if c.RetryAfter > 0 {
+		return ClassRetryAfter
+	}
+	return ClassBackoff
+}

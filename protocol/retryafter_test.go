@@ -1,0 +1,53 @@
+package protocol
+
+import (
+	"testing"
+	"time"
+)
+
+// A malformed or missing retry-after is ignored; one above an hour is
+// clamped; none is ever zero or negative.
+func TestParseRetryAfter(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"retry-after-ms=5000", 5 * time.Second, true},
+		{"overloaded; retry-after-ms=250", 250 * time.Millisecond, true},
+		{RetryAfterReason(1500 * time.Millisecond), 1500 * time.Millisecond, true},
+		{"retry-after-ms=99999999999", MaxRetryAfter, true},
+		{"retry-after-ms=0", 0, false},
+		{"retry-after-ms=-5", 0, false},
+		{"retry-after-ms=5s", 0, false},
+		{"retry-after-ms=", 0, false},
+		{"retry-after=5", 0, false},
+		{"", 0, false},
+		{"retry-after-ms=9223372036854775807999", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := ParseRetryAfter(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseRetryAfter(%q) = %v %v, want %v %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+	for in, want := range map[string]time.Duration{"3": 3 * time.Second, " 10 ": 10 * time.Second, "99999": MaxRetryAfter, "0": 0, "-1": 0, "soon": 0} {
+		if got, _ := ParseRetryAfterHeader(in); got != want {
+			t.Errorf("ParseRetryAfterHeader(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestAuthFrames(t *testing.T) {
+	m, err := Decode([]byte(`{"type":"auth","token":"abc.def"}`))
+	if err != nil || m.Token != "abc.def" {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if _, err := Decode([]byte(`{"type":"auth","token":""}`)); err == nil {
+		t.Fatal("empty token accepted")
+	}
+	m, err = Decode(Encode(Message{Type: TypeAuthenticated, ExpiresAt: 1700000000000}))
+	if err != nil || m.ExpiresAt != 1700000000000 {
+		t.Fatalf("%+v %v", m, err)
+	}
+}
