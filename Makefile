@@ -9,7 +9,7 @@ ADDR ?= 127.0.0.1:8080
 .PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure clean
 
 run: build
-	./bin/wsready serve -demo -addr $(ADDR)
+	./bin/wsready serve -demo -auth optional -addr $(ADDR)
 
 build: wasm
 	$(GO) build -o bin/wsready ./cmd/wsready

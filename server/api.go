@@ -16,22 +16,30 @@ import (
 
 // Faults is the state of the failure switches, as GET /api/faults returns
 // it. In a POST every field is optional: absent fields keep their state.
-// Restart is a trigger: true drops every connection and refuses new ones
-// for RestartDowntime; false is ignored. It reads true while refusing.
+// Restart and endSession are triggers: true acts, false is ignored;
+// Restart reads true while refusing. revoke takes a client id to refuse
+// with 4003 ("" clears the list); Revoked counts the ids refused.
 type Faults struct {
 	Freeze      bool `json:"freeze"`
 	ServiceDown bool `json:"serviceDown"`
 	SlowReplies bool `json:"slowReplies"`
 	Flapping    bool `json:"flapping"`
 	Restart     bool `json:"restart"`
+	ShortTokens bool `json:"shortTokens"` // tickets live ShortTicketLife
+	Overload    bool `json:"overload"`    // every handshake is closed with 1013 and a retry-after
+	Revoked     int  `json:"revoked"`
 }
 
 type faultsPatch struct {
-	Freeze      *bool `json:"freeze"`
-	ServiceDown *bool `json:"serviceDown"`
-	SlowReplies *bool `json:"slowReplies"`
-	Flapping    *bool `json:"flapping"`
-	Restart     *bool `json:"restart"`
+	Freeze      *bool   `json:"freeze"`
+	ServiceDown *bool   `json:"serviceDown"`
+	SlowReplies *bool   `json:"slowReplies"`
+	Flapping    *bool   `json:"flapping"`
+	Restart     *bool   `json:"restart"`
+	ShortTokens *bool   `json:"shortTokens"`
+	Overload    *bool   `json:"overload"`
+	EndSession  *bool   `json:"endSession"`
+	Revoke      *string `json:"revoke"`
 }
 
 // ConnStats describes one open connection.
@@ -53,6 +61,7 @@ type Limits struct {
 	Stalled         uint64 `json:"stalled"`         // connections dropped when a write made no progress within WriteTimeout
 	MessageTimeouts uint64 `json:"messageTimeouts"` // connections closed when a message was not finished within MessageTimeout
 	PeerGone        uint64 `json:"peerGone"`        // frozen connections ended because the peer went away
+	Overloaded      uint64 `json:"overloaded"`      // handshakes closed with 1013 by the Overload switch
 }
 
 // Stats is the server's own accounting, as GET /api/stats returns it.
@@ -71,6 +80,7 @@ type Stats struct {
 	RestartUntil     *time.Time  `json:"restartUntil"` // while Restart refuses: when it accepts again
 	Limits           Limits      `json:"limits"`
 	PeerCloses       CloseCounts `json:"peerCloses"` // close codes clients sent, since start
+	Auth             AuthStats   `json:"auth"`
 	Connections      []ConnStats `json:"connections"`
 }
 
@@ -112,7 +122,7 @@ func (s *Server) Stats() Stats {
 		ResetAt: k.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
 		Faults: s.faultsLocked(now, frozen),
 		Limits: Limits{RefusedFull: k.refusedFull, RefusedPerIP: k.refusedPerIP, SlowConsumer: cc.slowConsumer,
-			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone},
+			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone, Overloaded: cc.overloaded},
 		PeerCloses:  cc.peerCloses,
 		Connections: make([]ConnStats, 0, len(s.conns)),
 	}
@@ -120,6 +130,9 @@ func (s *Server) Stats() Stats {
 		until := s.restartUntil
 		st.RestartUntil = &until
 	}
+	st.Auth = s.auth.stats(now, s.opts.RejectionWindow, s.opts.Demo)
+	st.Auth.Mode = s.opts.Auth
+	st.Faults.Revoked = st.Auth.Revoked
 	for _, c := range s.conns {
 		if c.subscribed {
 			st.Subscribed++
@@ -137,7 +150,7 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) faultsLocked(now time.Time, frozen bool) Faults {
 	return Faults{Freeze: frozen, ServiceDown: s.serviceDown, SlowReplies: s.slowReplies,
-		Flapping: s.flapping, Restart: now.Before(s.restartUntil)}
+		Flapping: s.flapping, Restart: now.Before(s.restartUntil), ShortTokens: s.shortTokens, Overload: s.overload}
 }
 
 // ResetCounters zeroes the windowed attempt counters so a test can measure
@@ -222,6 +235,76 @@ func (s *Server) Restart() {
 	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)
 }
 
+// SetShortTokens turns the Short tokens switch on or off. On: new tickets
+// live ShortTicketLife, and every ticket, old ones included, is good for at
+// most that long after it was issued; connections past it close with 4001.
+func (s *Server) SetShortTokens(on bool) {
+	s.mu.Lock()
+	s.shortTokens = on
+	var authed []*conn
+	for _, c := range s.conns {
+		if c.clientID != "" {
+			authed = append(authed, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range authed {
+		s.mu.Lock()
+		t := c.ticket
+		s.mu.Unlock()
+		c.armExpiry(s.effectiveExpiry(t))
+	}
+	s.log.Info("switch", "shortTokens", on)
+}
+
+// Revoke refuses client id with 4003 from now on and closes its open
+// connections; "" clears the list. It fails when the list is full.
+func (s *Server) Revoke(id string) error {
+	if id != "" && !validClientID(id) {
+		return errors.New("revoke: a client id is 1 to 64 of A-Z a-z 0-9 _ -")
+	}
+	if !s.auth.revoke(id) {
+		return errors.New("revoke: the revoked list is full")
+	}
+	s.mu.Lock()
+	if id != "" {
+		for _, c := range s.conns {
+			if c.clientID == id {
+				c.closeAsync(protocol.CloseForbidden, "forbidden")
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "revoke", id != "")
+	return nil
+}
+
+// EndSession closes every connection with 1000: the server ends the
+// sessions for good.
+func (s *Server) EndSession() {
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.closeAsync(protocol.CloseNormal, "session ended")
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "endSession", true)
+}
+
+// SetOverload turns the Overload switch on or off. On: every connection,
+// open or new, is closed with 1013 and "retry-after-ms=N".
+func (s *Server) SetOverload(on bool) {
+	s.mu.Lock()
+	s.overload = on
+	if on {
+		reason := protocol.RetryAfterReason(s.opts.OverloadRetryAfter)
+		for _, c := range s.conns {
+			c.closeAsync(protocol.CloseTryAgainLater, reason)
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "overload", on)
+}
+
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.Stats())
 }
@@ -237,7 +320,7 @@ func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&p); err != nil {
 		msg := "bad JSON: " + err.Error()
 		if strings.Contains(err.Error(), "unknown field") {
-			msg = "unknown switch: " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "; switches are freeze, serviceDown, slowReplies, flapping, restart"
+			msg = "unknown switch: " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "; switches are freeze, serviceDown, slowReplies, flapping, restart, shortTokens, overload, endSession, revoke"
 		}
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg})
 		return
@@ -260,6 +343,21 @@ func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.Restart != nil && *p.Restart {
 		s.Restart()
+	}
+	if p.ShortTokens != nil {
+		s.SetShortTokens(*p.ShortTokens)
+	}
+	if p.Overload != nil {
+		s.SetOverload(*p.Overload)
+	}
+	if p.EndSession != nil && *p.EndSession {
+		s.EndSession()
+	}
+	if p.Revoke != nil {
+		if err := s.Revoke(*p.Revoke); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, s.Stats().Faults)
 }

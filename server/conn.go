@@ -40,6 +40,18 @@ type conn struct {
 	// Guarded by s.mu.
 	subscribed bool
 
+	// Auth (auth.go). clientID and ticket are guarded by s.mu.
+	clientID    string
+	ticket      ticket
+	authOK      chan struct{} // closed once the connection may be served
+	authOnce    sync.Once
+	authChecked bool // the first frame was seen (reader only)
+	expMu       sync.Mutex
+	expiry      *time.Timer
+
+	endMu sync.Mutex
+	ended bool // run has finished: closeAsync starts nothing
+
 	slowMu  sync.Mutex
 	slow    map[*time.Timer]struct{} // delayed replies not yet sent (Slow replies)
 	slowOff bool                     // the connection ended: no more delayed replies
@@ -52,9 +64,26 @@ func (c *conn) run() {
 		defer wg.Done()
 		c.writeLoop()
 	}()
+	var authWait *time.Timer
+	if c.s.opts.Auth == AuthRequired {
+		authWait = time.AfterFunc(c.s.opts.AuthTimeout, func() {
+			select {
+			case <-c.authOK:
+			default:
+				c.closeAsync(protocol.CloseForbidden, "auth required")
+			}
+		})
+	}
 	c.readLoop()
 	c.cancel()
 	wg.Wait()
+	if authWait != nil {
+		authWait.Stop()
+	}
+	c.stopExpiry()
+	c.endMu.Lock()
+	c.ended = true
+	c.endMu.Unlock()
 	c.stopSlowReplies()
 	c.q.close()
 	if c.gc != nil && c.gc.peerGone.Load() {
@@ -116,6 +145,17 @@ func (c *conn) handle(data []byte) {
 		}
 	}()
 	m, err := protocol.Decode(data)
+	if mode := c.s.opts.Auth; mode != AuthOff && !c.authChecked {
+		c.authChecked = true
+		switch {
+		case err == nil && m.Type == protocol.TypeAuth:
+			c.authenticate(m)
+			return
+		case mode == AuthRequired:
+			c.closeAsync(protocol.CloseForbidden, "auth required")
+			return
+		}
+	}
 	if err != nil {
 		var de *protocol.DecodeError
 		errors.As(err, &de)
@@ -260,10 +300,12 @@ func (c *conn) overflow() {
 // closeAsync starts closeWith on a goroutine of its own, once per
 // connection however often it is asked. It reports whether it started one.
 func (c *conn) closeAsync(code int, reason string) bool {
-	if !c.closing.CompareAndSwap(false, true) {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	if c.ended || !c.closing.CompareAndSwap(false, true) {
 		return false
 	}
-	c.s.wg.Add(1) // the connection's handler is still counted: no Add from zero
+	c.s.wg.Add(1) // the connection's handler is still counted (ended is false): no Add from zero
 	go func() {
 		defer c.s.wg.Done()
 		c.closeWith(code, reason)
@@ -297,6 +339,12 @@ func (c *conn) writeLoop() {
 		c.cancel()
 		return false
 	}
+	select { // with AuthRequired nothing, not even a ping, before the ticket
+	case <-c.authOK:
+	case <-c.ctx.Done():
+		return
+	}
+	tick.Reset(s.opts.PingInterval)
 	if !write(ping) {
 		return
 	}

@@ -76,6 +76,29 @@ type Options struct {
 	// with error too_many_pending. Default 64.
 	MaxPendingReplies int
 
+	// Auth is whether the server asks for tickets (auth.go). Default AuthOff.
+	Auth AuthMode
+	// AuthKey signs tickets (HMAC-SHA256). Default: 32 random bytes made at
+	// start (tickets then die with the process).
+	AuthKey []byte
+	// TicketLife is how long a ticket from POST /api/token lives. Default 10m.
+	TicketLife time.Duration
+	// ShortTicketLife is their life while the Short tokens switch is on.
+	// Default 5s.
+	ShortTicketLife time.Duration
+	// AuthTimeout is how long AuthRequired waits for the auth frame before
+	// closing with 4003. Default 10s.
+	AuthTimeout time.Duration
+	// RejectionThreshold and RejectionWindow are the backstop for a looping
+	// client: a client id whose tickets were rejected more than
+	// RejectionThreshold times within RejectionWindow is closed with 4003
+	// at once, without validating. Default 20 in 5m.
+	RejectionThreshold int
+	RejectionWindow    time.Duration
+	// OverloadRetryAfter is the retry-after the Overload switch gives.
+	// Default 5s.
+	OverloadRetryAfter time.Duration
+
 	// ReadHeaderTimeout, RequestTimeout, IdleTimeout and MaxHeaderBytes
 	// harden the HTTP server HTTPServer returns: a request's headers must
 	// arrive within ReadHeaderTimeout (default 10s); a non-WebSocket
@@ -127,6 +150,15 @@ func (o *Options) cloneWithDefaults() *Options {
 	num(&c.MaxQueuedBytes, 1<<20)
 	num(&c.MaxPendingReplies, 64)
 	num(&c.MaxHeaderBytes, 16<<10)
+	dur(&c.TicketLife, 10*time.Minute)
+	dur(&c.ShortTicketLife, 5*time.Second)
+	dur(&c.AuthTimeout, 10*time.Second)
+	dur(&c.RejectionWindow, 5*time.Minute)
+	dur(&c.OverloadRetryAfter, 5*time.Second)
+	num(&c.RejectionThreshold, 20)
+	if c.Auth == "" {
+		c.Auth = AuthOff
+	}
 	if len(c.AllowedHosts) == 0 {
 		c.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 	}
@@ -157,6 +189,9 @@ type Server struct {
 	serviceDown  bool
 	slowReplies  bool
 	flapping     bool
+	shortTokens  bool
+	overload     bool
+	auth         *authority
 	restartUntil time.Time
 	feedSeq      int64
 	counters     counters
@@ -186,6 +221,7 @@ type connCounters struct {
 	stalled         uint64 // a write made no progress within WriteTimeout
 	messageTimeouts uint64 // a message not finished within MessageTimeout
 	peerGone        uint64 // the peer closed TCP while frozen
+	overloaded      uint64 // handshakes closed with 1013 by the Overload switch
 	peerCloses      CloseCounts
 }
 
@@ -193,7 +229,8 @@ type connCounters struct {
 func New(opts *Options) *Server {
 	o := opts.cloneWithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{}}
+	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
+		auth: newAuthority(o.AuthKey)}
 	s.counters.resetAt = o.Now()
 	if o.Static != nil {
 		s.static = newStaticHandler(o.Static)
@@ -212,6 +249,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/faults", s.serveFaults)
 	mux.HandleFunc("POST /api/faults", s.demoOnly(s.setFaults))
 	mux.HandleFunc("POST /api/reset", s.demoOnly(s.resetCounters))
+	mux.HandleFunc("POST /api/token", s.serveToken)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	if s.static != nil {
 		mux.Handle("/", s.static)
@@ -265,6 +303,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(protocol.MaxFrameBytes)
+	s.mu.Lock()
+	overload := s.overload
+	s.mu.Unlock()
+	if overload {
+		// Accepted and closed at once: a browser cannot read an HTTP
+		// refusal's status, but it reads a close code and reason.
+		s.release(ip)
+		s.count(func(k *connCounters) { k.overloaded++ })
+		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
+		return
+	}
 	c, restarting := s.register(ws, fw.gated, r.RemoteAddr, ip)
 	if c == nil {
 		s.release(ip)
@@ -294,8 +343,12 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	c := &conn{
 		id: s.nextID, s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
-		q:    newSendQueue(s.opts.MaxQueuedBytes),
-		flap: make(chan struct{}, 1),
+		q:      newSendQueue(s.opts.MaxQueuedBytes),
+		flap:   make(chan struct{}, 1),
+		authOK: make(chan struct{}),
+	}
+	if s.opts.Auth != AuthRequired {
+		c.authed() // served from the first frame
 	}
 	if s.flapping {
 		c.flap <- struct{}{}

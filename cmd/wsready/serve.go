@@ -36,6 +36,10 @@ func serve(args []string) error {
 	writeTimeout := fs.Duration("write-timeout", 10*time.Second, "a write that makes no progress for this long drops the connection")
 	msgTimeout := fs.Duration("message-timeout", 10*time.Second, "a message not finished this long after its first byte closes the connection")
 	maxPending := fs.Int("max-pending-replies", 64, "delayed replies (Slow replies) one connection may have waiting; more are refused with too_many_pending")
+	auth := fs.String("auth", "off", "tickets: off, optional (a client that sends one is checked; the demo) or required")
+	authKeyFile := fs.String("auth-key-file", "", "file holding the ticket signing key (at least 32 bytes); default a random key per process")
+	ticketLife := fs.Duration("ticket-life", 10*time.Minute, "how long a ticket from POST /api/token lives")
+	rejThreshold := fs.Int("rejection-threshold", 20, "a client id with more rejected tickets than this in 5 minutes is refused with 4003 at once")
 	verbose := fs.Bool("v", false, "debug logs (per-connection events)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,7 +53,24 @@ func serve(args []string) error {
 			return fmt.Errorf("serve: -%s must be positive, not %v", name, d)
 		}
 	}
-	for name, n := range map[string]int{"max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending} {
+	mode := server.AuthMode(*auth)
+	if mode != server.AuthOff && mode != server.AuthOptional && mode != server.AuthRequired {
+		return fmt.Errorf("serve: -auth must be off, optional or required, not %q", *auth)
+	}
+	var key []byte
+	if *authKeyFile != "" {
+		b, err := os.ReadFile(*authKeyFile)
+		if err != nil {
+			return fmt.Errorf("serve: failed to read -auth-key-file: %w", err)
+		}
+		if key = []byte(strings.TrimSpace(string(b))); len(key) < 32 {
+			return fmt.Errorf("serve: the key in -auth-key-file must be at least 32 bytes")
+		}
+	}
+	if *ticketLife <= 0 {
+		return fmt.Errorf("serve: -ticket-life must be positive")
+	}
+	for name, n := range map[string]int{"rejection-threshold": *rejThreshold, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending} {
 		if n < 1 {
 			return fmt.Errorf("serve: -%s must be at least 1, not %d", name, n)
 		}
@@ -76,6 +97,7 @@ func serve(args []string) error {
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
+		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold,
 		Static: web.FS(), Logger: log,
 	})
 	ln, err := net.Listen("tcp", *addr)
@@ -88,7 +110,7 @@ func serve(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "demo", *demo)
+	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "demo", *demo, "auth", string(mode))
 	if wildcard && *hosts == "" {
 		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")
 	}
