@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,9 +22,10 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Options configures a Client. A nil *Options means stage 5 with defaults.
+// Options configures a Client. A nil *Options means the last stage (6,
+// the session contract) with the library's defaults.
 type Options struct {
-	// Stage picks the demo preset 0..5 when Config is nil. Default 5.
+	// Stage picks the demo preset 0..6 when Config is nil. Default 6.
 	Stage *int
 	// Config, when set, is used as is (Rand defaults to math/rand/v2).
 	Config *client.Config
@@ -34,6 +36,16 @@ type Options struct {
 	OnState  func(client.State)
 	OnUpdate func(client.Update)
 	OnEvent  func(client.Event)
+	// OnRecord receives one sanitized record per reconnect decision (no
+	// token, payload or peer text in it); same rules as OnState.
+	OnRecord func(client.Record)
+	// Token, when set, is called before every dial for the ticket the
+	// client sends in its first frame. force asks for a fresh one (the
+	// server said the last expired): never return a cached token then. An
+	// error, or no answer within the core's TokenTimeout (ctx says so), is
+	// a failed attempt, counted against the budget. It runs on a goroutine
+	// of its own; ctx ends when the client closes.
+	Token func(ctx context.Context, force bool) (string, error)
 	// DialOptions are passed to websocket.Dial.
 	DialOptions *websocket.DialOptions
 	// CloseTimeout bounds how long Close waits for the close handshakes of
@@ -70,6 +82,8 @@ const (
 	evRequest
 	evCancel
 	evStop
+	evToken
+	evReconnect
 )
 
 type event struct {
@@ -82,6 +96,8 @@ type event struct {
 	params []byte
 	reply  chan requestReply
 	id     uint64
+	token  string
+	err    error
 }
 
 type requestReply struct {
@@ -92,6 +108,22 @@ type requestReply struct {
 
 // ErrClosed is returned by Request and WaitReady after Close.
 var ErrClosed = errors.New("client closed")
+
+// EndedError is WaitReady's error for a session in a terminal state
+// (ended, forbidden, refresh_exhausted, gave_up): only Reconnect starts it
+// again.
+type EndedError struct {
+	Ended client.Terminal
+	Code  int // the close code that ended it, if one did
+}
+
+func (e *EndedError) Error() string {
+	s := "session " + string(e.Ended)
+	if e.Code != 0 {
+		s += " (close " + strconv.Itoa(e.Code) + ")"
+	}
+	return s
+}
 
 // Dial starts a client for the WebSocket URL and returns at once; the
 // client connects (and reconnects) in the background. Use WaitReady to
@@ -123,6 +155,9 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	if o.OnEvent != nil {
 		cfg.Trace = true
 	}
+	if o.Token != nil {
+		cfg.Auth = true
+	}
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = 2 * time.Second
 	}
@@ -153,9 +188,27 @@ func (c *Client) Stats() client.Stats {
 	return c.stats
 }
 
-// WaitReady blocks until the client is READY, ctx ends, or the client closes.
+// WaitReady blocks until the client is READY, ctx ends, the session ends
+// (an *EndedError) or the client closes (ErrClosed).
 func (c *Client) WaitReady(ctx context.Context) error {
-	return c.WaitState(ctx, func(s client.State) bool { return s.Ready })
+	var ended client.State
+	err := c.WaitState(ctx, func(s client.State) bool {
+		if s.Ended != client.NotEnded && s.Ended != client.Stopped {
+			ended = s
+			return true
+		}
+		return s.Ready
+	})
+	if err == nil && ended.Ended != client.NotEnded {
+		return &EndedError{Ended: ended.Ended, Code: ended.EndCode}
+	}
+	return err
+}
+
+// Reconnect starts a fresh session (a fresh budget and window): after a
+// terminal state it dials again; a client that is down dials at once.
+func (c *Client) Reconnect() {
+	c.post(context.Background(), event{kind: evReconnect})
 }
 
 // WaitState blocks until cond holds for the client's state.
@@ -274,6 +327,14 @@ func (c *Client) loop() {
 			case evCancel:
 				delete(waiters, e.id)
 				c.core.Cancel(e.id, now)
+			case evToken:
+				if e.err != nil {
+					c.core.TokenFailed(now)
+				} else {
+					c.core.TokenReady(e.token, now)
+				}
+			case evReconnect:
+				c.core.Reconnect(now)
 			case evStop:
 				if stopping == nil {
 					c.core.Stop(now)
@@ -352,6 +413,18 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 			if c.opts.OnEvent != nil {
 				c.opts.OnEvent(e.Event)
 			}
+		case client.EffRecord:
+			if c.opts.OnRecord != nil {
+				c.opts.OnRecord(e.Record)
+			}
+		case client.EffToken:
+			force := e.Force
+			c.sockWG.Add(1)
+			go func() {
+				defer c.sockWG.Done()
+				tok, err := c.opts.Token(c.ctx, force)
+				c.post(c.ctx, event{kind: evToken, token: tok, err: err})
+			}()
 		}
 	}
 	c.mu.Lock()
@@ -366,9 +439,17 @@ func (c *Client) startSocket(id client.SocketID) *socket {
 	go func() {
 		defer c.sockWG.Done()
 		defer cancel()
-		ws, _, err := websocket.Dial(ctx, c.url, c.opts.DialOptions)
+		ws, resp, err := websocket.Dial(ctx, c.url, c.opts.DialOptions)
 		if err != nil {
-			c.post(c.ctx, event{kind: evClosed, socket: id, code: protocol.CloseAbnormal, reason: "dial failed: " + err.Error()})
+			// A refusal's Retry-After reaches the core the way a close
+			// reason's would; nothing else of the error does.
+			reason := ""
+			if resp != nil {
+				if d, ok := protocol.ParseRetryAfterHeader(resp.Header.Get("Retry-After")); ok {
+					reason = protocol.RetryAfterReason(d)
+				}
+			}
+			c.post(c.ctx, event{kind: evClosed, socket: id, code: protocol.CloseAbnormal, reason: reason})
 			return
 		}
 		ws.SetReadLimit(protocol.MaxFrameBytes)
