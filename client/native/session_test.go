@@ -65,8 +65,12 @@ type recorder struct {
 	events  []client.Event
 }
 
-func (r *recorder) record(rec client.Record) { r.mu.Lock(); r.records = append(r.records, rec); r.mu.Unlock() }
-func (r *recorder) event(e client.Event)     { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
+func (r *recorder) record(rec client.Record) {
+	r.mu.Lock()
+	r.records = append(r.records, rec)
+	r.mu.Unlock()
+}
+func (r *recorder) event(e client.Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
 
 // A 2 s ticket over 20 s: one 4001, one forced refresh and one reconnect
 // per lifetime, and nothing else.
