@@ -34,8 +34,8 @@ func NewReport(plan Plan, rows []Row) Report {
 	return Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Command: "make measure",
 		Go: runtime.Version(), Chromium: chromium, CPUs: runtime.NumCPU(),
-		Plan: fmt.Sprintf("freeze %v, service down %v, flapping %v, offline %v; server defaults (ping 1 s, slow replies 8 s, restart downtime 4 s)",
-			plan.Freeze, plan.ServiceDown, plan.Flapping, plan.Offline),
+		Plan: fmt.Sprintf("freeze %v, service down %v, flapping %v, offline %v, short tokens %v, revoke %v, end session %v, overload %v; server defaults (ping 1 s, slow replies 8 s, restart downtime 4 s, tickets 10 min or 5 s with Short tokens, overload retry-after 5 s), auth optional",
+			plan.Freeze, plan.ServiceDown, plan.Flapping, plan.Offline, plan.ShortTokens, plan.Revoke, plan.EndSession, plan.Overload),
 		Rows: rows,
 	}
 }
@@ -81,6 +81,43 @@ func Table(rows []Row) string {
 	return b.String()
 }
 
+// SessionTable renders the session switches' columns.
+func SessionTable(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| stage | Handshakes during Short tokens (token refreshes) | Attempts after Revoke | Attempts after End session | Shortest gap between attempts under Overload (dials) | Terminal states reached |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		did := map[string]bool{}
+		for _, s := range r.Ran {
+			did[s] = true
+		}
+		or := func(scenario, v string) string {
+			if !did[scenario] {
+				return "-"
+			}
+			return v
+		}
+		secs := func(ms int64) string { return fmt.Sprintf("%.0f s", float64(ms)/1000) }
+		ended := strings.Join(r.Ended, ", ")
+		if ended == "" {
+			ended = "none"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", r.Stage,
+			or("shortTokens", fmt.Sprintf("%s in %s (%s)", num(r.ShortTokensHandshakes), secs(r.ShortTokensWindowMs), num(r.ShortTokensRefreshes))),
+			or("revoke", fmt.Sprintf("%s in %s", num(r.RevokeAttempts), secs(r.RevokeWindowMs))),
+			or("endSession", fmt.Sprintf("%s in %s", num(r.EndSessionAttempts), secs(r.EndSessionWindowMs))),
+			or("overload", fmt.Sprintf("%s (%s)", gap(r.OverloadMinGapMs), num(r.OverloadDials))), ended)
+	}
+	return b.String()
+}
+
+func gap(p *int64) string {
+	if p == nil {
+		return "fewer than 2 attempts"
+	}
+	return ms(p)
+}
+
 // Write saves docs/measurements.md and docs/measurements.json.
 func (rep Report) Write(dir string) error {
 	js, err := json.MarshalIndent(rep, "", "  ")
@@ -95,6 +132,8 @@ func (rep Report) Write(dir string) error {
 	fmt.Fprintf(&md, "Made by `%s` on %s: %s, %s, %d CPUs. One fresh server and one fresh headless Chromium per stage; the scenarios run in sequence on one page, as a person clicks through the demo. Connection counts are the server's own.\n\n", rep.Command, rep.Date, rep.Go, rep.Chromium, rep.CPUs)
 	fmt.Fprintf(&md, "Plan: %s.\n\n", rep.Plan)
 	md.WriteString(Table(rep.Rows))
+	md.WriteString("\n")
+	md.WriteString(SessionTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. The README's \"Measurements\" section explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
 }

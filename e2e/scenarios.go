@@ -20,6 +20,11 @@ type Plan struct {
 	Flapping    time.Duration // how long Flapping stays on (SPEC: 15 s)
 	Restart     bool          // the Restart scenario
 	Offline     time.Duration // how long the tab stays offline
+	// The session switches (stage 6 shows the fix).
+	ShortTokens time.Duration // how long Short tokens stays on
+	Revoke      time.Duration // how long the page's client id stays revoked
+	EndSession  time.Duration // how long attempts are counted after End session
+	Overload    time.Duration // how long Overload stays on
 	// Steady is how long the page stays READY before each scenario, so each
 	// starts from rest: longer than the client's 5 s cooldown, after which
 	// stage 5's backoff has reset.
@@ -29,7 +34,8 @@ type Plan struct {
 
 // FullPlan is what make measure runs.
 var FullPlan = Plan{Freeze: 12 * time.Second, Settle: 6 * time.Second, ServiceDown: 4 * time.Second,
-	Slow: true, Flapping: 15 * time.Second, Restart: true, Offline: 10 * time.Second, Steady: 6 * time.Second}
+	Slow: true, Flapping: 15 * time.Second, Restart: true, Offline: 10 * time.Second, Steady: 6 * time.Second,
+	ShortTokens: 20 * time.Second, Revoke: 30 * time.Second, EndSession: 20 * time.Second, Overload: 20 * time.Second}
 
 // Row is one stage's measurements. Times are milliseconds; nil means the
 // event never happened within the scenario's window (or the scenario did
@@ -50,6 +56,20 @@ type Row struct {
 	OfflineAttempts         *int     `json:"offlineAttempts"`
 	ReadyAfterOnlineMs      *int64   `json:"readyAfterOnlineMs"`
 	LeftReadyWhileOffline   *bool    `json:"leftReadyWhileOffline"`
+	// Session switches: handshakes the server saw while Short tokens was
+	// on and the page's forced token refreshes; attempts after Revoke and
+	// after End session; the shortest gap between two dials under Overload
+	// (its retry-after is 5 s) and how many dials there were.
+	ShortTokensHandshakes *int     `json:"shortTokensHandshakes"`
+	ShortTokensRefreshes  *int     `json:"shortTokensRefreshes"`
+	ShortTokensWindowMs   int64    `json:"shortTokensWindowMs"`
+	RevokeAttempts        *int     `json:"revokeAttempts"`
+	RevokeWindowMs        int64    `json:"revokeWindowMs"`
+	EndSessionAttempts    *int     `json:"endSessionAttempts"`
+	EndSessionWindowMs    int64    `json:"endSessionWindowMs"`
+	OverloadMinGapMs      *int64   `json:"overloadMinGapMs"`
+	OverloadDials         *int     `json:"overloadDials"`
+	Ended                 []string `json:"ended,omitempty"` // terminal states the page reached, in order
 }
 
 type stageRun struct {
@@ -89,6 +109,10 @@ func RunStage(stage int, plan Plan, logf func(string, ...any)) (Row, error) {
 		{"flapping", plan.Flapping > 0, r.flapping},
 		{"restart", plan.Restart, r.restart},
 		{"offline", plan.Offline > 0, r.offline},
+		{"shortTokens", plan.ShortTokens > 0, r.shortTokens},
+		{"revoke", plan.Revoke > 0, r.revoke},
+		{"endSession", plan.EndSession > 0, r.endSession},
+		{"overload", plan.Overload > 0, r.overload},
 	}
 	for _, s := range steps {
 		if !s.on {
@@ -339,4 +363,107 @@ func (r *stageRun) offline() error {
 	}
 	r.row.ReadyAfterOnlineMs = d
 	return nil
+}
+
+// stats reads one of the page client's counters.
+func (r *stageRun) stat(name string) (int, error) {
+	return Eval[int](r.b, "wsreadyDemo.client.stats()."+name)
+}
+
+// recover brings a page whose session ended (stage 6) back with its
+// Reconnect button, and notes the terminal state it was in.
+func (r *stageRun) recover() error {
+	ended, err := Eval[string](r.b, "wsreadyDemo.state.ended || ''")
+	if err != nil {
+		return err
+	}
+	if ended != "" {
+		r.row.Ended = append(r.row.Ended, ended)
+		if _, err := Eval[bool](r.b, "(document.getElementById('reconnect').click(), true)"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shortTokens: tickets live 5 s; a client that refreshes on 4001 stays up
+// with one handshake per lifetime; one that reuses its cached ticket loops.
+func (r *stageRun) shortTokens() error {
+	srv := r.env.Srv
+	before, err := r.stat("tokenRefreshes")
+	if err != nil {
+		return err
+	}
+	srv.ResetCounters()
+	start := time.Now()
+	srv.SetShortTokens(true)
+	time.Sleep(r.plan.ShortTokens)
+	n := int(srv.Stats().HandshakesWindow)
+	srv.SetShortTokens(false)
+	after, err := r.stat("tokenRefreshes")
+	if err != nil {
+		return err
+	}
+	refreshes := after - before
+	r.row.ShortTokensHandshakes, r.row.ShortTokensRefreshes = &n, &refreshes
+	r.row.ShortTokensWindowMs = time.Since(start).Milliseconds()
+	return r.recover()
+}
+
+// revoke: attempts the server saw while the page's client id was revoked.
+func (r *stageRun) revoke() error {
+	srv := r.env.Srv
+	id, err := Eval[string](r.b, "wsreadyDemo.clientId")
+	if err != nil {
+		return err
+	}
+	srv.ResetCounters()
+	start := time.Now()
+	if err := srv.Revoke(id); err != nil {
+		return err
+	}
+	time.Sleep(r.plan.Revoke)
+	n := int(srv.Stats().HandshakesWindow)
+	r.row.RevokeAttempts = &n
+	r.row.RevokeWindowMs = time.Since(start).Milliseconds()
+	if err := srv.Revoke(""); err != nil {
+		return err
+	}
+	return r.recover()
+}
+
+// endSession: attempts after the server closed every connection with 1000.
+func (r *stageRun) endSession() error {
+	srv := r.env.Srv
+	srv.ResetCounters()
+	start := time.Now()
+	srv.EndSession()
+	time.Sleep(r.plan.EndSession)
+	n := int(srv.Stats().HandshakesWindow)
+	r.row.EndSessionAttempts = &n
+	r.row.EndSessionWindowMs = time.Since(start).Milliseconds()
+	return r.recover()
+}
+
+// overload: every handshake is closed with 1013 and a 5 s retry-after; the
+// shortest gap between two of the page's dials says whether it waited.
+func (r *stageRun) overload() error {
+	srv := r.env.Srv
+	t0 := nowMs()
+	srv.SetOverload(true)
+	time.Sleep(r.plan.Overload)
+	srv.SetOverload(false)
+	js := "(T => { const d = wsreadyDemo.log.filter(e => e.kind === 'dial' && e.t >= T).map(e => e.t); " +
+		"let g = -1; for (let i = 1; i < d.length; i++) { const x = d[i] - d[i-1]; if (g < 0 || x < g) g = x; } return [d.length, g]; })(" + strconv.FormatInt(t0, 10) + ")"
+	v, err := Eval[[]float64](r.b, js)
+	if err != nil {
+		return err
+	}
+	dials := int(v[0])
+	r.row.OverloadDials = &dials
+	if v[1] >= 0 {
+		g := int64(v[1])
+		r.row.OverloadMinGapMs = &g
+	}
+	return r.recover()
 }

@@ -26,10 +26,12 @@ func TestShape(t *testing.T) {
 			p.ServiceDown = 3 * time.Second
 			p.Flapping = 10 * time.Second
 			p.Offline = 6 * time.Second
+			session(p)
 		}),
+		6: with(freeze, session),
 	}
 	rows := map[int]Row{}
-	for stage := 0; stage <= 5; stage++ {
+	for stage := 0; stage <= 6; stage++ {
 		row, err := RunStage(stage, plans[stage], t.Logf)
 		if err != nil {
 			t.Fatal(err)
@@ -80,6 +82,48 @@ func TestShape(t *testing.T) {
 	if rows[5].ReadyAfterOnlineMs == nil {
 		t.Error("stage 5 did not get READY after coming back online")
 	}
+
+	// The session contract: stage 6 stops after Revoke and End session,
+	// refreshes its ticket about once per lifetime (5 s) under Short tokens
+	// and waits out Overload's 5 s retry-after; stage 5 does none of these.
+	s5, s6 := rows[5], rows[6]
+	if n := s6.RevokeAttempts; n == nil || *n != 0 {
+		t.Errorf("stage 6 made %s attempts after Revoke, want 0", num(n))
+	}
+	if n := s6.EndSessionAttempts; n == nil || *n != 0 {
+		t.Errorf("stage 6 made %s attempts after End session, want 0", num(n))
+	}
+	if n := s5.RevokeAttempts; n == nil || *n < 2 {
+		t.Errorf("stage 5 made %s attempts after Revoke; it should keep trying", num(n))
+	}
+	if n := s5.EndSessionAttempts; n == nil || *n < 1 {
+		t.Errorf("stage 5 made %s attempts after End session; it should reconnect", num(n))
+	}
+	lifetimes := int(s6.ShortTokensWindowMs / 5000)
+	if r, h := s6.ShortTokensRefreshes, s6.ShortTokensHandshakes; r == nil || h == nil || *r < 1 || *r > lifetimes+1 || *h > *r+1 {
+		t.Errorf("stage 6 under Short tokens (%d ms): %s refreshes, %s handshakes; want about one of each per 5 s", s6.ShortTokensWindowMs, num(r), num(h))
+	}
+	if r := s5.ShortTokensRefreshes; r == nil || *r != 0 {
+		t.Errorf("stage 5 refreshed its ticket %s times; it does not know 4001", num(r))
+	}
+	if g := s6.OverloadMinGapMs; g != nil && *g < 4900 {
+		t.Errorf("stage 6 under Overload: dials %s apart, retry-after is 5 s", ms(g))
+	}
+	if n := s6.OverloadDials; n == nil || *n < 1 {
+		t.Errorf("stage 6 made %s dials under Overload", num(n))
+	}
+	if g := s5.OverloadMinGapMs; g == nil || *g >= 5000 {
+		t.Errorf("stage 5 under Overload: shortest gap %s; its jitter ignores the retry-after", gap(g))
+	}
+	t.Logf("\n%s", SessionTable([]Row{s5, s6}))
+}
+
+// session adds the session switches at CI length.
+func session(p *Plan) {
+	p.ShortTokens = 12 * time.Second
+	p.Revoke = 12 * time.Second
+	p.EndSession = 10 * time.Second
+	p.Overload = 15 * time.Second
 }
 
 func with(p Plan, f func(*Plan)) Plan {

@@ -21,6 +21,8 @@ type driver struct {
 	onState  safejs.Value
 	onUpdate safejs.Value
 	onEvent  safejs.Value
+	onRecord safejs.Value
+	tokenFn  safejs.Value
 
 	sockets  map[client.SocketID]*jsSocket
 	timerID  safejs.Value
@@ -29,6 +31,8 @@ type driver struct {
 	funcs    []safejs.Func // released on stop
 	handle   []safejs.Func // the page's handle: released by its dispose, so state() works after close()
 	netFns   map[string]safejs.Func
+	doc      safejs.Value
+	docFn    safejs.Func
 	stopped  bool
 	onStop   []safejs.Value // resolve functions of close() promises
 }
@@ -40,18 +44,20 @@ type jsSocket struct {
 
 type promise struct{ resolve safejs.Value }
 
-func newDriver(o bridge.Options, onState, onUpdate, onEvent safejs.Value) (*driver, error) {
+func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, tokenFn safejs.Value) (*driver, error) {
 	cfg, err := client.StageConfig(o.Stage, rand.Float64)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Trace = isFunc(onEvent)
+	cfg.Budget, cfg.Window = o.Budget, o.Window
+	cfg.Auth = isFunc(tokenFn)
 	core, err := client.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	d := &driver{url: o.URL, core: core, q: bridge.NewQueue[func(time.Time)](),
-		onState: onState, onUpdate: onUpdate, onEvent: onEvent,
+		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, tokenFn: tokenFn,
 		sockets: map[client.SocketID]*jsSocket{}, promises: map[uint64]promise{}}
 	d.timerFn, err = safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
 		d.q.Push(func(now time.Time) { d.core.Tick(now) })
@@ -81,6 +87,9 @@ func (d *driver) watchNetwork() error {
 			}
 		}
 	}
+	if err := d.watchVisibility(); err != nil {
+		return err
+	}
 	for name, step := range map[string]func(*client.Core, time.Time){
 		"online":  (*client.Core).Online,
 		"offline": (*client.Core).Offline,
@@ -102,6 +111,111 @@ func (d *driver) watchNetwork() error {
 		}
 	}
 	return nil
+}
+
+// watchVisibility feeds the page's visibility to the core: no reconnect is
+// scheduled while the page is hidden (stage 6).
+func (d *driver) watchVisibility() error {
+	doc, err := safejs.Global().Get("document")
+	if err != nil || doc.IsUndefined() || doc.IsNull() {
+		return nil // a worker: no page to be hidden
+	}
+	step := func() {
+		hidden := false
+		if v, err := doc.Get("hidden"); err == nil {
+			hidden, _ = v.Bool()
+		}
+		d.q.Push(func(now time.Time) {
+			if hidden {
+				d.core.Hidden(now)
+			} else {
+				d.core.Visible(now)
+			}
+		})
+	}
+	fn, err := safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
+		step()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	d.funcs = append(d.funcs, fn)
+	d.docFn, d.doc = fn, doc
+	if _, err := doc.Call("addEventListener", "visibilitychange", fn.Value()); err != nil {
+		return err
+	}
+	step()
+	return nil
+}
+
+// askToken calls the page's token hook with {force} and reports its answer
+// (a string, or a promise of one) to the core. It never waits: a promise
+// is followed with callbacks.
+func (d *driver) askToken(force bool) {
+	failed := func(why string) {
+		consoleError("wsready: token hook: " + why)
+		d.q.Push(func(now time.Time) { d.core.TokenFailed(now) })
+	}
+	arg, err := safejs.ValueOf(map[string]any{"force": force})
+	if err != nil {
+		failed(err.Error())
+		return
+	}
+	v, err := d.tokenFn.Invoke(arg)
+	if err != nil {
+		failed("it threw")
+		return
+	}
+	ready := func(v safejs.Value) {
+		if v.Type() != safejs.TypeString {
+			failed("it did not give a string")
+			return
+		}
+		tok, _ := v.String()
+		d.q.Push(func(now time.Time) { d.core.TokenReady(tok, now) })
+	}
+	if v.Type() == safejs.TypeString {
+		ready(v)
+		return
+	}
+	then, err := v.Get("then")
+	if err != nil || then.Type() != safejs.TypeFunction {
+		failed("it gave neither a string nor a promise")
+		return
+	}
+	var onOK, onErr safejs.Func
+	release := func() {
+		onOK.Release()
+		onErr.Release()
+	}
+	onOK, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+		release()
+		if len(args) == 0 {
+			failed("it resolved to nothing")
+		} else {
+			ready(args[0])
+		}
+		return nil
+	})
+	if err != nil {
+		failed(err.Error())
+		return
+	}
+	onErr, err = safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
+		release()
+		failed("its promise rejected")
+		return nil
+	})
+	if err != nil {
+		onOK.Release()
+		failed(err.Error())
+		return
+	}
+	if _, err := v.Call("then", onOK.Value(), onErr.Value()); err != nil {
+		release()
+		failed(err.Error())
+	}
 }
 
 func (d *driver) loop() {
@@ -156,6 +270,10 @@ func (d *driver) apply() {
 			d.call(d.onUpdate, bridge.UpdateValue(e.Update))
 		case client.EffLog:
 			d.call(d.onEvent, bridge.EventValue(e.Event))
+		case client.EffRecord:
+			d.call(d.onRecord, bridge.RecordValue(e.Record))
+		case client.EffToken:
+			d.askToken(e.Force)
 		}
 	}
 }
@@ -290,6 +408,9 @@ func (d *driver) release() {
 	win := safejs.Global()
 	for name, fn := range d.netFns {
 		win.Call("removeEventListener", name, fn.Value())
+	}
+	if !d.doc.IsUndefined() && !d.doc.IsNull() {
+		d.doc.Call("removeEventListener", "visibilitychange", d.docFn.Value())
 	}
 	for _, f := range d.funcs {
 		f.Release()

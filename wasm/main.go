@@ -9,6 +9,7 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/wasm/bridge"
+	"time"
 )
 
 func main() {
@@ -95,7 +96,7 @@ func connectJS(args []safejs.Value) any {
 		v, _ := g.get(name)
 		return v
 	}
-	d, err := newDriver(o, cb("onState"), cb("onUpdate"), cb("onEvent"))
+	d, err := newDriver(o, cb("onState"), cb("onUpdate"), cb("onEvent"), cb("onRecord"), cb("token"))
 	if err != nil {
 		return errorValue("wsready.connect: " + err.Error())
 	}
@@ -150,6 +151,10 @@ func connectJS(args []safejs.Value) any {
 			return errorValue("close: " + err.Error())
 		}
 		return p
+	}))
+	h.Set("reconnect", fn(func([]safejs.Value) any {
+		d.q.Push(func(now time.Time) { d.core.Reconnect(now) })
+		return nil
 	}))
 	h.Set("dispose", fn(func([]safejs.Value) any {
 		d.dispose()

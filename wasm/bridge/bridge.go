@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/wsready/wsready/client"
 )
@@ -75,7 +76,34 @@ func StateValue(s client.State) map[string]any {
 		"online":    s.Online,
 		"attempt":   s.Attempt,
 		"stopped":   s.Stopped,
+		"ended":     endedValue(s.Ended),
+		"endCode":   s.EndCode,
 	}
+}
+
+func endedValue(t client.Terminal) any {
+	if t == client.NotEnded {
+		return nil
+	}
+	return string(t)
+}
+
+// RecordValue converts a reconnect decision's Record: numbers and bounded
+// enums only. Unbounded budget or window read -1.
+func RecordValue(r client.Record) map[string]any {
+	return map[string]any{
+		"session": r.Session, "epoch": float64(r.Epoch), "attempt": r.Attempt, "class": r.Class.String(),
+		"by": r.By.String(), "code": r.Code, "delayMs": float64(r.Delay.Milliseconds()),
+		"retryAfterMs": float64(r.RetryAfter.Milliseconds()), "budgetLeft": r.BudgetLeft,
+		"windowLeftMs": float64(msOrNeg(r.WindowLeft)), "outcome": string(r.Outcome),
+	}
+}
+
+func msOrNeg(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
 }
 
 // UpdateValue converts an Update; data stays a JSON string for the page to
@@ -96,7 +124,8 @@ func StatsValue(s client.Stats) map[string]any {
 		"watchdogFired": s.WatchdogFired, "staleEvents": s.StaleEvents, "foreignEvents": s.ForeignEvents,
 		"subscribesSent": s.SubscribesSent, "updates": s.Updates, "lastSeq": float64(s.LastSeq),
 		"seqGaps": s.SeqGaps, "missedUpdates": float64(s.MissedUpdates), "droppedResponses": s.DroppedResponses, "badFrames": s.BadFrames,
-		"serverErrors": s.ServerErrors,
+		"serverErrors": s.ServerErrors, "authenticated": s.Authenticated, "tokensRequested": s.TokensRequested,
+		"tokenRefreshes": s.TokenRefreshes, "tokenFailures": s.TokenFailures, "records": s.Records,
 	}
 }
 
@@ -120,8 +149,10 @@ func SettleValue(result []byte, err error) map[string]any {
 
 // Options are what a page passes to connect.
 type Options struct {
-	URL   string
-	Stage int
+	URL    string
+	Stage  int
+	Budget int           // stage 6: attempts per run of failures; 0 unbounded
+	Window time.Duration // stage 6: how long a run of failures may last; 0 unbounded
 }
 
 // Getter reads one option: its value as a string or number and whether it
@@ -131,8 +162,9 @@ type Getter interface {
 	Number(name string) (float64, bool, error)
 }
 
-// ParseOptions validates connect's options: url is a ws:// or wss:// URL
-// and stage is an integer 0..5 (default 5).
+// ParseOptions validates connect's options: url is a ws:// or wss:// URL,
+// stage an integer 0..6 (default 6), budget an integer >= 0 and windowMs a
+// number of milliseconds >= 0 (0: unbounded, the default).
 func ParseOptions(g Getter) (Options, error) {
 	o := Options{Stage: client.MaxStage}
 	url, ok, err := g.String("url")
@@ -145,13 +177,23 @@ func ParseOptions(g Getter) (Options, error) {
 	o.URL = url
 	n, ok, err := g.Number("stage")
 	if err != nil {
-		return o, errors.New("wsready.connect: stage must be a number 0-5")
+		return o, errors.New("wsready.connect: stage must be a number 0-" + strconv.Itoa(client.MaxStage))
 	}
 	if ok {
 		if n != math.Trunc(n) || n < 0 || n > client.MaxStage {
-			return o, errors.New("wsready.connect: stage must be an integer 0-5, got " + strconv.FormatFloat(n, 'g', -1, 64))
+			return o, errors.New("wsready.connect: stage must be an integer 0-" + strconv.Itoa(client.MaxStage) + ", got " + strconv.FormatFloat(n, 'g', -1, 64))
 		}
 		o.Stage = int(n)
+	}
+	if n, ok, err := g.Number("budget"); err != nil || ok && (n != math.Trunc(n) || n < 0 || n > 1e9) {
+		return o, errors.New("wsready.connect: budget must be a whole number >= 0 (0: unbounded)")
+	} else if ok {
+		o.Budget = int(n)
+	}
+	if n, ok, err := g.Number("windowMs"); err != nil || ok && (n != math.Trunc(n) || n < 0 || n > 1e12) {
+		return o, errors.New("wsready.connect: windowMs must be a whole number of milliseconds >= 0 (0: unbounded)")
+	} else if ok {
+		o.Window = time.Duration(n) * time.Millisecond
 	}
 	return o, nil
 }

@@ -36,7 +36,7 @@ func (f fakeGetter) Number(n string) (float64, bool, error) {
 
 func TestParseOptions(t *testing.T) {
 	o, err := ParseOptions(fakeGetter{"url": "ws://h/ws"})
-	if err != nil || o.Stage != 5 || o.URL != "ws://h/ws" {
+	if err != nil || o.Stage != client.MaxStage || o.URL != "ws://h/ws" {
 		t.Fatalf("%+v %v", o, err)
 	}
 	o, err = ParseOptions(fakeGetter{"url": "wss://h/ws", "stage": 2.0})
@@ -45,7 +45,8 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, bad := range []fakeGetter{
 		{}, {"url": ""}, {"url": 7.0}, {"url": "http://h/ws"},
-		{"url": "ws://h", "stage": 6.0}, {"url": "ws://h", "stage": -1.0},
+		{"url": "ws://h", "stage": 7.0}, {"url": "ws://h", "stage": -1.0},
+		{"url": "ws://h", "budget": -1.0}, {"url": "ws://h", "budget": 2.5}, {"url": "ws://h", "windowMs": "x"},
 		{"url": "ws://h", "stage": 1.5}, {"url": "ws://h", "stage": "two"},
 	} {
 		if _, err := ParseOptions(bad); err == nil || !strings.HasPrefix(err.Error(), "wsready.connect:") {
@@ -70,6 +71,24 @@ func TestQueueNeverBlocksAndKeepsOrder(t *testing.T) {
 	q.Push(1)
 	if left := q.Close(); len(left) != 1 || q.Push(2) {
 		t.Fatalf("close: %v", left)
+	}
+}
+
+func TestSessionOptionsAndValues(t *testing.T) {
+	o, err := ParseOptions(fakeGetter{"url": "ws://h/ws", "stage": 6.0, "budget": 10.0, "windowMs": 120000.0})
+	if err != nil || o.Budget != 10 || o.Window.Seconds() != 120 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	s := StateValue(client.State{Ended: client.Forbidden, EndCode: 4003})
+	if s["ended"] != "forbidden" || s["endCode"] != 4003 {
+		t.Fatalf("%v", s)
+	}
+	if s := StateValue(client.State{}); s["ended"] != nil {
+		t.Fatalf("not ended: %v", s["ended"])
+	}
+	r := RecordValue(client.Record{Class: client.ClassRetryAfter, By: client.ByServer, Code: 1013, Outcome: client.OutcomeReconnect, BudgetLeft: -1, WindowLeft: -1})
+	if r["class"] != "retry_after" || r["by"] != "server" || r["outcome"] != "reconnect" || r["windowLeftMs"] != -1.0 {
+		t.Fatalf("%v", r)
 	}
 }
 

@@ -9,12 +9,19 @@ const STAGES = [
   'Stale events: only the current socket may change state.',
   'Service readiness: subscribe, resubscribe, and report the service layer.',
   'Reconnection policy: full-jitter backoff, reset after 5 s READY, offline/online aware.',
+  'Session contract: every close is classified (1000 ends the session, 4003 is forbidden, 4001 refreshes the token and dials at once, 1013 waits out the retry-after); a budget of 10 attempts and a 2-minute window; terminal states and a Reconnect button.',
 ];
+
+// Stage 6's budget in the demo; the library's default is unbounded.
+const STAGE6 = { budget: 10, windowMs: 120000 };
 
 const $ = (id) => document.getElementById(id);
 const demo = window.wsreadyDemo = {
   stage: null, error: null, state: null, updates: 0, lastUpdateAt: 0, lastSeq: 0,
-  log: [], results: [], client: null, server: null,
+  log: [], results: [], records: [], client: null, server: null,
+  // The page's client id, for tickets (and the Revoke switch).
+  clientId: 'page-' + Math.random().toString(36).slice(2, 10),
+  tokensFetched: 0,
   // For the e2e suite: when READY changed ({t, ready}) and when updates came (ms).
   transitions: [], updateTimes: [],
 };
@@ -22,7 +29,7 @@ const demo = window.wsreadyDemo = {
 function stageFromURL() {
   const raw = new URLSearchParams(location.search).get('stage');
   if (raw === null || raw === '') return { stage: 5 };
-  if (!/^[0-5]$/.test(raw)) return { error: raw };
+  if (!/^[0-6]$/.test(raw)) return { error: raw };
   return { stage: Number(raw) };
 }
 
@@ -60,7 +67,29 @@ function renderState(s) {
   $('epoch').textContent = s.epoch;
   $('attempt').textContent = s.attempt;
   $('online').textContent = s.online ? 'online' : 'offline';
+  $('ended').textContent = s.ended ? `${s.ended}${s.endCode ? ` (${s.endCode})` : ''}` : 'no';
+  $('reconnect').hidden = !s.ended || s.ended === 'stopped';
   if (demo.client) $('dials').textContent = demo.client.stats().dials;
+}
+
+function renderRecord(r) {
+  demo.records.push({ t: Date.now(), ...r });
+  if (demo.records.length > 2000) demo.records.splice(0, 1000);
+  const left = [r.budgetLeft >= 0 ? `budget ${r.budgetLeft} left` : '', r.windowLeftMs >= 0 ? `window ${(r.windowLeftMs / 1000).toFixed(0)} s left` : '']
+    .filter(Boolean).join(', ');
+  const wait = r.retryAfterMs > 0 ? `, retry-after ${(r.retryAfterMs / 1000).toFixed(1)} s` : '';
+  addLog('record', `${r.by} ${r.code} → ${r.class}: ${r.outcome}` + (r.outcome === 'reconnect' ? ` in ${(r.delayMs / 1000).toFixed(2)} s` : '') + wait + (left ? ` (${left})` : ''));
+}
+
+// The page's token hook: it caches its ticket as a simple app would, and
+// fetches a fresh one only when asked to force (stage 6 after a 4001).
+let cachedToken;
+async function token({ force }) {
+  if (cachedToken && !force) return cachedToken;
+  const r = await api('/api/token', { clientId: demo.clientId });
+  demo.tokensFetched++;
+  cachedToken = r.token;
+  return cachedToken;
 }
 
 const pad = (n, w = 2) => String(n).padStart(w, '0');
@@ -144,7 +173,10 @@ function renderServer(st) {
     if (document.activeElement !== box) box.checked = st.faults[box.dataset.switch];
   }
   $('restart').textContent = st.faults.restart ? 'Restarting…' : 'Restart';
-  for (const el of document.querySelectorAll('[data-switch], #restart, #reset')) el.disabled = !st.demo;
+  const authOn = st.auth && st.auth.mode !== 'off';
+  for (const el of document.querySelectorAll('[data-switch], #restart, #reset, #end-session')) el.disabled = !st.demo;
+  for (const el of document.querySelectorAll('[data-switch=shortTokens], #revoke')) el.disabled = !st.demo || !authOn;
+  $('revoke').textContent = demo.revokedSelf ? 'Unrevoke' : 'Revoke';
   $('s-status').textContent = st.demo ? '' : 'The switches are off: start the server with -demo (make run does) to use them.';
 }
 
@@ -168,6 +200,19 @@ function wireSwitches() {
     pollServer();
   });
   $('reset').addEventListener('click', async () => { renderServer(await api('/api/reset', {})); });
+  $('end-session').addEventListener('click', async () => {
+    await api('/api/faults', { endSession: true }).catch((e) => { $('s-status').textContent = e.message; });
+    addLog('switch', 'end session');
+    pollServer();
+  });
+  $('revoke').addEventListener('click', async () => {
+    const next = !demo.revokedSelf;
+    await api('/api/faults', { revoke: next ? demo.clientId : '' }).catch((e) => { $('s-status').textContent = e.message; });
+    demo.revokedSelf = next;
+    addLog('switch', next ? 'revoke this page' : 'unrevoke');
+    pollServer();
+  });
+  $('reconnect').addEventListener('click', () => { if (demo.client) demo.client.reconnect(); });
   $('send').addEventListener('click', () => demo.sendRequest());
 }
 
@@ -181,18 +226,23 @@ async function main() {
     $('stage-desc').textContent = '';
     $('readiness').hidden = true;
     $('feed-card').hidden = true;
-    showError(`Unknown stage "${error}". Pick one of the stages 0 to 5 above (for example ?stage=5).`);
+    showError(`Unknown stage "${error}". Pick one of the stages 0 to 6 above (for example ?stage=6).`);
     return;
   }
   demo.stage = stage;
   document.title = `wsready demo: stage ${stage}`;
   $('stage-desc').textContent = `Stage ${stage}. ${STAGES[stage]}`;
+  let authOn = false;
+  try { const st = await api('/api/stats'); authOn = Boolean(st.auth && st.auth.mode !== 'off'); } catch { /* server down: no tickets */ }
   try {
     demo.client = await connect({
       stage,
+      ...(stage === 6 ? STAGE6 : {}),
+      ...(authOn ? { token } : {}),
       onState: renderState,
       onUpdate: renderUpdate,
       onEvent: (e) => addLog(e.kind, e.detail),
+      onRecord: renderRecord,
     });
     renderState(demo.client.state());
   } catch (e) {

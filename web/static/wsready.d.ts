@@ -20,6 +20,35 @@ export interface State {
   attempt: number;
   /** True after close(); state() and stats() keep their final values. */
   stopped: boolean;
+  /**
+   * The terminal state the session is in, or null: "ended" (the server
+   * closed with 1000), "forbidden" (4003/1008: ask the user to sign in),
+   * "refresh_exhausted" (the token kept expiring), "gave_up" (the budget or
+   * window ran out), "stopped" (close()). Only reconnect() leaves it.
+   */
+  ended: Terminal | null;
+  /** The close code that ended the session, or 0. */
+  endCode: number;
+}
+
+export type Terminal = 'ended' | 'forbidden' | 'refresh_exhausted' | 'gave_up' | 'stopped';
+
+/** One reconnect decision (stage 6 classifies; every stage records). No token, payload or server text. */
+export interface ReconnectRecord {
+  /** Random, opaque: which client session. */
+  session: string;
+  epoch: number;
+  attempt: number;
+  class: 'backoff' | 'retry_after' | 'token_expired' | 'forbidden' | 'ended';
+  by: 'server' | 'network' | 'client';
+  code: number;
+  delayMs: number;
+  retryAfterMs: number;
+  /** -1: unbounded. */
+  budgetLeft: number;
+  /** -1: unbounded. */
+  windowLeftMs: number;
+  outcome: 'reconnect' | 'refresh' | 'wait_online' | 'wait_visible' | Terminal;
 }
 
 export interface Update<T = unknown> {
@@ -47,13 +76,26 @@ export interface Stats {
   /** Skips in the feed's seq, on one socket or across a reconnect, and the updates they lost. */
   seqGaps: number; missedUpdates: number;
   droppedResponses: number; badFrames: number; serverErrors: number;
+  authenticated: number; tokensRequested: number; tokenRefreshes: number; tokenFailures: number; records: number;
 }
 
 export interface ConnectOptions {
   /** ws:// or wss:// URL. Default: /ws on the page's host. */
   url?: string;
-  /** Demo stage 0..5; each adds one fix. Default 5 (all fixes). */
+  /** Demo stage 0..6; each adds one fix. Default 6 (all fixes, the library's defaults). */
   stage?: number;
+  /** Stage 6: reconnect attempts in one run of failures before "gave_up". Default 0: unbounded. */
+  budget?: number;
+  /** Stage 6: how long one run of failures may last before "gave_up", in ms. Default 0: unbounded. */
+  windowMs?: number;
+  /**
+   * Called before every dial for the ticket sent in the first frame (never
+   * in the URL). force: the server said the last one expired; return a
+   * fresh one, not a cached one. A throw or a rejection is a failed attempt.
+   */
+  token?: (opts: { force: boolean }) => string | Promise<string>;
+  /** One record per reconnect decision. */
+  onRecord?: (r: ReconnectRecord) => void;
   /** Where wsready.wasm and wasm_exec.js live. Default: beside wsready.js. */
   base?: URL;
   onState?: (s: State) => void;
@@ -86,6 +128,8 @@ export interface Client {
   request<T = unknown>(method: string, params?: unknown): Promise<T>;
   state(): State;
   stats(): Stats;
+  /** Starts a fresh session (fresh budget and window), also after a terminal state; not after close(). */
+  reconnect(): void;
   /**
    * Closes every socket with 1000 and rejects pending requests with
    * ConnectionClosed. Resolves once everything is closed; calling it again

@@ -53,9 +53,16 @@ export function defaultURL() {
 /** Starts a client. It connects and reconnects in the background. */
 export async function connect(opts = {}) {
   const api = await load(opts.base);
+  if (opts.token !== undefined && typeof opts.token !== 'function') {
+    throw new TypeError('wsready.connect: token must be a function ({ force }) => string | Promise<string>');
+  }
   const h = api.connect({
     url: opts.url ?? defaultURL(),
     stage: opts.stage,
+    budget: opts.budget,
+    windowMs: opts.windowMs,
+    token: opts.token,
+    onRecord: opts.onRecord,
     onState: opts.onState,
     onUpdate: opts.onUpdate && ((u) => {
       let data;
@@ -90,6 +97,7 @@ export async function connect(opts = {}) {
     },
     state: () => h.state(),
     stats: () => h.stats(),
+    reconnect: () => { if (!closing) h.reconnect(); },
     close() {
       if (!closing) closing = Promise.resolve(h.close()).then(() => undefined);
       return closing;
