@@ -4,36 +4,196 @@ package server
 
 import (
 	"net"
+	"net/http"
+	"sync"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/wsready/wsready/protocol"
+	"golang.org/x/time/rate"
 )
 
-// admit decides whether a WebSocket handshake from ip may proceed, and
-// reserves its place under MaxConns and MaxConnsPerIP if so. A refusal is
-// answered like Restart's: 503 with Retry-After (whole seconds, at least 1).
-func (s *Server) admit(ip string) (refusal string, retryAfter int) {
+// Admission sits in front of the WebSocket upgrade. In order:
+//
+//   - shutting down, restarting (Restart switch) or draining: refused with a
+//     reconnect slot;
+//   - MaxConns and MaxConnsPerIP: refused;
+//   - the handshake ceiling: a fleet-wide rate (AdmitRate, AdmitBurst) and
+//     a per-tenant one (TenantRate, TenantBurst; the tenant is the remote
+//     IP: a ticket only arrives after the upgrade). A request carrying the
+//     operator's probe key (header X-Wsready-Probe) draws from a small
+//     reserved limiter of its own (ProbeRate) instead, so a probe gets
+//     through a storm.
+//
+// Every refusal carries a reconnect slot: a time to come back, handed out
+// so that the expected arrivals stay under 90% of AdmitRate. A refusal is
+// answered as RefuseWith says: "close" (the default) accepts the upgrade
+// and closes at once with 1013 and "retry-after-ms=N", which a browser can
+// read; "http" answers 503 (or 429 over the ceiling) with Retry-After in
+// whole seconds, which costs less but reaches only native clients.
+
+// outcome labels a handshake in the metrics.
+type outcome string
+
+const (
+	outAccepted  outcome = "accepted"
+	outAdmission outcome = "admission_refused" // over the handshake ceiling
+	outLimit     outcome = "limit_refused"     // MaxConns, MaxConnsPerIP
+	outRestart   outcome = "restart_refused"
+	outDrain     outcome = "drain_refused"
+	outShutdown  outcome = "shutdown_refused"
+	outOverload  outcome = "overload_refused"
+	outAuth      outcome = "auth_failed"
+)
+
+var outcomes = []outcome{outAccepted, outAdmission, outLimit, outRestart, outDrain, outShutdown, outOverload, outAuth}
+
+// refusal is a handshake that was turned away.
+type refusal struct {
+	why    string        // for the HTTP body; never includes request text
+	kind   outcome       // for the metrics
+	after  time.Duration // the reconnect slot, from now
+	status int           // with RefuseWith "http"
+}
+
+const probeHeader = "X-Wsready-Probe"
+
+type admission struct {
+	fleet *rate.Limiter
+	probe *rate.Limiter
+
+	mu      sync.Mutex
+	tenants map[string]*tenant // per IP; idle ones are swept, at most maxTenants
+	rate    rate.Limit
+	burst   int
+
+	slotMu   sync.Mutex
+	nextSlot time.Time
+	spacing  time.Duration
+}
+
+type tenant struct {
+	lim  *rate.Limiter
+	used time.Time
+}
+
+const (
+	maxTenants = 100_000
+	tenantIdle = time.Minute
+)
+
+func newAdmission(o *Options) *admission {
+	a := &admission{
+		fleet:   rate.NewLimiter(rate.Limit(o.AdmitRate), o.AdmitBurst),
+		probe:   rate.NewLimiter(rate.Limit(o.ProbeRate), max(1, int(o.ProbeRate))),
+		tenants: map[string]*tenant{},
+		rate:    rate.Limit(o.TenantRate),
+		burst:   o.TenantBurst,
+		spacing: time.Duration(float64(time.Second) / (0.9 * o.AdmitRate)),
+	}
+	return a
+}
+
+// allow takes a token from the fleet and the tenant's limiter (or the
+// probe limiter for the operator's probes).
+func (a *admission) allow(ip string, probe bool, now time.Time) bool {
+	if probe {
+		return a.probe.AllowN(now, 1)
+	}
+	a.mu.Lock()
+	t := a.tenants[ip]
+	if t == nil {
+		if len(a.tenants) >= maxTenants {
+			for k, v := range a.tenants {
+				if now.Sub(v.used) > tenantIdle {
+					delete(a.tenants, k)
+				}
+			}
+		}
+		if len(a.tenants) >= maxTenants {
+			a.mu.Unlock()
+			return false // more live tenants than we track: refuse new ones
+		}
+		t = &tenant{lim: rate.NewLimiter(a.rate, a.burst)}
+		a.tenants[ip] = t
+	}
+	t.used = now
+	ok := t.lim.AllowN(now, 1)
+	a.mu.Unlock()
+	// The tenant's token is spent even when the fleet refuses: a flooding
+	// tenant pays for its own flood.
+	return ok && a.fleet.AllowN(now, 1)
+}
+
+// slot hands out the next reconnect slot at or after notBefore, and
+// returns how long from now it is (at least 1 ms).
+func (a *admission) slot(now, notBefore time.Time) time.Duration {
+	a.slotMu.Lock()
+	defer a.slotMu.Unlock()
+	t := now.Add(a.spacing)
+	if notBefore.After(t) {
+		t = notBefore
+	}
+	if a.nextSlot.After(t) {
+		t = a.nextSlot
+	}
+	a.nextSlot = t.Add(a.spacing)
+	return max(t.Sub(now), time.Millisecond)
+}
+
+// admit decides whether a WebSocket handshake may proceed, and reserves its
+// place under MaxConns and MaxConnsPerIP if so.
+func (s *Server) admit(r *http.Request, ip string) *refusal {
 	now := s.opts.Now()
+	probe := s.opts.ProbeKey != "" && r.Header.Get(probeHeader) == s.opts.ProbeKey
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counters.handshakes++
 	s.counters.handshakesWindow++
+	var ref *refusal
 	switch {
 	case s.closed:
-		refusal, retryAfter = "server shutting down: try again later", 1
+		ref = &refusal{why: "server shutting down: try again later", kind: outShutdown, status: http.StatusServiceUnavailable}
 	case now.Before(s.restartUntil):
-		refusal, retryAfter = "restarting: try again later", ceilSeconds(s.restartUntil.Sub(now))
+		ref = &refusal{why: "restarting: try again later", kind: outRestart, status: http.StatusServiceUnavailable}
+		ref.after = s.adm.slot(now, s.restartUntil)
+	case s.drainingLocked():
+		ref = &refusal{why: "draining: try again later", kind: outDrain, status: http.StatusServiceUnavailable}
+		ref.after = s.adm.slot(now, s.drainEndsLocked())
 	case s.admitted >= s.opts.MaxConns:
 		s.counters.refusedFull++
-		refusal, retryAfter = "server at its connection limit: try again later", 1
+		ref = &refusal{why: "server at its connection limit: try again later", kind: outLimit, status: http.StatusServiceUnavailable}
 	case s.perIP[ip] >= s.opts.MaxConnsPerIP:
 		s.counters.refusedPerIP++
-		refusal, retryAfter = "too many connections from this address: try again later", 1
+		ref = &refusal{why: "too many connections from this address: try again later", kind: outLimit, status: http.StatusServiceUnavailable}
+	case !s.adm.allow(ip, probe, now):
+		s.counters.refusedRate++
+		ref = &refusal{why: "too many handshakes: try again later", kind: outAdmission, status: http.StatusTooManyRequests}
 	default:
 		s.admitted++
 		s.perIP[ip]++
-		return "", 0
+		return nil
+	}
+	if ref.after == 0 {
+		ref.after = s.adm.slot(now, now)
 	}
 	s.counters.refused++
-	return refusal, retryAfter
+	return ref
+}
+
+// refuse answers a refused handshake with its reconnect slot.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
+	s.metrics.handshake(ref.kind)
+	if s.opts.RefuseWith == RefuseHTTP {
+		w.Header().Set("Retry-After", itoa64(int64(ceilSeconds(ref.after))))
+		http.Error(w, ref.why, ref.status)
+		return
+	}
+	ws, err := websocketAccept(w, r, s.opts.OriginPatterns)
+	if err != nil {
+		return
+	}
+	ws.Close(protocol.CloseTryAgainLater, retryAfterReason(ref.after))
 }
 
 // release gives back the place admit reserved, for a handshake that failed
@@ -65,4 +225,30 @@ func remoteIP(addr string) string {
 		return addr
 	}
 	return host
+}
+
+// RefuseMode says how a refused handshake is answered.
+type RefuseMode string
+
+const (
+	RefuseClose RefuseMode = "close" // accept, then close with 1013 and retry-after-ms=N
+	RefuseHTTP  RefuseMode = "http"  // 503 or 429 with Retry-After
+)
+
+func websocketAccept(w http.ResponseWriter, r *http.Request, origins []string) (*websocket.Conn, error) {
+	return websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: origins})
+}
+
+func retryAfterReason(d time.Duration) string { return protocol.RetryAfterReason(d) }
+
+// slotReason takes a reconnect slot at or after notBefore and renders it as
+// a close reason.
+func (s *Server) slotReason(notBefore time.Time) string {
+	return protocol.RetryAfterReason(s.adm.slot(s.opts.Now(), notBefore))
+}
+
+func (s *Server) restartEnd() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restartUntil
 }

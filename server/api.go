@@ -62,6 +62,8 @@ type Limits struct {
 	MessageTimeouts uint64 `json:"messageTimeouts"` // connections closed when a message was not finished within MessageTimeout
 	PeerGone        uint64 `json:"peerGone"`        // frozen connections ended because the peer went away
 	Overloaded      uint64 `json:"overloaded"`      // handshakes closed with 1013 by the Overload switch
+	RefusedRate     uint64 `json:"refusedRate"`     // handshakes refused over the handshake ceiling (fleet or tenant)
+	SweepClosed     uint64 `json:"sweepClosed"`     // connections closed by the liveness sweep
 }
 
 // Stats is the server's own accounting, as GET /api/stats returns it.
@@ -122,7 +124,8 @@ func (s *Server) Stats() Stats {
 		ResetAt: k.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
 		Faults: s.faultsLocked(now, frozen),
 		Limits: Limits{RefusedFull: k.refusedFull, RefusedPerIP: k.refusedPerIP, SlowConsumer: cc.slowConsumer,
-			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone, Overloaded: cc.overloaded},
+			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone, Overloaded: cc.overloaded,
+			RefusedRate: k.refusedRate, SweepClosed: cc.sweepClosed},
 		PeerCloses:  cc.peerCloses,
 		Connections: make([]ConnStats, 0, len(s.conns)),
 	}
@@ -227,9 +230,11 @@ func (s *Server) Restart() {
 	}
 	s.restartUntil = s.opts.Now().Add(s.opts.RestartDowntime)
 	// Started under s.mu: each connection's handler is still counted in
-	// s.wg, so closeAsync's Add never races Close's Wait.
+	// s.wg, so closeAsync's Add never races Close's Wait. Each carries its
+	// reconnect slot, spread under the admission rate after the downtime.
+	now := s.opts.Now()
 	for _, c := range s.conns {
-		c.closeAsync(protocol.CloseServiceRestart, "server restart")
+		c.closeAsync(protocol.CloseServiceRestart, protocol.RetryAfterReason(s.adm.slot(now, s.restartUntil)))
 	}
 	s.mu.Unlock()
 	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)

@@ -272,6 +272,7 @@ func (c *conn) authenticate(m protocol.Message) bool {
 	now := s.opts.Now()
 	t, err := s.auth.parse(m.Token)
 	fail := func(code int, reason string) bool {
+		s.metrics.handshake(outAuth)
 		s.auth.reject(t.id, now, s.opts.RejectionThreshold, s.opts.RejectionWindow)
 		c.closeAsync(code, reason)
 		return false
@@ -280,6 +281,7 @@ func (c *conn) authenticate(m protocol.Message) bool {
 		return fail(protocol.CloseForbidden, "bad ticket")
 	}
 	if s.auth.looping(t.id, now, s.opts.RejectionThreshold, s.opts.RejectionWindow) {
+		s.metrics.handshake(outAuth)
 		c.closeAsync(protocol.CloseForbidden, "too many rejected tickets")
 		return false
 	}

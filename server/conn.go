@@ -33,6 +33,7 @@ type conn struct {
 	flap     chan struct{}
 
 	closing   atomic.Bool // a close was started: later overflows start no other
+	pinging   atomic.Bool // a liveness ping is outstanding
 	closeOnce sync.Once
 	framesIn  atomic.Uint64
 	errorsOut atomic.Uint64
@@ -99,6 +100,7 @@ func (c *conn) readLoop() {
 		if err != nil {
 			if code := websocket.CloseStatus(err); code != -1 {
 				c.s.count(func(k *connCounters) { k.peerCloses.add(int(code)) })
+				c.s.metrics.closed(false, int(code))
 			}
 			return
 		}
@@ -194,6 +196,7 @@ func (c *conn) subscribe(topic string) {
 
 func (c *conn) request(m protocol.Message) {
 	s := c.s
+	start := time.Now()
 	s.mu.Lock()
 	down, slow := s.serviceDown, s.slowReplies
 	s.mu.Unlock()
@@ -218,6 +221,7 @@ func (c *conn) request(m protocol.Message) {
 	frame := protocol.Encode(resp)
 	if !slow {
 		c.reply(frame)
+		s.metrics.requests.Observe(time.Since(start).Seconds())
 		return
 	}
 	if !c.delayReply(frame) {
@@ -348,6 +352,9 @@ func (c *conn) writeLoop() {
 	if !write(ping) {
 		return
 	}
+	sweep := time.NewTicker(s.opts.SweepInterval)
+	defer sweep.Stop()
+	c.livenessPing()
 	var batch [][]byte
 	for {
 		select {
@@ -362,6 +369,8 @@ func (c *conn) writeLoop() {
 				batch[i] = nil
 				c.q.written(len(f))
 			}
+		case <-sweep.C:
+			c.livenessPing()
 		case <-tick.C:
 			if s.gate.isFrozen() {
 				continue // a frozen server sends nothing, not even late pings
@@ -392,6 +401,7 @@ func (c *conn) writeLoop() {
 func (c *conn) closeWith(code int, reason string) {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
+		c.s.metrics.closed(true, code)
 		if err := c.ws.Close(websocket.StatusCode(code), reason); err != nil {
 			c.s.log.Debug("close did not complete", "conn", c.id, "code", code)
 		}

@@ -16,9 +16,10 @@ import (
 // gate blocks connection I/O while the Freeze switch is on. The zero value
 // is open.
 type gate struct {
-	frozen atomic.Bool
-	mu     sync.Mutex
-	open   chan struct{} // closed when the gate opens; nil while open
+	frozen  atomic.Bool
+	freezes atomic.Uint64 // how many times it froze: a watcher can tell a freeze came and went
+	mu      sync.Mutex
+	open    chan struct{} // closed when the gate opens; nil while open
 }
 
 func (g *gate) set(frozen bool) {
@@ -29,6 +30,7 @@ func (g *gate) set(frozen bool) {
 	}
 	g.frozen.Store(frozen)
 	if frozen {
+		g.freezes.Add(1)
 		g.open = make(chan struct{})
 	} else {
 		close(g.open)

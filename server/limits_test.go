@@ -198,7 +198,7 @@ func TestPendingSlowRepliesAreCapped(t *testing.T) {
 // Connections are capped per IP and overall; a refusal is a 503 with
 // Retry-After, and a freed place can be taken again.
 func TestConnectionCaps(t *testing.T) {
-	f := newFixture(t, &Options{MaxConns: 3, MaxConnsPerIP: 2})
+	f := newFixture(t, &Options{MaxConns: 3, MaxConnsPerIP: 2, RefuseWith: RefuseHTTP})
 	refused := func(from string) {
 		t.Helper()
 		_, resp, err := rawDial(t, f.url, from)
@@ -328,7 +328,7 @@ func TestFlappingOffSparesPendingConnections(t *testing.T) {
 
 // After shutdown a handshake is refused with a positive Retry-After.
 func TestRetryAfterIsPositiveAfterShutdown(t *testing.T) {
-	f := newFixture(t, &Options{RestartDowntime: 100 * time.Millisecond})
+	f := newFixture(t, &Options{RestartDowntime: 100 * time.Millisecond, RefuseWith: RefuseHTTP})
 	f.srv.Restart()
 	time.Sleep(200 * time.Millisecond)
 	f.srv.Close()

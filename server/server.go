@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -75,6 +74,34 @@ type Options struct {
 	// connection may have waiting; a request beyond it is answered at once
 	// with error too_many_pending. Default 64.
 	MaxPendingReplies int
+
+	// AdmitRate and AdmitBurst are the fleet-wide handshake ceiling
+	// (admission.go), in handshakes per second. Default 500/s, burst 100.
+	// Reconnect slots are spread at 90% of AdmitRate.
+	AdmitRate  float64
+	AdmitBurst int
+	// TenantRate and TenantBurst are the ceiling per remote IP. Default
+	// 20/s, burst 40.
+	TenantRate  float64
+	TenantBurst int
+	// ProbeKey, when set, lets a request carrying it in the X-Wsready-Probe
+	// header through on a reserved limiter of ProbeRate (default 5/s)
+	// instead of the fleet's, so an operator's probe gets in during a storm.
+	ProbeKey  string
+	ProbeRate float64
+	// RefuseWith is how a refused handshake is answered: RefuseClose (the
+	// default: accept and close at once with 1013 and "retry-after-ms=N",
+	// which browsers can read) or RefuseHTTP (503 or 429 with Retry-After).
+	RefuseWith RefuseMode
+	// SweepInterval and SweepGrace are the liveness sweep (sweep.go): the
+	// server sends a WebSocket ping every SweepInterval and closes a
+	// connection whose pong has not come within two intervals plus the
+	// grace. Browsers answer these pings themselves. Default 10s and 5s.
+	SweepInterval time.Duration
+	SweepGrace    time.Duration
+	// DrainWindow is how long a drain (drain.go) spreads its closes over.
+	// Default 10s.
+	DrainWindow time.Duration
 
 	// Auth is whether the server asks for tickets (auth.go). Default AuthOff.
 	Auth AuthMode
@@ -155,6 +182,23 @@ func (o *Options) cloneWithDefaults() *Options {
 	dur(&c.AuthTimeout, 10*time.Second)
 	dur(&c.RejectionWindow, 5*time.Minute)
 	dur(&c.OverloadRetryAfter, 5*time.Second)
+	dur(&c.SweepInterval, 10*time.Second)
+	dur(&c.SweepGrace, 5*time.Second)
+	dur(&c.DrainWindow, 10*time.Second)
+	if c.AdmitRate <= 0 {
+		c.AdmitRate = 500
+	}
+	num(&c.AdmitBurst, 100)
+	if c.TenantRate <= 0 {
+		c.TenantRate = 20
+	}
+	num(&c.TenantBurst, 40)
+	if c.ProbeRate <= 0 {
+		c.ProbeRate = 5
+	}
+	if c.RefuseWith == "" {
+		c.RefuseWith = RefuseClose
+	}
 	num(&c.RejectionThreshold, 20)
 	if c.Auth == "" {
 		c.Auth = AuthOff
@@ -192,6 +236,9 @@ type Server struct {
 	shortTokens  bool
 	overload     bool
 	auth         *authority
+	adm          *admission
+	metrics      *metrics
+	drain        drainState
 	restartUntil time.Time
 	feedSeq      int64
 	counters     counters
@@ -210,6 +257,7 @@ type counters struct {
 	refused          uint64 // since the last reset
 	refusedFull      uint64 // since start: MaxConns reached
 	refusedPerIP     uint64 // since start: MaxConnsPerIP reached
+	refusedRate      uint64 // since start: over the handshake ceiling
 	resetAt          time.Time
 }
 
@@ -222,6 +270,7 @@ type connCounters struct {
 	messageTimeouts uint64 // a message not finished within MessageTimeout
 	peerGone        uint64 // the peer closed TCP while frozen
 	overloaded      uint64 // handshakes closed with 1013 by the Overload switch
+	sweepClosed     uint64 // connections closed by the liveness sweep
 	peerCloses      CloseCounts
 }
 
@@ -230,11 +279,12 @@ func New(opts *Options) *Server {
 	o := opts.cloneWithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: newAuthority(o.AuthKey)}
+		auth: newAuthority(o.AuthKey), adm: newAdmission(o), metrics: newMetrics()}
 	s.counters.resetAt = o.Now()
 	if o.Static != nil {
 		s.static = newStaticHandler(o.Static)
 	}
+	s.registerGauges()
 	s.wg.Add(1)
 	go s.runFeed()
 	return s
@@ -250,7 +300,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/faults", s.demoOnly(s.setFaults))
 	mux.HandleFunc("POST /api/reset", s.demoOnly(s.resetCounters))
 	mux.HandleFunc("POST /api/token", s.serveToken)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.Handle("GET /metrics", s.serveMetrics())
+	mux.HandleFunc("POST /api/drain", s.demoOnly(s.serveDrain))
 	if s.static != nil {
 		mux.Handle("/", s.static)
 	}
@@ -288,10 +340,8 @@ func (s *Server) Close() error {
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	ip := remoteIP(r.RemoteAddr)
-	refusal, retry := s.admit(ip)
-	if refusal != "" {
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		http.Error(w, refusal, http.StatusServiceUnavailable)
+	if ref := s.admit(r, ip); ref != nil {
+		s.refuse(w, r, ref)
 		return
 	}
 	fw := &freezeWriter{ResponseWriter: w, g: &s.gate, writeTimeout: s.opts.WriteTimeout}
@@ -311,28 +361,43 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		// refusal's status, but it reads a close code and reason.
 		s.release(ip)
 		s.count(func(k *connCounters) { k.overloaded++ })
+		s.metrics.handshake(outOverload)
 		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
 		return
 	}
-	c, restarting := s.register(ws, fw.gated, r.RemoteAddr, ip)
+	c, late := s.register(ws, fw.gated, r.RemoteAddr, ip)
 	if c == nil {
 		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
 	defer s.wg.Done() // register counted this handler
-	if restarting {
+	s.metrics.handshake(outAccepted)
+	switch late {
+	case lateRestart:
 		// Accepted while Restart began: it goes the way of the others.
-		c.closeAsync(protocol.CloseServiceRestart, "server restart")
+		c.closeAsync(protocol.CloseServiceRestart, s.slotReason(s.restartEnd()))
+	case lateDrain:
+		c.closeAsync(protocol.CloseGoingAway, s.slotReason(s.drainEnd()))
 	}
 	c.run()
 }
 
-func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) (_ *conn, restarting bool) {
+// lateKind says a connection was admitted just before Restart or a drain
+// began, and registered after it took its list of connections.
+type lateKind uint8
+
+const (
+	notLate lateKind = iota
+	lateRestart
+	lateDrain
+)
+
+func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) (_ *conn, late lateKind) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, false
+		return nil, notLate
 	}
 	// Counted under s.mu with closed false, so Close's Wait never races an
 	// Add from zero. Goroutines a connection starts later are counted while
@@ -355,10 +420,15 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	}
 	s.conns[c.id] = c
 	open := len(s.conns)
-	restarting = s.opts.Now().Before(s.restartUntil)
+	switch {
+	case s.opts.Now().Before(s.restartUntil):
+		late = lateRestart
+	case s.drain.active:
+		late = lateDrain
+	}
 	s.mu.Unlock()
 	s.log.Debug("connection opened", "conn", c.id, "open", open)
-	return c, restarting
+	return c, late
 }
 
 func (s *Server) unregister(c *conn) {

@@ -358,7 +358,7 @@ func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 }
 
 func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
-	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond})
+	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond, RefuseWith: RefuseHTTP})
 	a, b := f.dial(), f.dial()
 	f.srv.Restart()
 	for _, p := range []*peer{a, b} {

@@ -1,0 +1,91 @@
+//go:build !js
+
+package server
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus metrics, served at /metrics in the
+// text format. Counters are monotonic since start (the windowed counters of
+// /api/stats are for the demo). No label carries a connection id, a remote
+// address, a token or any text a peer chose: outcomes and close codes come
+// from fixed lists, anything else is "other".
+type metrics struct {
+	reg        *prometheus.Registry
+	handshakes *prometheus.CounterVec
+	closes     *prometheus.CounterVec
+	sweep      prometheus.Counter
+	drained    prometheus.Counter
+	requests   prometheus.Histogram
+}
+
+var knownCodes = map[int]bool{1000: true, 1001: true, 1006: true, 1008: true, 1009: true, 1011: true, 1012: true, 1013: true,
+	4000: true, 4001: true, 4003: true, 4408: true, 4429: true}
+
+func codeLabel(code int) string {
+	if knownCodes[code] {
+		return strconv.Itoa(code)
+	}
+	return "other"
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wsready_handshakes_total",
+			Help: "WebSocket handshakes by outcome."}, []string{"outcome"}),
+		closes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wsready_closes_total",
+			Help: "Connection closes by who started them (server, client) and close code."}, []string{"by", "code"}),
+		sweep: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_sweep_closes_total",
+			Help: "Connections closed by the liveness sweep (no pong within two intervals plus the grace)."}),
+		drained: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_drain_closed_total",
+			Help: "Connections closed by drains."}),
+		requests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wsready_request_seconds",
+			Help: "Time from reading a request to queueing its response.", Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10)}),
+	}
+	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests)
+	for _, o := range outcomes {
+		m.handshakes.WithLabelValues(string(o))
+	}
+	return m
+}
+
+func (m *metrics) handshake(o outcome) { m.handshakes.WithLabelValues(string(o)).Inc() }
+
+func (m *metrics) closed(byServer bool, code int) {
+	by := "client"
+	if byServer {
+		by = "server"
+	}
+	m.closes.WithLabelValues(by, codeLabel(code)).Inc()
+}
+
+// registerGauges adds the gauges read from the server's state at scrape time.
+func (s *Server) registerGauges() {
+	s.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_connections_open", Help: "Open WebSocket connections."},
+			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(len(s.conns)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_feed_seq", Help: "The demo feed's last sequence number."},
+			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(s.feedSeq) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_drain_remaining", Help: "Connections a drain in progress has yet to close."},
+			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(s.drain.remaining) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_draining", Help: "1 while a drain is in progress."},
+			func() float64 {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.drainingLocked() {
+					return 1
+				}
+				return 0
+			}),
+	)
+}
+
+func (s *Server) serveMetrics() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
