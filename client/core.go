@@ -30,6 +30,12 @@ type Stats struct {
 	TokenRefreshes   int   // forced ones (after a 4001)
 	TokenFailures    int   // token hook failures or timeouts
 	Records          int   // reconnect decisions recorded
+	// Recovery: how long the client was not READY between two READYs.
+	ReadyCount          int           // times the client became READY
+	Recoveries          int           // READY again after losing it
+	RecoveryP50         time.Duration // over the last 256 recoveries
+	RecoveryP99         time.Duration
+	RetryAftersHonoured int // reconnects that waited out a server's retry-after
 }
 
 // Core is the client's state machine. It is not safe for concurrent use:
@@ -71,6 +77,7 @@ type Core struct {
 	pingInterval time.Duration
 	readySince   time.Time
 	lostReadyAt  time.Time
+	recoveries   []time.Duration // ring of the last maxRecoveries
 
 	nextID  uint64
 	pending map[uint64]*pendingRequest

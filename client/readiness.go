@@ -1,6 +1,9 @@
 package client
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Level is the state of one readiness layer.
 type Level uint8
@@ -95,10 +98,36 @@ func (c *Core) noteState(now time.Time) {
 		c.readySince = now
 		c.onReady(now)
 		c.rc.Ready()
+		c.noteRecovery(now)
 	}
 	if !st.Ready && c.lastState.Ready {
 		c.onNotReady(now)
 	}
 	c.lastState, c.stateEmitted = st, true
 	c.emit(Effect{Kind: EffState, State: st})
+}
+
+// maxRecoveries bounds the recovery samples the quantiles are taken over.
+const maxRecoveries = 256
+
+// noteRecovery counts a READY and, if READY was lost before, how long the
+// client was without it; the quantiles are recomputed here, once per
+// recovery, not on every Stats call.
+func (c *Core) noteRecovery(now time.Time) {
+	c.stats.ReadyCount++
+	if c.lostReadyAt.IsZero() {
+		return
+	}
+	d := now.Sub(c.lostReadyAt)
+	c.lostReadyAt = time.Time{}
+	c.stats.Recoveries++
+	if len(c.recoveries) < maxRecoveries {
+		c.recoveries = append(c.recoveries, d)
+	} else {
+		c.recoveries[c.stats.Recoveries%maxRecoveries] = d
+	}
+	sorted := slices.Clone(c.recoveries)
+	slices.Sort(sorted)
+	c.stats.RecoveryP50 = sorted[(len(sorted)-1)*50/100]
+	c.stats.RecoveryP99 = sorted[(len(sorted)-1)*99/100]
 }

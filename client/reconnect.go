@@ -66,6 +66,9 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		return
 	}
 	rec.Outcome = OutcomeReconnect
+	if d.RetryAfter > 0 {
+		c.stats.RetryAftersHonoured++
+	}
 	c.record(rec)
 	c.emitReconnect(d.Delay)
 	c.armWindow()

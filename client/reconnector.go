@@ -122,8 +122,12 @@ func (rc *Reconnector) Failed(now time.Time, c Cause, r float64) Decision {
 	rc.attempts++
 	d.Delay = rc.nextAt(now, r)
 	if d.Class == ClassRetryAfter && c.RetryAfter > 0 {
+		// The server's time (a reconnect slot) plus a small jitter, so a
+		// fleet does not lean on clocks being in step: at most 5% of it
+		// and 250 ms. The backoff's draw wins if it is longer.
+		jitter := time.Duration(r * float64(min(c.RetryAfter/20, 250*time.Millisecond)))
 		d.RetryAfter = c.RetryAfter
-		d.Delay = max(d.Delay, c.RetryAfter)
+		d.Delay = max(d.Delay, c.RetryAfter+jitter)
 	}
 	d.BudgetLeft, d.WindowLeft = rc.left(now)
 	return d

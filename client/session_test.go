@@ -145,11 +145,11 @@ func TestRetryAfterIsAFloor(t *testing.T) {
 	if len(h.dials) != 1 {
 		t.Fatalf("dialled before the retry-after: %v", h.dials)
 	}
-	h.advance(time.Millisecond)
-	if len(h.dials) != 2 || h.now.Sub(lostAt) != 20*time.Second {
+	h.advance(250 * time.Millisecond) // plus a jitter of at most 5% and 250 ms
+	if len(h.dials) != 2 || h.now.Sub(lostAt) > 20250*time.Millisecond {
 		t.Fatalf("dials %v at %v", h.dials, h.now.Sub(lostAt))
 	}
-	if r := lastRecord(t, h); r.Class != ClassRetryAfter || r.RetryAfter != 20*time.Second || r.Delay != 20*time.Second {
+	if r := lastRecord(t, h); r.Class != ClassRetryAfter || r.RetryAfter != 20*time.Second || r.Delay < 20*time.Second || r.Delay > 20250*time.Millisecond {
 		t.Fatalf("record %+v", r)
 	}
 	// A retry-after on another code counts too, and a draw above it wins.
@@ -171,10 +171,11 @@ func TestMalformedRetryAfterFallsBackToBackoff(t *testing.T) {
 	for _, reason := range []string{"retry-after-ms=soon", "retry-after-ms=-4", ""} {
 		h := newHarness(t, 6)
 		h.start()
+		s := h.ready()
 		h.rand.vals = []float64{0.5}
-		h.closedWith(h.ready(), 1013, reason)
+		h.closedWith(s, 1013, reason)
 		r := lastRecord(t, h)
-		if r.Class != ClassRetryAfter || r.RetryAfter != 0 || r.Delay != 500*time.Millisecond {
+		if r.Class != ClassRetryAfter || r.RetryAfter != 0 || r.Delay != 500*time.Millisecond || r.Delay <= 0 {
 			t.Fatalf("%q: record %+v", reason, r)
 		}
 	}
@@ -352,5 +353,30 @@ func TestRecordsCarryNoPeerText(t *testing.T) {
 		if strings.Contains(e.Detail+e.Kind, canary) {
 			t.Fatalf("trace event carries peer text: %+v", e)
 		}
+	}
+}
+
+// The core measures how long it was without READY between two READYs.
+func TestRecoveryTimesAreMeasured(t *testing.T) {
+	h := newHarness(t, 6)
+	h.start()
+	s := h.ready()
+	for i, gap := range []time.Duration{time.Second, 3 * time.Second, 2 * time.Second} {
+		h.rand.vals = []float64{0}
+		h.closed(s)
+		h.advance(gap)
+		s = h.last()
+		h.open(s)
+		h.ping(s, 1000)
+		h.subscribed(s)
+		_ = i
+	}
+	st := h.c.Stats()
+	if st.Recoveries != 3 || st.ReadyCount != 4 || st.RecoveryP50 != 2*time.Second || st.RecoveryP99 != 2*time.Second {
+		t.Fatalf("stats %+v", st)
+	}
+	h.closedWith(s, 1013, "retry-after-ms=500")
+	if h.c.Stats().RetryAftersHonoured != 1 {
+		t.Fatalf("retry-afters %d", h.c.Stats().RetryAftersHonoured)
 	}
 }

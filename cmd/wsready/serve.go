@@ -40,6 +40,16 @@ func serve(args []string) error {
 	authKeyFile := fs.String("auth-key-file", "", "file holding the ticket signing key (at least 32 bytes); default a random key per process")
 	ticketLife := fs.Duration("ticket-life", 10*time.Minute, "how long a ticket from POST /api/token lives")
 	rejThreshold := fs.Int("rejection-threshold", 20, "a client id with more rejected tickets than this in 5 minutes is refused with 4003 at once")
+	admitRate := fs.Float64("admit-rate", 500, "handshakes per second the whole server admits; reconnect slots are spread at 90% of it")
+	admitBurst := fs.Int("admit-burst", 100, "burst above -admit-rate")
+	tenantRate := fs.Float64("tenant-rate", 20, "handshakes per second one remote IP may make")
+	tenantBurst := fs.Int("tenant-burst", 40, "burst above -tenant-rate")
+	probeKey := fs.String("probe-key", "", "a request with header X-Wsready-Probe: <key> draws from a reserved limiter (-probe-rate), so an operator's probe gets in during a storm; empty: none")
+	probeRate := fs.Float64("probe-rate", 5, "handshakes per second for probes")
+	refuseWith := fs.String("refuse", "close", "how a refused handshake is answered: close (accept, close 1013 with retry-after-ms=N; browsers can read it) or http (503/429 with Retry-After)")
+	sweepInterval := fs.Duration("sweep-interval", 10*time.Second, "liveness sweep: a WebSocket ping this often")
+	sweepGrace := fs.Duration("sweep-grace", 5*time.Second, "liveness sweep: a connection with no pong within two intervals plus this is closed")
+	drainWindow := fs.Duration("drain-window", 10*time.Second, "on SIGTERM (or the Drain switch) close connections in batches over this long, each with a reconnect slot")
 	verbose := fs.Bool("v", false, "debug logs (per-connection events)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -48,7 +58,8 @@ func serve(args []string) error {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	for name, d := range map[string]time.Duration{"ping": *ping, "feed": *feed, "slow": *slow, "restart-downtime": *downtime,
-		"write-timeout": *writeTimeout, "message-timeout": *msgTimeout} {
+		"write-timeout": *writeTimeout, "message-timeout": *msgTimeout, "sweep-interval": *sweepInterval,
+		"sweep-grace": *sweepGrace, "drain-window": *drainWindow} {
 		if d <= 0 {
 			return fmt.Errorf("serve: -%s must be positive, not %v", name, d)
 		}
@@ -70,7 +81,15 @@ func serve(args []string) error {
 	if *ticketLife <= 0 {
 		return fmt.Errorf("serve: -ticket-life must be positive")
 	}
-	for name, n := range map[string]int{"rejection-threshold": *rejThreshold, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending} {
+	for name, v := range map[string]float64{"admit-rate": *admitRate, "tenant-rate": *tenantRate, "probe-rate": *probeRate} {
+		if !(v > 0) {
+			return fmt.Errorf("serve: -%s must be positive, not %v", name, v)
+		}
+	}
+	if m := server.RefuseMode(*refuseWith); m != server.RefuseClose && m != server.RefuseHTTP {
+		return fmt.Errorf("serve: -refuse must be close or http, not %q", *refuseWith)
+	}
+	for name, n := range map[string]int{"admit-burst": *admitBurst, "tenant-burst": *tenantBurst, "rejection-threshold": *rejThreshold, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending} {
 		if n < 1 {
 			return fmt.Errorf("serve: -%s must be at least 1, not %d", name, n)
 		}
@@ -98,6 +117,9 @@ func serve(args []string) error {
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
 		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold,
+		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
+		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith),
+		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
 		Static: web.FS(), Logger: log,
 	})
 	ln, err := net.Listen("tcp", *addr)
@@ -120,10 +142,15 @@ func serve(args []string) error {
 		return err
 	case <-ctx.Done():
 	}
+	stop() // a second signal ends the process at once
+	log.Info("draining", "window", *drainWindow)
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), *drainWindow+time.Second)
+	srv.Drain(drainCtx, false) // /healthz 503, then 1001 with a slot each, in batches
+	cancelDrain()
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv.Close() // closes WebSockets (hijacked, so Shutdown does not see them)
+	srv.Close() // closes what is left (hijacked, so Shutdown does not see them)
 	if err := hs.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -69,7 +69,12 @@ function renderState(s) {
   $('online').textContent = s.online ? 'online' : 'offline';
   $('ended').textContent = s.ended ? `${s.ended}${s.endCode ? ` (${s.endCode})` : ''}` : 'no';
   $('reconnect').hidden = !s.ended || s.ended === 'stopped';
-  if (demo.client) $('dials').textContent = demo.client.stats().dials;
+  if (demo.client) {
+    const st = demo.client.stats();
+    $('dials').textContent = st.dials;
+    $('recovery').textContent = st.recoveries ? `${(st.recoveryP50Ms / 1000).toFixed(2)} s / ${(st.recoveryP99Ms / 1000).toFixed(2)} s (${st.recoveries})` : '–';
+    $('per-ready').textContent = st.readyCount ? (st.dials / st.readyCount).toFixed(1) : '–';
+  }
 }
 
 function renderRecord(r) {
@@ -174,7 +179,7 @@ function renderServer(st) {
   }
   $('restart').textContent = st.faults.restart ? 'Restarting…' : 'Restart';
   const authOn = st.auth && st.auth.mode !== 'off';
-  for (const el of document.querySelectorAll('[data-switch], #restart, #reset, #end-session')) el.disabled = !st.demo;
+  for (const el of document.querySelectorAll('[data-switch], #restart, #reset, #end-session, #drain')) el.disabled = !st.demo;
   for (const el of document.querySelectorAll('[data-switch=shortTokens], #revoke')) el.disabled = !st.demo || !authOn;
   $('revoke').textContent = demo.revokedSelf ? 'Unrevoke' : 'Revoke';
   $('s-status').textContent = st.demo ? '' : 'The switches are off: start the server with -demo (make run does) to use them.';
@@ -200,6 +205,11 @@ function wireSwitches() {
     pollServer();
   });
   $('reset').addEventListener('click', async () => { renderServer(await api('/api/reset', {})); });
+  $('drain').addEventListener('click', async () => {
+    await api('/api/drain', {}).catch((e) => { $('s-status').textContent = e.message; });
+    addLog('switch', 'drain');
+    pollServer();
+  });
   $('end-session').addEventListener('click', async () => {
     await api('/api/faults', { endSession: true }).catch((e) => { $('s-status').textContent = e.message; });
     addLog('switch', 'end session');

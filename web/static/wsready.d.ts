@@ -77,6 +77,12 @@ export interface Stats {
   seqGaps: number; missedUpdates: number;
   droppedResponses: number; badFrames: number; serverErrors: number;
   authenticated: number; tokensRequested: number; tokenRefreshes: number; tokenFailures: number; records: number;
+  /** Times READY was reached, and reached again after losing it. */
+  readyCount: number; recoveries: number;
+  /** Time without READY between two READYs, over the last 256 recoveries. */
+  recoveryP50Ms: number; recoveryP99Ms: number;
+  /** Reconnects that waited out a server's retry-after (a reconnect slot). */
+  retryAftersHonoured: number;
 }
 
 export interface ConnectOptions {
