@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/wsready/wsready/internal/slots"
 	"github.com/wsready/wsready/protocol"
 	"golang.org/x/time/rate"
 )
@@ -67,9 +68,8 @@ type admission struct {
 	rate    rate.Limit
 	burst   int
 
-	slotMu   sync.Mutex
-	nextSlot time.Time
-	spacing  time.Duration
+	slotMu sync.Mutex
+	slots  *slots.Allocator
 }
 
 type tenant struct {
@@ -89,7 +89,7 @@ func newAdmission(o *Options) *admission {
 		tenants: map[string]*tenant{},
 		rate:    rate.Limit(o.TenantRate),
 		burst:   o.TenantBurst,
-		spacing: time.Duration(float64(time.Second) / (0.9 * o.AdmitRate)),
+		slots:   slots.New(o.AdmitRate),
 	}
 	return a
 }
@@ -130,15 +130,7 @@ func (a *admission) allow(ip string, probe bool, now time.Time) bool {
 func (a *admission) slot(now, notBefore time.Time) time.Duration {
 	a.slotMu.Lock()
 	defer a.slotMu.Unlock()
-	t := now.Add(a.spacing)
-	if notBefore.After(t) {
-		t = notBefore
-	}
-	if a.nextSlot.After(t) {
-		t = a.nextSlot
-	}
-	a.nextSlot = t.Add(a.spacing)
-	return max(t.Sub(now), time.Millisecond)
+	return max(a.slots.Take(now, notBefore).Sub(now), time.Millisecond)
 }
 
 // admit decides whether a WebSocket handshake may proceed, and reserves its

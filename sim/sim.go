@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/slots"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -35,6 +36,12 @@ type Config struct {
 	RetryAfter time.Duration
 	// Budget is a stage 6 client's attempt budget; 0: unbounded.
 	Budget int
+	// Slots makes the server hand out reconnect slots, as the real one
+	// does (internal/slots): the disconnect at t=0 (a Restart's 1012) and
+	// every refusal carry a time to come back, spread at 90% of Capacity
+	// after the downtime. Only stage 6 clients honour them. It replaces
+	// RetryAfter.
+	Slots bool
 }
 
 // DefaultConfig is the SPEC's base scenario: 10,000 clients, 500
@@ -55,6 +62,8 @@ func (c Config) validate() error {
 		return errors.New("horizon must be between 1ms and 24h")
 	case c.RetryAfter < 0 || c.Budget < 0:
 		return errors.New("retry-after and budget must not be negative")
+	case c.Slots && c.Capacity < 1:
+		return errors.New("slots need a capacity of at least 1")
 	}
 	return nil
 }
@@ -167,12 +176,23 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		refusal = client.Cause{By: client.ByServer, Code: protocol.CloseTryAgainLater, RetryAfter: cfg.RetryAfter}
 	}
 	lost := client.Cause{By: client.ByNetwork, Code: protocol.CloseAbnormal} // the disconnect at t=0
+	var alloc *slots.Allocator
+	slotFrom := func(t time.Duration) time.Duration { // the next slot, as a retry-after from t
+		return alloc.Take(epoch.Add(t), epoch.Add(max(t, cfg.Downtime))).Sub(epoch.Add(t))
+	}
+	if cfg.Slots {
+		alloc = slots.New(float64(cfg.Capacity))
+	}
 	for i := range fleet {
 		fleet[i] = client.Reconnector{Backoff: client.Backoff{Policy: np.Policy}}
 		if cfg.Session {
 			fleet[i].Classify, fleet[i].Budget, fleet[i].CapGrowth, fleet[i].MaxRefreshes = true, cfg.Budget, client.DefaultCapGrowth, 2
 		}
-		d := fleet[i].Failed(epoch, lost, rng.Float64()).Delay
+		cause := lost
+		if cfg.Slots {
+			cause = client.Cause{By: client.ByServer, Code: protocol.CloseServiceRestart, RetryAfter: slotFrom(0)}
+		}
+		d := fleet[i].Failed(epoch, cause, rng.Float64()).Delay
 		if cfg.FirstAttemptZero {
 			d = 0
 		}
@@ -205,7 +225,11 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 			return
 		}
 		res.Rejected++
-		dec := fleet[i].Failed(epoch.Add(t), refusal, rng.Float64())
+		cause := refusal
+		if cfg.Slots {
+			cause = client.Cause{By: client.ByServer, Code: protocol.CloseTryAgainLater, RetryAfter: slotFrom(t)}
+		}
+		dec := fleet[i].Failed(epoch.Add(t), cause, rng.Float64())
 		if dec.Terminal != client.NotEnded {
 			res.GaveUp++
 			return

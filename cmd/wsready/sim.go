@@ -97,9 +97,14 @@ func runSim(args []string, stdout io.Writer) error {
 		{fmt.Sprintf("stage 6, refusals with retry-after %v", *retryAfter), true, *retryAfter, 0},
 		{fmt.Sprintf("stage 6, budget %d", *budget), true, 0, *budget},
 		{fmt.Sprintf("stage 6, retry-after %v and budget %d", *retryAfter, *budget), true, *retryAfter, *budget},
+		{"stage 5, the server hands out reconnect slots", false, -1, 0},
+		{"stage 6, the server hands out reconnect slots", true, -1, 0},
 	} {
 		c := cfg
 		c.Session, c.RetryAfter, c.Budget = v.s6, v.ra, v.budget
+		if v.ra < 0 {
+			c.RetryAfter, c.Slots = 0, true
+		}
 		r, err := sim.Run(c, jitter)
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
