@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure clean
+.PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -addr $(ADDR)
@@ -50,6 +50,11 @@ size: wasm
 
 sim:
 	$(GO) run ./cmd/wsready sim -seed 1 -svg docs -out docs/sim.md -json docs/sim.json
+
+# Real sockets: 5,000 clients through a Restart, stage 5 against stage 6
+# with and without reconnect slots, beside the simulator (about 4 minutes).
+storm: build
+	./bin/wsready storm -compare -clients 5000 -json docs/storm.json -md docs/storm.md
 
 measure: build chromium
 	WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./e2e

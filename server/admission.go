@@ -73,8 +73,9 @@ type admission struct {
 }
 
 type tenant struct {
-	lim  *rate.Limiter
-	used time.Time
+	lim   *rate.Limiter
+	used  time.Time
+	slots *slots.Allocator // for refusals by this tenant's own limit
 }
 
 const (
@@ -94,11 +95,25 @@ func newAdmission(o *Options) *admission {
 	return a
 }
 
-// allow takes a token from the fleet and the tenant's limiter (or the
-// probe limiter for the operator's probes).
-func (a *admission) allow(ip string, probe bool, now time.Time) bool {
+// verdict is admission's answer for one handshake.
+type verdict uint8
+
+const (
+	admitted      verdict = iota
+	fleetRefused          // the fleet-wide ceiling: a slot from the fleet's schedule
+	tenantRefused         // the tenant's own ceiling: a slot from its own schedule
+)
+
+// allow takes a token from the tenant's and the fleet's limiter (or the
+// probe limiter for the operator's probes). A tenant over its own ceiling
+// is refused with a slot from its own schedule, so a flood from one
+// address pushes back only itself, never the fleet's slots.
+func (a *admission) allow(ip string, probe bool, now time.Time) (verdict, time.Duration) {
 	if probe {
-		return a.probe.AllowN(now, 1)
+		if a.probe.AllowN(now, 1) {
+			return admitted, 0
+		}
+		return fleetRefused, 0
 	}
 	a.mu.Lock()
 	t := a.tenants[ip]
@@ -112,17 +127,22 @@ func (a *admission) allow(ip string, probe bool, now time.Time) bool {
 		}
 		if len(a.tenants) >= maxTenants {
 			a.mu.Unlock()
-			return false // more live tenants than we track: refuse new ones
+			return fleetRefused, 0 // more live tenants than we track: refuse new ones
 		}
-		t = &tenant{lim: rate.NewLimiter(a.rate, a.burst)}
+		t = &tenant{lim: rate.NewLimiter(a.rate, a.burst), slots: slots.New(float64(a.rate))}
 		a.tenants[ip] = t
 	}
 	t.used = now
-	ok := t.lim.AllowN(now, 1)
+	if !t.lim.AllowN(now, 1) {
+		d := max(t.slots.Take(now, now).Sub(now), time.Millisecond)
+		a.mu.Unlock()
+		return tenantRefused, d
+	}
 	a.mu.Unlock()
-	// The tenant's token is spent even when the fleet refuses: a flooding
-	// tenant pays for its own flood.
-	return ok && a.fleet.AllowN(now, 1)
+	if !a.fleet.AllowN(now, 1) {
+		return fleetRefused, 0
+	}
+	return admitted, 0
 }
 
 // slot hands out the next reconnect slot at or after notBefore, and
@@ -148,26 +168,31 @@ func (s *Server) admit(r *http.Request, ip string) *refusal {
 		ref = &refusal{why: "server shutting down: try again later", kind: outShutdown, status: http.StatusServiceUnavailable}
 	case now.Before(s.restartUntil):
 		ref = &refusal{why: "restarting: try again later", kind: outRestart, status: http.StatusServiceUnavailable}
-		ref.after = s.adm.slot(now, s.restartUntil)
+		ref.after = s.slotAfter(now, s.restartUntil)
 	case s.drainingLocked():
 		ref = &refusal{why: "draining: try again later", kind: outDrain, status: http.StatusServiceUnavailable}
-		ref.after = s.adm.slot(now, s.drainEndsLocked())
+		ref.after = s.slotAfter(now, s.drainEndsLocked())
 	case s.admitted >= s.opts.MaxConns:
 		s.counters.refusedFull++
 		ref = &refusal{why: "server at its connection limit: try again later", kind: outLimit, status: http.StatusServiceUnavailable}
 	case s.perIP[ip] >= s.opts.MaxConnsPerIP:
 		s.counters.refusedPerIP++
 		ref = &refusal{why: "too many connections from this address: try again later", kind: outLimit, status: http.StatusServiceUnavailable}
-	case !s.adm.allow(ip, probe, now):
+	default:
+		v, after := s.adm.allow(ip, probe, now)
+		if v == admitted {
+			s.admitted++
+			s.perIP[ip]++
+			return nil
+		}
 		s.counters.refusedRate++
 		ref = &refusal{why: "too many handshakes: try again later", kind: outAdmission, status: http.StatusTooManyRequests}
-	default:
-		s.admitted++
-		s.perIP[ip]++
-		return nil
+		if v == tenantRefused && !s.opts.NoSlots {
+			ref.after = after
+		}
 	}
 	if ref.after == 0 {
-		ref.after = s.adm.slot(now, now)
+		ref.after = s.slotAfter(now, now)
 	}
 	s.counters.refused++
 	return ref
@@ -177,7 +202,9 @@ func (s *Server) admit(r *http.Request, ip string) *refusal {
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 	s.metrics.handshake(ref.kind)
 	if s.opts.RefuseWith == RefuseHTTP {
-		w.Header().Set("Retry-After", itoa64(int64(ceilSeconds(ref.after))))
+		if ref.after > 0 {
+			w.Header().Set("Retry-After", itoa64(int64(ceilSeconds(ref.after))))
+		}
 		http.Error(w, ref.why, ref.status)
 		return
 	}
@@ -185,7 +212,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 	if err != nil {
 		return
 	}
-	ws.Close(protocol.CloseTryAgainLater, retryAfterReason(ref.after))
+	ws.Close(protocol.CloseTryAgainLater, slotText(ref.after))
 }
 
 // release gives back the place admit reserved, for a handshake that failed
@@ -231,12 +258,27 @@ func websocketAccept(w http.ResponseWriter, r *http.Request, origins []string) (
 	return websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: origins})
 }
 
-func retryAfterReason(d time.Duration) string { return protocol.RetryAfterReason(d) }
+// slotAfter takes a reconnect slot at or after notBefore and returns how
+// far from now it is; 0 with NoSlots.
+func (s *Server) slotAfter(now, notBefore time.Time) time.Duration {
+	if s.opts.NoSlots {
+		return 0
+	}
+	return s.adm.slot(now, notBefore)
+}
+
+// slotText renders a slot as a close reason; "" for none.
+func slotText(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return protocol.RetryAfterReason(d)
+}
 
 // slotReason takes a reconnect slot at or after notBefore and renders it as
 // a close reason.
 func (s *Server) slotReason(notBefore time.Time) string {
-	return protocol.RetryAfterReason(s.adm.slot(s.opts.Now(), notBefore))
+	return slotText(s.slotAfter(s.opts.Now(), notBefore))
 }
 
 func (s *Server) restartEnd() time.Time {

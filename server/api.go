@@ -69,7 +69,8 @@ type Limits struct {
 // Stats is the server's own accounting, as GET /api/stats returns it.
 type Stats struct {
 	Now              time.Time   `json:"now"`
-	Demo             bool        `json:"demo"` // the failure switches can be changed
+	Demo             bool        `json:"demo"`  // the failure switches can be changed
+	Slots            bool        `json:"slots"` // refusals, Restart and drains carry reconnect slots
 	Open             int         `json:"open"`
 	Subscribed       int         `json:"subscribed"`
 	Handshakes       uint64      `json:"handshakes"`       // since start
@@ -119,7 +120,7 @@ func (s *Server) Stats() Stats {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	st := Stats{
-		Now: now, Demo: s.opts.Demo, Open: len(s.conns), Handshakes: k.handshakes,
+		Now: now, Demo: s.opts.Demo, Slots: !s.opts.NoSlots, Open: len(s.conns), Handshakes: k.handshakes,
 		HandshakesWindow: k.handshakesWindow, RefusedWindow: k.refused,
 		ResetAt: k.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
 		Faults: s.faultsLocked(now, frozen),
@@ -234,7 +235,7 @@ func (s *Server) Restart() {
 	// reconnect slot, spread under the admission rate after the downtime.
 	now := s.opts.Now()
 	for _, c := range s.conns {
-		c.closeAsync(protocol.CloseServiceRestart, protocol.RetryAfterReason(s.adm.slot(now, s.restartUntil)))
+		c.closeAsync(protocol.CloseServiceRestart, slotText(s.slotAfter(now, s.restartUntil)))
 	}
 	s.mu.Unlock()
 	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)
@@ -310,8 +311,14 @@ func (s *Server) SetOverload(on bool) {
 	s.log.Info("switch", "overload", on)
 }
 
+// serveStats is GET /api/stats; ?connections=false leaves out the
+// per-connection list (a poller that needs the counters only).
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.Stats())
+	st := s.Stats()
+	if r.URL.Query().Get("connections") == "false" {
+		st.Connections = nil
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) serveFaults(w http.ResponseWriter, r *http.Request) {

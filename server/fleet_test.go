@@ -122,6 +122,7 @@ func TestSweepClosesAPeerThatNeverAnswers(t *testing.T) {
 	}
 	_ = ws // never read: no pong ever
 	start := time.Now()
+	waitFor(t, time.Second, "the silent peer registered", func() bool { return f.srv.Stats().Open == 2 })
 	waitFor(t, 3*time.Second, "the silent peer swept", func() bool { return f.srv.Stats().Open == 1 })
 	took := time.Since(start)
 	want := 2*interval + grace

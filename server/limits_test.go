@@ -240,7 +240,10 @@ func TestAFrozenConnectionEndsWhenItsPeerGoes(t *testing.T) {
 		}
 		ws.CloseNow()
 	}
-	waitFor(t, 3*time.Second, "frozen connections of gone peers closed", func() bool { return f.srv.Stats().Open == 0 })
+	waitFor(t, 3*time.Second, "frozen connections of gone peers closed", func() bool {
+		st := f.srv.Stats()
+		return st.Open == 0 && st.Limits.PeerGone == 3
+	})
 	if !f.srv.Stats().Faults.Freeze {
 		t.Fatal("freeze ended")
 	}

@@ -89,6 +89,9 @@ type Options struct {
 	// instead of the fleet's, so an operator's probe gets in during a storm.
 	ProbeKey  string
 	ProbeRate float64
+	// NoSlots turns reconnect slots off: refusals, Restart and drains then
+	// carry no retry-after (to compare, as make storm does). Default: slots.
+	NoSlots bool
 	// RefuseWith is how a refused handshake is answered: RefuseClose (the
 	// default: accept and close at once with 1013 and "retry-after-ms=N",
 	// which browsers can read) or RefuseHTTP (503 or 429 with Retry-After).

@@ -14,6 +14,7 @@ const usage = `usage: wsready <command> [flags]
 commands:
   serve   the backend, the demo page and the WebAssembly client
   sim     the virtual-time fleet simulator
+  storm   real clients through a Restart or a drain, against a real server
 
 Run "wsready <command> -h" for a command's flags.
 `
@@ -29,6 +30,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "sim":
 		err = runSim(os.Args[2:], os.Stdout)
+	case "storm":
+		err = runStorm(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -46,6 +46,7 @@ func serve(args []string) error {
 	tenantBurst := fs.Int("tenant-burst", 40, "burst above -tenant-rate")
 	probeKey := fs.String("probe-key", "", "a request with header X-Wsready-Probe: <key> draws from a reserved limiter (-probe-rate), so an operator's probe gets in during a storm; empty: none")
 	probeRate := fs.Float64("probe-rate", 5, "handshakes per second for probes")
+	slotsOn := fs.Bool("slots", true, "hand out reconnect slots (retry-after-ms=N) with refusals, Restart and drains")
 	refuseWith := fs.String("refuse", "close", "how a refused handshake is answered: close (accept, close 1013 with retry-after-ms=N; browsers can read it) or http (503/429 with Retry-After)")
 	sweepInterval := fs.Duration("sweep-interval", 10*time.Second, "liveness sweep: a WebSocket ping this often")
 	sweepGrace := fs.Duration("sweep-grace", 5*time.Second, "liveness sweep: a connection with no pong within two intervals plus this is closed")
@@ -118,7 +119,7 @@ func serve(args []string) error {
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
 		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold,
 		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
-		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith),
+		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
 		Static: web.FS(), Logger: log,
 	})
