@@ -28,7 +28,7 @@ func TestShape(t *testing.T) {
 			p.Offline = 6 * time.Second
 			session(p)
 		}),
-		6: with(freeze, session),
+		6: with(freeze, func(p *Plan) { session(p); p.Restart = true }),
 	}
 	rows := map[int]Row{}
 	for stage := 0; stage <= 6; stage++ {
@@ -114,6 +114,11 @@ func TestShape(t *testing.T) {
 	}
 	if g := s5.OverloadMinGapMs; g == nil || *g >= 5000 {
 		t.Errorf("stage 5 under Overload: shortest gap %s; its jitter ignores the retry-after", gap(g))
+	}
+	// Reconnect slots: a stage 6 tab comes back at its slot, right after
+	// the server accepts again, not at a backoff draw.
+	if d := s6.ReadyAfterRestartMs; d == nil || *d > 1000 {
+		t.Errorf("stage 6 READY %s after the server accepted again, want within 1 s", ms(d))
 	}
 	t.Logf("\n%s", SessionTable([]Row{s5, s6}))
 }
