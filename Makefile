@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm clean
+.PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -addr $(ADDR)
@@ -20,7 +20,7 @@ wasm:
 	gzip -9 -n -k -f $(STATIC)/wsready.wasm
 	cp $(WASM_EXEC) $(STATIC)/wasm_exec.js
 
-test: build chromium vet unit wasm-test fuzz e2e
+test: build chromium vet unit wasm-test fuzz example e2e
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
@@ -39,6 +39,26 @@ fuzz:
 # The browser suite: the smoke test and the CI subset of the measurements.
 e2e: build chromium
 	$(GO) test -count=1 -timeout 20m ./e2e
+
+# The npm package: dist/wsready-$(VERSION).tgz (npm pack; nothing is published).
+VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' version.go)
+NPMDIR := build/npm
+
+npm: wasm
+	rm -rf $(NPMDIR) && mkdir -p $(NPMDIR) dist
+	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE web/npm/README.md $(NPMDIR)/
+	sed 's/"version": ".*"/"version": "$(VERSION)"/' web/npm/package.json > $(NPMDIR)/package.json
+	cd $(NPMDIR) && npm pack --silent --pack-destination ../../dist >/dev/null
+	@ls -l dist/wsready-$(VERSION).tgz
+	node web/npm/node-check.mjs $(NPMDIR)/wsready.js
+
+# The Vite example app, built from the tarball (npm ci for Vite and
+# TypeScript, pinned in its lockfile), and a strict tsc check of a usage file
+# against the package's .d.ts. The browser suite loads the built app.
+example: npm
+	cd examples/vite && npm ci --silent --no-audit --no-fund && \
+	  npm install --silent --no-save --no-package-lock --no-audit --no-fund ../../dist/wsready-$(VERSION).tgz && \
+	  npx tsc -p tsconfig.json && npx vite build --logLevel warn
 
 chromium:
 	@command -v chromium >/dev/null || { echo "installing Chromium from Debian's packages"; \
@@ -60,4 +80,4 @@ measure: build chromium
 	WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./e2e
 
 clean:
-	rm -rf bin $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wasm_exec.js
+	rm -rf bin build dist examples/vite/dist examples/vite/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wasm_exec.js

@@ -1,6 +1,6 @@
 module github.com/wsready/wsready
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/coder/websocket v1.8.15

@@ -7,6 +7,7 @@ package main
 
 import (
 	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/wasm/bridge"
 	"time"
@@ -29,7 +30,7 @@ func main() {
 		return
 	}
 	api.Set("connect", connect)
-	api.Set("version", "1")
+	api.Set("version", wsready.Version)
 	safejs.Global().Set("__wsready", api)
 	if cb, err := safejs.Global().Get("__wsreadyLoaded"); err == nil && isFunc(cb) {
 		cb.Invoke()

@@ -5,8 +5,12 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+
+	"github.com/wsready/wsready"
 )
 
 const usage = `usage: wsready <command> [flags]
@@ -15,6 +19,7 @@ commands:
   serve   the backend, the demo page and the WebAssembly client
   sim     the virtual-time fleet simulator
   storm   real clients through a Restart or a drain, against a real server
+  version print the version
 
 Run "wsready <command> -h" for a command's flags.
 `
@@ -35,9 +40,15 @@ func main() {
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
+	case "version", "-version", "--version":
+		fmt.Println("wsready", wsready.Version)
+		return
 	default:
 		fmt.Fprintf(os.Stderr, "wsready: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the flag set printed its usage
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wsready:", err)

@@ -102,8 +102,12 @@ export interface ConnectOptions {
   token?: (opts: { force: boolean }) => string | Promise<string>;
   /** One record per reconnect decision. */
   onRecord?: (r: ReconnectRecord) => void;
-  /** Where wsready.wasm and wasm_exec.js live. Default: beside wsready.js. */
-  base?: URL;
+  /** Where wsready.wasm and wasm_exec.js live. Default: beside wsready.js (bundlers emit them there). */
+  base?: URL | string;
+  /** The wasm's URL, for a CDN. Default: new URL('./wsready.wasm', import.meta.url). */
+  wasmURL?: URL | string;
+  /** Go's wasm_exec.js, for a CDN. Default: new URL('./wasm_exec.js', import.meta.url). */
+  wasmExecURL?: URL | string;
   onState?: (s: State) => void;
   onUpdate?: (u: Update) => void;
   onEvent?: (e: ClientEvent) => void;
@@ -125,6 +129,8 @@ export declare class WsreadyError extends Error {
 }
 
 export interface Client {
+  /** The version the loaded wasm reports. */
+  readonly version: string;
   /**
    * Sends a request; params are JSON-encoded. Never throws: it rejects with
    * a TypeError for an empty method or params JSON cannot encode (BigInt,
@@ -144,6 +150,10 @@ export interface Client {
   close(): Promise<void>;
 }
 
-export declare function load(base?: URL): Promise<unknown>;
+export interface LoadOptions { base?: URL | string; wasmURL?: URL | string; wasmExecURL?: URL | string; }
+/** Loads the wasm once (connect calls it). Rejects with "unsupported environment" in Node.js, or without WebAssembly and a global WebSocket. */
+export declare function load(opts?: LoadOptions | URL | string): Promise<unknown>;
+/** This package's version. */
+export declare const version: string;
 export declare function defaultURL(): string;
 export declare function connect(opts?: ConnectOptions): Promise<Client>;

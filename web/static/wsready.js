@@ -8,13 +8,32 @@
 
 let loading;
 
-/** Loads wasm_exec.js and wsready.wasm once; later calls share the promise. */
-export function load(base = new URL('.', import.meta.url)) {
+// The literal new URL('./file', import.meta.url) form lets bundlers (Vite,
+// webpack) find, emit and rewrite these two files.
+const defaultWasmURL = () => new URL('./wsready.wasm', import.meta.url);
+const defaultWasmExecURL = () => new URL('./wasm_exec.js', import.meta.url);
+
+/**
+ * Loads wasm_exec.js and wsready.wasm once; later calls share the promise.
+ * opts: { wasmURL, wasmExecURL } to load them from elsewhere (a CDN), or a
+ * base URL (the directory holding both).
+ */
+export function load(opts = {}) {
+  if (opts instanceof URL || typeof opts === 'string') opts = { base: opts };
   if (!loading) {
     loading = (async () => {
-      if (!globalThis.Go) await import(new URL('wasm_exec.js', base).href);
+      const node = globalThis.process?.versions?.node;
+      if (node && typeof document === 'undefined') {
+        throw new Error(`wsready: unsupported environment: Node.js ${node}. This package runs in browsers (and web workers); in Go servers use github.com/wsready/wsready/client/native`);
+      }
+      if (typeof WebAssembly === 'undefined' || typeof globalThis.WebSocket === 'undefined') {
+        throw new Error('wsready: unsupported environment: it needs WebAssembly and a global WebSocket');
+      }
+      const base = opts.base !== undefined ? new URL(opts.base, globalThis.location?.href) : undefined;
+      const execURL = opts.wasmExecURL ?? (base ? new URL('wasm_exec.js', base) : defaultWasmExecURL());
+      const url = opts.wasmURL ?? (base ? new URL('wsready.wasm', base) : defaultWasmURL());
+      if (!globalThis.Go) await import(/* @vite-ignore */ String(execURL));
       const go = new globalThis.Go();
-      const url = new URL('wsready.wasm', base);
       const registered = new Promise((resolve) => { globalThis.__wsreadyLoaded = resolve; });
       let result;
       try {
@@ -47,12 +66,16 @@ export class WsreadyError extends Error {
 
 /** The default endpoint: /ws on the page's own host. */
 export function defaultURL() {
+  if (typeof location === 'undefined') throw new TypeError('wsready.connect: url is required outside a page');
   return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws';
 }
 
+/** The package's version (the wasm's own, once loaded, is client.version). */
+export const version = '0.3.0';
+
 /** Starts a client. It connects and reconnects in the background. */
 export async function connect(opts = {}) {
-  const api = await load(opts.base);
+  const api = await load({ base: opts.base, wasmURL: opts.wasmURL, wasmExecURL: opts.wasmExecURL });
   if (opts.token !== undefined && typeof opts.token !== 'function') {
     throw new TypeError('wsready.connect: token must be a function ({ force }) => string | Promise<string>');
   }
@@ -74,6 +97,7 @@ export async function connect(opts = {}) {
   if (h.error) throw new TypeError(h.error);
   let closing;
   const client = {
+    version: api.version,
     request(method, params) {
       // Never throws: every failure is a rejected promise.
       if (typeof method !== 'string' || method === '') {

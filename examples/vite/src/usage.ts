@@ -1,0 +1,35 @@
+// A usage file checked with tsc --strict against the package's .d.ts (make
+// example): every part of the public API a TypeScript app touches.
+import { connect, load, defaultURL, version, WsreadyError } from 'wsready';
+import type { Client, ConnectOptions, State, Stats, Update, ClientEvent, ReconnectRecord, Terminal, ErrorName } from 'wsready';
+
+async function main(): Promise<void> {
+  const opts: ConnectOptions = {
+    url: 'wss://example.com/ws',
+    stage: 6,
+    budget: 10,
+    windowMs: 120_000,
+    token: async ({ force }: { force: boolean }) => (force ? 'fresh' : 'cached'),
+    onState: (s: State) => { const t: Terminal | null = s.ended; void t; },
+    onUpdate: (u: Update) => { const seq: number = u.seq; void seq; },
+    onEvent: (e: ClientEvent) => { const k: string = e.kind; void k; },
+    onRecord: (r: ReconnectRecord) => { const o: string = r.outcome; void o; },
+  };
+  await load({ wasmURL: new URL('https://cdn.example.com/wsready.wasm') });
+  const c: Client = await connect(opts);
+  const n: number = await c.request<number>('echo', 1);
+  const st: Stats = c.stats();
+  void n; void st; void defaultURL; void version;
+  try {
+    await c.request('echo', { a: 1 });
+  } catch (e) {
+    if (e instanceof WsreadyError) {
+      const name: ErrorName = e.name;
+      const retry: boolean = e.safeToRetry;
+      void name; void retry;
+    }
+  }
+  c.reconnect();
+  await c.close();
+}
+void main;
