@@ -81,7 +81,7 @@ type Core struct {
 
 	nextID  uint64
 	pending map[uint64]*pendingRequest
-	queue   []*pendingRequest // by deadline (all requests share one timeout)
+	queue   []*pendingRequest // by deadline
 
 	lastState    State
 	stateEmitted bool

@@ -140,3 +140,31 @@ func TestBadStageIsErrBadStage(t *testing.T) {
 		}
 	}
 }
+
+// A request's own timeout: a short one times out first even when sent
+// after a longer one.
+func TestRequestsHaveTimeoutsOfTheirOwn(t *testing.T) {
+	h := newHarness(t, 5)
+	h.start()
+	h.ready()
+	long := h.c.RequestTimeout("echo", nil, 4*time.Second, h.now)
+	short := h.c.RequestTimeout("echo", nil, time.Second, h.now)
+	def := h.c.Request("echo", nil, h.now)
+	bad := h.c.RequestTimeout("echo", nil, -time.Second, h.now)
+	h.drain()
+	if !errors.Is(h.settled[bad].Err, ErrInvalidRequest) {
+		t.Fatalf("negative timeout: %+v", h.settled[bad])
+	}
+	h.keepAlive(h.last(), 1100*time.Millisecond)
+	if _, ok := h.settled[short]; !ok || len(h.settled) != 2 {
+		t.Fatalf("after 1.1 s: settled %v", h.order)
+	}
+	h.keepAlive(h.last(), 3*time.Second)
+	if _, ok := h.settled[long]; !ok {
+		t.Fatalf("after 4.1 s: settled %v", h.order)
+	}
+	h.keepAlive(h.last(), time.Second)
+	if !errors.Is(h.settled[def].Err, ErrRequestTimeout) || !slices.Equal(h.order, []uint64{bad, short, long, def}) {
+		t.Fatalf("order %v", h.order)
+	}
+}

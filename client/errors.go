@@ -21,6 +21,10 @@ var (
 	// (an empty method, params that are not JSON). Fix the call; retrying
 	// it as it is fails the same way.
 	ErrInvalidRequest = errors.New("invalid request")
+	// ErrAborted: the caller gave up on the request (an AbortSignal, a
+	// cancelled context). If it was sent, its outcome is unknown and a late
+	// response is dropped.
+	ErrAborted = errors.New("aborted")
 )
 
 // RequestError is a client-side request failure. Kind is one of ErrNotReady,
@@ -73,6 +77,8 @@ func ErrorName(err error) string {
 		return "ConnectionClosed"
 	case errors.Is(err, ErrInvalidRequest):
 		return "InvalidRequest"
+	case errors.Is(err, ErrAborted):
+		return "Aborted"
 	case errors.As(err, &se):
 		return "ServerError"
 	}

@@ -25,11 +25,19 @@ type pendingRequest struct {
 // old request matches nothing and is dropped. A client that is not READY
 // settles the request at once with ErrNotReady: it was never sent.
 func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
+	return c.RequestTimeout(method, params, 0, now)
+}
+
+// RequestTimeout is Request with a timeout of its own (with Registry); 0
+// means Config.RequestTimeout, a negative one is invalid.
+func (c *Core) RequestTimeout(method string, params []byte, timeout time.Duration, now time.Time) uint64 {
 	c.nextID++
 	id := c.nextID
 	switch {
 	case method == "":
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "method must not be empty"})
+	case timeout < 0:
+		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "timeout must not be negative"})
 	case params != nil && !protocol.Valid(params):
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "params are not valid JSON"})
 	case c.ended == Stopped:
@@ -41,8 +49,18 @@ func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
 	default:
 		p := &pendingRequest{id: id, epoch: c.current}
 		if c.cfg.Features.Registry {
-			p.deadline = now.Add(c.cfg.RequestTimeout)
-			c.queue = append(c.queue, p)
+			if timeout == 0 {
+				timeout = c.cfg.RequestTimeout
+			}
+			p.deadline = now.Add(timeout)
+			// Kept in deadline order: requests may have timeouts of their own.
+			i, _ := slices.BinarySearchFunc(c.queue, p.deadline, func(q *pendingRequest, t time.Time) int {
+				if q.deadline.After(t) {
+					return 1
+				}
+				return -1
+			})
+			c.queue = slices.Insert(c.queue, i, p)
 		}
 		c.pending[id] = p
 		c.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: method, Params: params})

@@ -95,3 +95,54 @@ func TestHandleAfterCloseAndBadRequests(t *testing.T) {
 		t.Fatalf("server connections after close: %d, want only the embed page's", n)
 	}
 }
+
+// The JS API's options: ready(), a request's own timeout and AbortSignal,
+// on/off listeners, and state() keys in a stable order.
+func TestJSAPIOptions(t *testing.T) {
+	env, b := newEnv(t)
+	if err := b.Navigate(env.Base + "/embed.html"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(b, "window.embedResult && embedResult.ready", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Eval[map[string]any](b, `import('./wsready.js').then(async (m) => {
+		const c = await m.connect({ stage: 6 });
+		let states = 0;
+		const off = c.on('state', () => states++);
+		await c.ready({ timeoutMs: 10000 });
+		const keys = Object.keys(c.state());
+		const sorted = [...keys].sort().join() === keys.join();
+		const ac = new AbortController();
+		const aborted = c.request('echo', 1, { signal: ac.signal });
+		ac.abort();
+		const pre = new AbortController(); pre.abort();
+		const before = await c.request('echo', 1, { signal: pre.signal }).then(() => 'resolved', (e) => e.name);
+		const abortedName = await aborted.then(() => 'resolved', (e) => e.name);
+		await fetch('/api/faults', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"slowReplies":true}' });
+		const t0 = performance.now();
+		const timedOut = await c.request('echo', 1, { timeoutMs: 300 }).then(() => 'resolved', (e) => e.name);
+		const took = performance.now() - t0;
+		await fetch('/api/faults', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"slowReplies":false}' });
+		const badTimeout = await c.request('echo', 1, { timeoutMs: -5 }).then(() => 'resolved', (e) => e.name);
+		off();
+		const seen = states;
+		await fetch('/api/faults', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"endSession":true}' });
+		for (let i = 0; i < 60 && c.state().ready; i++) await new Promise((r) => setTimeout(r, 50));
+		const ended = await c.ready({ timeoutMs: 5000 }).then(() => 'ready', (e) => e.name + ':' + e.ended).catch((e) => e.name);
+		const later = await new Promise((r) => setTimeout(r, 300)).then(() => states === seen);
+		return { sorted, keys: keys.join(), before, abortedName, timedOut, took, badTimeout, seen, ended, later };
+	})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["sorted"] != true || got["before"] != "Aborted" || got["abortedName"] != "Aborted" || got["timedOut"] != "RequestTimeout" || got["badTimeout"] != "TypeError" {
+		t.Fatalf("%v", got)
+	}
+	if took, _ := got["took"].(float64); took < 250 || took > 2000 {
+		t.Fatalf("a 300 ms timeout took %v ms", took)
+	}
+	if seen, _ := got["seen"].(float64); seen < 1 || got["ended"] != "SessionEnded:ended" || got["later"] != true {
+		t.Fatalf("%v", got)
+	}
+}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/hack-pad/safejs"
@@ -28,8 +29,10 @@ type driver struct {
 	timerID  safejs.Value
 	timerFn  safejs.Func
 	promises map[uint64]promise
-	funcs    []safejs.Func // released on stop
-	handle   []safejs.Func // the page's handle: released by its dispose, so state() works after close()
+	tickets  map[float64]uint64 // JS ticket -> request id, while pending
+	aborted  map[float64]bool   // tickets aborted before their request step ran (at most 1024)
+	funcs    []safejs.Func      // released on stop
+	handle   []safejs.Func      // the page's handle: released by its dispose, so state() works after close()
 	netFns   map[string]safejs.Func
 	doc      safejs.Value
 	docFn    safejs.Func
@@ -42,7 +45,31 @@ type jsSocket struct {
 	funcs []safejs.Func
 }
 
-type promise struct{ resolve safejs.Value }
+type promise struct {
+	resolve safejs.Value
+	ticket  float64
+}
+
+// errAborted settles a request whose AbortSignal fired.
+var errAborted = &client.RequestError{Kind: client.ErrAborted, Detail: "the AbortSignal fired"}
+
+// cancel settles the request with ticket as Aborted: the core forgets it
+// (a late response is dropped) or, if it was not sent yet, it never is.
+func (d *driver) cancel(ticket float64, now time.Time) {
+	id, ok := d.tickets[ticket]
+	if !ok {
+		if len(d.aborted) < 1024 {
+			d.aborted[ticket] = true // its request step is still queued
+		}
+		return
+	}
+	delete(d.tickets, ticket)
+	if p, ok := d.promises[id]; ok {
+		delete(d.promises, id)
+		d.core.Cancel(id, now)
+		d.call(p.resolve, bridge.SettleValue(nil, errAborted))
+	}
+}
 
 func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, tokenFn safejs.Value) (*driver, error) {
 	cfg, err := client.StageConfig(o.Stage, rand.Float64)
@@ -58,7 +85,8 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, tokenFn s
 	}
 	d := &driver{url: o.URL, core: core, q: bridge.NewQueue[func(time.Time)](),
 		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, tokenFn: tokenFn,
-		sockets: map[client.SocketID]*jsSocket{}, promises: map[uint64]promise{}}
+		sockets: map[client.SocketID]*jsSocket{}, promises: map[uint64]promise{},
+		tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
 	d.timerFn, err = safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
 		d.q.Push(func(now time.Time) { d.core.Tick(now) })
 		return nil
@@ -259,6 +287,7 @@ func (d *driver) apply() {
 		case client.EffSettle:
 			if p, ok := d.promises[e.ID]; ok {
 				delete(d.promises, e.ID)
+				delete(d.tickets, p.ticket)
 				d.call(p.resolve, bridge.SettleValue(e.Result, e.Err))
 			}
 		case client.EffState:
@@ -288,7 +317,7 @@ func (d *driver) call(fn safejs.Value, arg map[string]any) {
 	if !isFunc(fn) {
 		return
 	}
-	v, err := safejs.ValueOf(arg)
+	v, err := jsObject(arg)
 	if err == nil {
 		_, err = fn.Invoke(v)
 	}
@@ -466,14 +495,24 @@ func newPromise() (p, resolve safejs.Value, err error) {
 }
 
 // request starts a request and returns a Promise of its settle value.
-func (d *driver) request(method string, params []byte) (safejs.Value, error) {
+// A ticket (chosen by the JS wrapper, non-zero) names the request for an
+// AbortSignal's cancel; the map holds only requests still pending.
+func (d *driver) request(method string, params []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
 	p, resolve, err := newPromise()
 	if err != nil {
 		return safejs.Undefined(), err
 	}
 	if !d.q.Push(func(now time.Time) {
-		id := d.core.Request(method, params, now)
-		d.promises[id] = promise{resolve: resolve}
+		if ticket != 0 && d.aborted[ticket] {
+			delete(d.aborted, ticket) // aborted before it was sent: it never is
+			d.call(resolve, bridge.SettleValue(nil, errAborted))
+			return
+		}
+		id := d.core.RequestTimeout(method, params, timeout, now)
+		d.promises[id] = promise{resolve: resolve, ticket: ticket}
+		if ticket != 0 {
+			d.tickets[ticket] = id
+		}
 	}) {
 		d.call(resolve, bridge.SettleValue(nil, &client.RequestError{Kind: client.ErrNotReady, Detail: "client closed"}))
 	}
@@ -484,4 +523,29 @@ func consoleError(msg string) {
 	if c, err := safejs.Global().Get("console"); err == nil {
 		c.Call("error", msg)
 	}
+}
+
+// jsObject builds a plain JS object with m's keys in a stable (sorted)
+// order, so state(), stats() and the callbacks' objects always list their
+// keys the same way (safejs.ValueOf ranges over the map).
+func jsObject(m map[string]any) (safejs.Value, error) {
+	ctor, err := safejs.Global().Get("Object")
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	obj, err := ctor.New()
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := obj.Set(k, m[k]); err != nil {
+			return safejs.Undefined(), err
+		}
+	}
+	return obj, nil
 }

@@ -128,7 +128,19 @@ func connectJS(args []safejs.Value) any {
 		if params != nil && !protocol.Valid(params) {
 			return errorValue("request: params must be a JSON string")
 		}
-		p, err := d.request(method, params)
+		var timeout time.Duration
+		if len(a) > 2 && a[2].Type() == safejs.TypeNumber {
+			ms, _ := a[2].Float()
+			if ms < 0 || ms > 1e9 || ms != float64(int64(ms)) {
+				return errorValue("request: timeoutMs must be a whole number of milliseconds, 0 to 1e9")
+			}
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+		var ticket float64
+		if len(a) > 3 && a[3].Type() == safejs.TypeNumber {
+			ticket, _ = a[3].Float()
+		}
+		p, err := d.request(method, params, timeout, ticket)
 		if err != nil {
 			return errorValue("request: " + err.Error())
 		}
@@ -139,11 +151,11 @@ func connectJS(args []safejs.Value) any {
 	// not, so the read cannot race a step. After close they keep returning
 	// the final values (stopped: true).
 	h.Set("state", fn(func([]safejs.Value) any {
-		v, _ := safejs.ValueOf(bridge.StateValue(d.core.State()))
+		v, _ := jsObject(bridge.StateValue(d.core.State()))
 		return v
 	}))
 	h.Set("stats", fn(func([]safejs.Value) any {
-		v, _ := safejs.ValueOf(bridge.StatsValue(d.core.Stats()))
+		v, _ := jsObject(bridge.StatsValue(d.core.Stats()))
 		return v
 	}))
 	h.Set("close", fn(func([]safejs.Value) any {
@@ -152,6 +164,13 @@ func connectJS(args []safejs.Value) any {
 			return errorValue("close: " + err.Error())
 		}
 		return p
+	}))
+	h.Set("cancel", fn(func(a []safejs.Value) any {
+		if len(a) > 0 && a[0].Type() == safejs.TypeNumber {
+			ticket, _ := a[0].Float()
+			d.q.Push(func(now time.Time) { d.cancel(ticket, now) })
+		}
+		return nil
 	}))
 	h.Set("reconnect", fn(func([]safejs.Value) any {
 		d.q.Push(func(now time.Time) { d.core.Reconnect(now) })

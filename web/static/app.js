@@ -53,7 +53,7 @@ function showError(msg) {
 
 function setLight(name, level) {
   $(`l-${name}`).className = `light ${level}`;
-  $(`t-${name}`).textContent = level;
+  $(`t-${name}`).textContent = level === 'off' ? 'not tracked' : level;
 }
 
 function renderState(s) {

@@ -113,7 +113,23 @@ export interface ConnectOptions {
   onEvent?: (e: ClientEvent) => void;
 }
 
-export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'ServerError' | 'InvalidRequest';
+export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'ServerError' | 'InvalidRequest' | 'Aborted' | 'Timeout' | 'SessionEnded';
+
+/** What on(kind, fn) listens to. */
+export interface EventMap {
+  state: State;
+  update: Update;
+  event: ClientEvent;
+  record: ReconnectRecord;
+}
+export type EventKind = keyof EventMap;
+
+export interface RequestOptions {
+  /** This request's timeout; default the client's (5 s). RequestTimeout when it passes. */
+  timeoutMs?: number;
+  /** Aborting settles the request as Aborted (never sent if it was not yet; a late response is dropped). */
+  signal?: AbortSignal;
+}
 
 /**
  * A rejected request.
@@ -121,9 +137,14 @@ export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'Se
  * - RequestTimeout: outcome unknown; retry only if idempotent.
  * - ConnectionClosed: outcome unknown; retry only if idempotent.
  * - ServerError: the server refused it; `code` says why.
+ * - InvalidRequest: never sent (an empty method, params that are not JSON).
+ * - Aborted: its AbortSignal fired; never sent if it had not been yet.
+ * - Timeout, SessionEnded: from ready().
  */
 export declare class WsreadyError extends Error {
   name: ErrorName;
+  /** With SessionEnded: the terminal state. */
+  ended?: Terminal;
   code?: string;
   readonly safeToRetry: boolean;
 }
@@ -137,7 +158,12 @@ export interface Client {
    * a cycle, a function), and with a WsreadyError otherwise (NotReady after
    * close()).
    */
-  request<T = unknown>(method: string, params?: unknown): Promise<T>;
+  request<T = unknown>(method: string, params?: unknown, options?: RequestOptions): Promise<T>;
+  /** Resolves at READY; rejects with Timeout after timeoutMs, or SessionEnded (err.ended) on a terminal state. */
+  ready(options?: { timeoutMs?: number }): Promise<void>;
+  /** Adds a listener beside the constructor's callbacks; returns a function that removes it. */
+  on<K extends EventKind>(kind: K, fn: (v: EventMap[K]) => void): () => void;
+  off<K extends EventKind>(kind: K, fn: (v: EventMap[K]) => void): void;
   state(): State;
   stats(): Stats;
   /** Starts a fresh session (fresh budget and window), also after a terminal state; not after close(). */

@@ -53,7 +53,10 @@ export function load(opts = {}) {
   return loading;
 }
 
-/** A rejected request. name is NotReady, RequestTimeout, ConnectionClosed or ServerError. */
+/**
+ * A rejected request (NotReady, RequestTimeout, ConnectionClosed, ServerError,
+ * InvalidRequest, Aborted) or ready() (Timeout, SessionEnded).
+ */
 export class WsreadyError extends Error {
   constructor(name, message, code) {
     super(message);
@@ -79,26 +82,61 @@ export async function connect(opts = {}) {
   if (opts.token !== undefined && typeof opts.token !== 'function') {
     throw new TypeError('wsready.connect: token must be a function ({ force }) => string | Promise<string>');
   }
+  // Each kind of event goes to the constructor's callback and to on() listeners.
+  const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set() };
+  const emit = (kind, cb, v) => {
+    for (const fn of [cb, ...listeners[kind]]) {
+      if (typeof fn !== 'function') continue;
+      try { fn(v); } catch (e) { console.error(`wsready: a ${kind} listener threw`, e); }
+    }
+  };
+  let lastState;
   const h = api.connect({
     url: opts.url ?? defaultURL(),
     stage: opts.stage,
     budget: opts.budget,
     windowMs: opts.windowMs,
     token: opts.token,
-    onRecord: opts.onRecord,
-    onState: opts.onState,
-    onUpdate: opts.onUpdate && ((u) => {
+    onRecord: (r) => emit('record', opts.onRecord, r),
+    onState: (s) => { lastState = s; emit('state', opts.onState, s); },
+    onUpdate: (u) => {
       let data;
       try { data = JSON.parse(u.data); } catch { data = u.data; }
-      opts.onUpdate({ ...u, data });
-    }),
-    onEvent: opts.onEvent,
+      emit('update', opts.onUpdate, { ...u, data });
+    },
+    onEvent: (e) => emit('event', opts.onEvent, e),
   });
   if (h.error) throw new TypeError(h.error);
   let closing;
+  let tickets = 0;
   const client = {
     version: api.version,
-    request(method, params) {
+    /** Adds a listener; returns a function that removes it. */
+    on(kind, fn) {
+      if (!(kind in listeners)) throw new TypeError(`wsready: unknown event kind ${JSON.stringify(kind)}; kinds are ${Object.keys(listeners).join(', ')}`);
+      if (typeof fn !== 'function') throw new TypeError('wsready: a listener must be a function');
+      listeners[kind].add(fn);
+      return () => listeners[kind].delete(fn);
+    },
+    off(kind, fn) { listeners[kind]?.delete(fn); },
+    /** Resolves at READY; rejects on timeout or when the session ends. */
+    ready({ timeoutMs } = {}) {
+      return new Promise((resolve, reject) => {
+        let timer;
+        const check = (s) => {
+          if (s.ready) { done(); resolve(); return true; }
+          if (s.ended) { done(); reject(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended })); return true; }
+          return false;
+        };
+        const done = () => { listeners.state.delete(check); clearTimeout(timer); };
+        if (check(h.state())) return;
+        listeners.state.add(check);
+        if (timeoutMs !== undefined) {
+          timer = setTimeout(() => { done(); reject(new WsreadyError('Timeout', `wsready: not READY within ${timeoutMs} ms`)); }, timeoutMs);
+        }
+      });
+    },
+    request(method, params, { timeoutMs, signal } = {}) {
       // Never throws: every failure is a rejected promise.
       if (typeof method !== 'string' || method === '') {
         return Promise.reject(new TypeError('wsready: request method must be a non-empty string'));
@@ -112,9 +150,17 @@ export async function connect(opts = {}) {
       if (params !== undefined && json === undefined) {
         return Promise.reject(new TypeError('wsready: request params cannot be sent as JSON'));
       }
-      const p = h.request(method, json);
+      if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
+        return Promise.reject(new TypeError('wsready: request timeoutMs must be a positive whole number'));
+      }
+      if (signal?.aborted) return Promise.reject(new WsreadyError('Aborted', 'wsready: the AbortSignal fired before the request was sent'));
+      const ticket = ++tickets;
+      const p = h.request(method, json, timeoutMs ?? 0, ticket);
       if (p.error) return Promise.reject(new TypeError(p.error));
+      const onAbort = () => h.cancel(ticket);
+      signal?.addEventListener('abort', onAbort, { once: true });
       return p.then((v) => {
+        signal?.removeEventListener('abort', onAbort);
         if (v.ok) return JSON.parse(v.result);
         throw new WsreadyError(v.name, v.message, v.code);
       });

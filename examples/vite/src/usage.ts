@@ -33,3 +33,15 @@ async function main(): Promise<void> {
   await c.close();
 }
 void main;
+
+async function more(c: Client): Promise<void> {
+  const ac = new AbortController();
+  const r = c.request<{ ok: boolean }>('echo', { ok: true }, { timeoutMs: 2000, signal: ac.signal });
+  ac.abort();
+  await r.catch((e: unknown) => { if (e instanceof WsreadyError && e.name === 'Aborted') return; throw e; });
+  await c.ready({ timeoutMs: 1000 });
+  const off = c.on('state', (s: State) => { void s.ready; });
+  off();
+  c.on('record', (r: ReconnectRecord) => { void r.class; });
+}
+void more;
