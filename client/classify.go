@@ -74,6 +74,7 @@ type Cause struct {
 	By         By
 	Code       int           // the close code; 1006 when none came
 	RetryAfter time.Duration // a retry-after the server gave; 0 for none
+	Fail       FailureClass  // set when the driver or the core knows better than the code (failure.go)
 }
 
 // causeOf turns a driver's close report into a Cause: a code other than
@@ -86,6 +87,9 @@ func causeOf(code int, reason string) Cause {
 	}
 	if d, ok := protocol.ParseRetryAfter(reason); ok {
 		c.RetryAfter = d
+	}
+	if code == protocol.ClosePolicyViolation && reason == protocol.ReasonOriginNotAllowed {
+		c.Fail = FailOrigin // the server's fixed text, matched, not kept
 	}
 	return c
 }

@@ -77,6 +77,7 @@ type Core struct {
 	pingInterval time.Duration
 	readySince   time.Time
 	lostReadyAt  time.Time
+	lastErr      Failure         // cleared at READY
 	recoveries   []time.Duration // ring of the last maxRecoveries
 
 	nextID  uint64
@@ -292,6 +293,8 @@ func (c *Core) lost(now time.Time, cause Cause) {
 	c.current = 0
 	c.dl[dlConnect], c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}, time.Time{}
 	c.rejectAll("connection lost", false)
+	c.lastErr = failureOf(cause)
+	c.trace("error", 0, c.lastErr.Message())
 	c.scheduleReconnect(now, cause)
 }
 

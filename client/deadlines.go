@@ -33,5 +33,5 @@ var deadlineFired = [numDeadlines]func(*Core, time.Time){
 func (c *Core) connectTimedOut(now time.Time) {
 	c.trace("connect-timeout", c.current, "socket "+utoa(c.current)+" did not open within "+c.cfg.ConnectTimeout.String())
 	c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "connect timeout"})
-	c.lost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal})
+	c.lost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailTimeout})
 }

@@ -59,6 +59,9 @@ type State struct {
 	Ended Terminal
 	// EndCode is the close code that ended the session, if one did.
 	EndCode int
+	// LastError says why the client last lost its connection or failed to
+	// get one; zero once READY.
+	LastError Failure
 }
 
 func ready(t, p, s Level) bool {
@@ -84,6 +87,10 @@ func (c *Core) state() State {
 		}
 	}
 	st.Ready = ready(st.Transport, st.Protocol, st.Service)
+	if st.Ready {
+		c.lastErr = Failure{}
+	}
+	st.LastError = c.lastErr
 	return st
 }
 

@@ -131,7 +131,13 @@ func TestJSAPIOptions(t *testing.T) {
 		for (let i = 0; i < 60 && c.state().ready; i++) await new Promise((r) => setTimeout(r, 50));
 		const ended = await c.ready({ timeoutMs: 5000 }).then(() => 'ready', (e) => e.name + ':' + e.ended).catch((e) => e.name);
 		const later = await new Promise((r) => setTimeout(r, 300)).then(() => states === seen);
-		return { sorted, keys: keys.join(), before, abortedName, timedOut, took, badTimeout, seen, ended, later };
+		// A page whose origin the server does not accept learns why.
+		const other = await m.connect({ stage: 6, url: 'ws://localhost:' + location.port + '/ws' });
+		for (let i = 0; i < 100 && !other.state().lastError; i++) await new Promise((r) => setTimeout(r, 50));
+		const why = other.state().lastError;
+		await other.close();
+		return { sorted, keys: keys.join(), before, abortedName, timedOut, took, badTimeout, seen, ended, later,
+			whyClass: why && why.class, whyEnded: other.state().ended };
 	})`)
 	if err != nil {
 		t.Fatal(err)
@@ -144,5 +150,8 @@ func TestJSAPIOptions(t *testing.T) {
 	}
 	if seen, _ := got["seen"].(float64); seen < 1 || got["ended"] != "SessionEnded:ended" || got["later"] != true {
 		t.Fatalf("%v", got)
+	}
+	if got["whyClass"] != "origin" {
+		t.Fatalf("a foreign origin: lastError class %v (%v)", got["whyClass"], got)
 	}
 }

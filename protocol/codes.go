@@ -17,3 +17,8 @@ const (
 	CloseHeartbeatTimeout = 4408 // sent by the client when its watchdog gave up on the server
 	CloseSlowConsumer     = 4429 // the server's send queue to this client passed its byte bound, or a write made no progress within the write timeout
 )
+
+// ReasonOriginNotAllowed is the close reason (with 1008) a server gives a
+// page whose origin it does not accept: it accepts the upgrade and closes,
+// because a browser sees a refused handshake only as a bare 1006.
+const ReasonOriginNotAllowed = "origin not allowed"

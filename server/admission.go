@@ -45,9 +45,10 @@ const (
 	outShutdown  outcome = "shutdown_refused"
 	outOverload  outcome = "overload_refused"
 	outAuth      outcome = "auth_failed"
+	outOrigin    outcome = "origin_refused"
 )
 
-var outcomes = []outcome{outAccepted, outAdmission, outLimit, outRestart, outDrain, outShutdown, outOverload, outAuth}
+var outcomes = []outcome{outAccepted, outAdmission, outLimit, outRestart, outDrain, outShutdown, outOverload, outAuth, outOrigin}
 
 // refusal is a handshake that was turned away.
 type refusal struct {

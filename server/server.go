@@ -342,6 +342,15 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
+		// A browser sees a refused handshake only as a bare 1006: accept
+		// and close with 1008 and a fixed reason the page can show.
+		s.metrics.handshake(outOrigin)
+		if ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}); err == nil {
+			ws.Close(websocket.StatusPolicyViolation, protocol.ReasonOriginNotAllowed)
+		}
+		return
+	}
 	ip := remoteIP(r.RemoteAddr)
 	if ref := s.admit(r, ip); ref != nil {
 		s.refuse(w, r, ref)

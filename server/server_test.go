@@ -464,12 +464,21 @@ func TestAPanicInAHandlerStaysWithItsConnection(t *testing.T) {
 func TestCrossOriginUpgradeNeedsTheFlag(t *testing.T) {
 	f := newFixture(t, nil)
 	hdr := http.Header{"Origin": {"http://evil.example"}}
-	_, resp, err := websocket.Dial(context.Background(), f.url, &websocket.DialOptions{HTTPHeader: hdr})
-	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("cross-origin dial: %v %+v", err, resp)
+	ws, _, err := websocket.Dial(context.Background(), f.url, &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		t.Fatalf("cross-origin dial: %v", err)
+	}
+	// Accepted only to be closed with 1008 and a reason a page can show.
+	_, _, err = ws.Read(context.Background())
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != protocol.ReasonOriginNotAllowed {
+		t.Fatalf("cross-origin: %v", err)
+	}
+	if f.srv.Stats().Open != 0 {
+		t.Fatal("a cross-origin connection was registered")
 	}
 	g := newFixture(t, &Options{OriginPatterns: []string{"evil.example"}})
-	ws, _, err := websocket.Dial(context.Background(), g.url, &websocket.DialOptions{HTTPHeader: hdr})
+	ws, _, err = websocket.Dial(context.Background(), g.url, &websocket.DialOptions{HTTPHeader: hdr})
 	if err != nil {
 		t.Fatalf("listed origin refused: %v", err)
 	}

@@ -12,6 +12,7 @@ package native
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -66,11 +67,38 @@ type Client struct {
 	loopWG sync.WaitGroup // the loop
 	sockWG sync.WaitGroup // socket goroutines
 
-	mu      sync.Mutex
-	state   client.State
-	stats   client.Stats
-	changed chan struct{} // closed and replaced on every state change
-	done    chan struct{} // closed when the loop has stopped the core
+	mu       sync.Mutex
+	state    client.State
+	stats    client.Stats
+	changed  chan struct{} // closed and replaced on every state change
+	done     chan struct{} // closed when the loop has stopped the core
+	lastDial error         // the last dial's error, for WaitReady; guarded by mu
+}
+
+// NotReadyError is WaitReady's error when ctx ends first: it wraps ctx's
+// error and the last dial's, so errors.Is(err, context.DeadlineExceeded)
+// and errors.As(err, &netErr) both work.
+type NotReadyError struct {
+	Err      error // ctx's
+	LastDial error // nil if no dial failed
+	State    client.State
+}
+
+func (e *NotReadyError) Error() string {
+	s := "failed to get READY: " + e.Err.Error()
+	if e.LastDial != nil {
+		s += " (last dial: " + e.LastDial.Error() + ")"
+	} else if f := e.State.LastError; f.Class != client.FailNone {
+		s += " (" + f.Message() + ")"
+	}
+	return s
+}
+
+func (e *NotReadyError) Unwrap() []error {
+	if e.LastDial == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.LastDial}
 }
 
 type evKind uint8
@@ -201,6 +229,11 @@ func (c *Client) WaitReady(ctx context.Context) error {
 	})
 	if err == nil && ended.Ended != client.NotEnded {
 		return &EndedError{Ended: ended.Ended, Code: ended.EndCode}
+	}
+	if err != nil && ctx.Err() != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state}
 	}
 	return err
 }
@@ -441,6 +474,9 @@ func (c *Client) startSocket(id client.SocketID) *socket {
 		defer cancel()
 		ws, resp, err := websocket.Dial(ctx, c.url, c.opts.DialOptions)
 		if err != nil {
+			c.mu.Lock()
+			c.lastDial = fmt.Errorf("failed to dial: %w", err)
+			c.mu.Unlock()
 			// A refusal's Retry-After reaches the core the way a close
 			// reason's would; nothing else of the error does.
 			reason := ""

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"math/rand/v2"
 	"net/http/httptest"
 	"strings"
@@ -322,4 +323,32 @@ func TestNativeCloseClosesLeakedSockets(t *testing.T) {
 	if got := srv.Stats().PeerCloses.Normal - normal; got < uint64(open) {
 		t.Fatalf("%d of %d sockets closed with 1000; closes %+v, stats %+v", got, open, srv.Stats().PeerCloses, p.Stats())
 	}
+}
+
+// WaitReady against nothing listening says why: the last dial's error,
+// wrapped with the deadline, and the state's failure class.
+func TestNativeWaitReadySaysWhy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c, err := Dial(context.Background(), "ws://"+addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	err = c.WaitReady(ctx)
+	var nr *NotReadyError
+	var op *net.OpError
+	if !errors.As(err, &nr) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &op) {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	if f := c.State().LastError; f.Class != client.FailNetwork || f.Message() == "" {
+		t.Fatalf("last error %+v", f)
+	}
+	t.Log(err)
 }

@@ -78,7 +78,15 @@ func StateValue(s client.State) map[string]any {
 		"stopped":   s.Stopped,
 		"ended":     endedValue(s.Ended),
 		"endCode":   s.EndCode,
+		"lastError": failureValue(s.LastError),
 	}
+}
+
+func failureValue(f client.Failure) any {
+	if f.Class == client.FailNone {
+		return nil
+	}
+	return map[string]any{"class": string(f.Class), "code": f.Code, "message": f.Message()}
 }
 
 func endedValue(t client.Terminal) any {

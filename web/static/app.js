@@ -69,6 +69,7 @@ function renderState(s) {
   $('online').textContent = s.online ? 'online' : 'offline';
   $('ended').textContent = s.ended ? `${s.ended}${s.endCode ? ` (${s.endCode})` : ''}` : 'no';
   $('reconnect').hidden = !s.ended || s.ended === 'stopped';
+  $('last-error').textContent = s.lastError ? `${s.lastError.class}: ${s.lastError.message}` : 'none';
   if (demo.client) {
     const st = demo.client.stats();
     $('dials').textContent = st.dials;

@@ -29,6 +29,21 @@ export interface State {
   ended: Terminal | null;
   /** The close code that ended the session, or 0. */
   endCode: number;
+  /** Why the client last lost its connection or failed to get one; null once READY. */
+  lastError: Failure | null;
+}
+
+export interface Failure {
+  /**
+   * network: could not reach the server (a browser cannot tell DNS, refused, TLS and a dropped
+   * network apart); refused: the server asked to come back later; timeout; heartbeat; token;
+   * token_expired; forbidden; origin: the server does not accept this page's origin; ended;
+   * closed: the server closed with another code.
+   */
+  class: 'network' | 'refused' | 'timeout' | 'heartbeat' | 'token' | 'token_expired' | 'forbidden' | 'origin' | 'ended' | 'closed';
+  code: number;
+  /** A fixed sentence for the class; never the server's text. */
+  message: string;
 }
 
 export type Terminal = 'ended' | 'forbidden' | 'refresh_exhausted' | 'gave_up' | 'stopped';
@@ -60,9 +75,15 @@ export interface Update<T = unknown> {
   epoch: number;
 }
 
-/** A diagnostic event for logs: open, ping, watchdog, stale, subscribe, reconnect, offline, ... */
+/** The kinds of diagnostic event. */
+export type EventName = 'dial' | 'open' | 'close' | 'ping' | 'watchdog' | 'connect-timeout' | 'stale' | 'foreign' | 'subscribe'
+  | 'subscribed' | 'unsubscribed' | 'subscribe-timeout' | 'reconnect' | 'reconnect-wait' | 'reconnect-cancelled' | 'backoff-reset'
+  | 'offline' | 'online' | 'request-timeout' | 'response-dropped' | 'bad-frame' | 'server-error' | 'authenticated'
+  | 'token-failed' | 'ended' | 'stop' | 'error' | 'send-failed' | 'close-failed';
+
+/** A diagnostic event for logs (never the server's text). */
 export interface ClientEvent {
-  kind: string;
+  kind: EventName;
   detail: string;
   socket: number;
   /** For kind "reconnect": the delay chosen, in milliseconds. */

@@ -1,7 +1,7 @@
 // A usage file checked with tsc --strict against the package's .d.ts (make
 // example): every part of the public API a TypeScript app touches.
 import { connect, load, defaultURL, version, WsreadyError } from 'wsready';
-import type { Client, ConnectOptions, State, Stats, Update, ClientEvent, ReconnectRecord, Terminal, ErrorName } from 'wsready';
+import type { Client, ConnectOptions, State, Stats, Update, ClientEvent, ReconnectRecord, Terminal, ErrorName, Failure } from 'wsready';
 
 async function main(): Promise<void> {
   const opts: ConnectOptions = {
@@ -45,3 +45,9 @@ async function more(c: Client): Promise<void> {
   c.on('record', (r: ReconnectRecord) => { void r.class; });
 }
 void more;
+
+function why(c: Client): string {
+  const f: Failure | null = c.state().lastError;
+  return f ? `${f.class} ${f.code}: ${f.message}` : 'ok';
+}
+void why;
