@@ -17,7 +17,7 @@ build: wasm
 # The wasm and wasm_exec.js are generated, never committed.
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags=-s -o $(STATIC)/wsready.wasm ./wasm
-	gzip -9 -n -k -f $(STATIC)/wsready.wasm
+	$(GO) run ./internal/tools/precompress $(STATIC)/wsready.wasm
 	cp $(WASM_EXEC) $(STATIC)/wasm_exec.js
 
 test: build chromium vet unit wasm-test fuzz example e2e
@@ -65,8 +65,8 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 size: wasm
-	@raw=$$(stat -c %s $(STATIC)/wsready.wasm); gz=$$(stat -c %s $(STATIC)/wsready.wasm.gz); \
-	  awk -v r=$$raw -v g=$$gz 'BEGIN{printf "wsready.wasm     %8d bytes (%.2f MiB)\nwsready.wasm.gz  %8d bytes (%.2f MiB)\n", r, r/1048576, g, g/1048576}'
+	@raw=$$(stat -c %s $(STATIC)/wsready.wasm); gz=$$(stat -c %s $(STATIC)/wsready.wasm.gz); br=$$(stat -c %s $(STATIC)/wsready.wasm.br); \
+	  awk -v r=$$raw -v g=$$gz -v b=$$br 'BEGIN{printf "wsready.wasm     %8d bytes (%.2f MiB)\nwsready.wasm.gz  %8d bytes (%.2f MiB)\nwsready.wasm.br  %8d bytes (%.2f MiB)\n", r, r/1048576, g, g/1048576, b, b/1048576}'
 
 sim:
 	$(GO) run ./cmd/wsready sim -seed 1 -svg docs -out docs/sim.md -json docs/sim.json
@@ -80,4 +80,4 @@ measure: build chromium
 	WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./e2e
 
 clean:
-	rm -rf bin build dist examples/vite/dist examples/vite/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wasm_exec.js
+	rm -rf bin build dist examples/vite/dist examples/vite/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wsready.wasm.br $(STATIC)/wasm_exec.js

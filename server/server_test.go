@@ -4,6 +4,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -608,5 +610,48 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 	}
 	if err := <-readErr; websocket.CloseStatus(err) != websocket.StatusGoingAway && !errors.Is(err, io.EOF) {
 		t.Fatalf("client saw %v, want 1001", err)
+	}
+}
+
+// Brotli before gzip by q-value, identity when nothing fits; hashed names
+// are immutable; the client's files may be loaded cross-origin.
+func TestStaticNegotiatesEncodingAndCaching(t *testing.T) {
+	fsys := fstest.MapFS{
+		"wsready.wasm":    {Data: []byte("\x00asm raw")},
+		"wsready.wasm.gz": {Data: []byte("gzipped")},
+		"wsready.wasm.br": {Data: []byte("brotli")},
+		"index.html":      {Data: []byte("<!doctype html>")},
+	}
+	f := newFixture(t, &Options{Static: fsys})
+	get := func(path, accept string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", f.hs.URL+path, nil)
+		req.Header.Set("Accept-Encoding", accept)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	for accept, want := range map[string]string{
+		"gzip, deflate, br": "brotli", "br;q=0.5, gzip": "gzipped", "gzip": "gzipped", "br": "brotli",
+		"identity": "\x00asm raw", "": "\x00asm raw", "gzip;q=0, br;q=0": "\x00asm raw", "zstd": "\x00asm raw",
+	} {
+		resp, body := get("/wsready.wasm", accept)
+		if body != want || resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("Cache-Control") != "no-cache" {
+			t.Errorf("Accept-Encoding %q: %q %v", accept, body, resp.Header)
+		}
+	}
+	sum := sha256.Sum256([]byte("\x00asm raw"))
+	resp, body := get("/"+HashedName("wsready.wasm", hex.EncodeToString(sum[:8])), "br")
+	if resp.StatusCode != 200 || body != "brotli" || resp.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+		t.Fatalf("hashed name: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	if resp, _ := get("/wsready.0123456789abcdef.wasm", ""); resp.StatusCode != 404 {
+		t.Fatalf("a wrong hash: %d", resp.StatusCode)
+	}
+	if resp, _ := get("/index.html", ""); resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatal("the page itself is not for other origins")
 	}
 }

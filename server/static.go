@@ -10,43 +10,62 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// staticHandler serves the page and its assets from an fs.FS. Every file
-// gets a strong ETag and "Cache-Control: no-cache" (revalidate, then reuse),
-// and a file with a precompressed name.gz beside it is sent gzipped to
-// clients that accept it: the WASM is about four times smaller that way.
+// staticHandler serves the page and its assets from an fs.FS.
+//
+//   - Every file gets a strong ETag and "Cache-Control: no-cache"
+//     (revalidate, then reuse).
+//   - A file is also served under a content-hashed name, name.HASH.ext
+//     (HASH: the first 16 hex digits of its SHA-256), with "Cache-Control:
+//     public, max-age=31536000, immutable": a CDN or a page that links the
+//     hashed name never revalidates.
+//   - A file with precompressed name.br or name.gz beside it is sent
+//     compressed to clients that accept it, brotli first (Accept-Encoding
+//     with q-values; identity otherwise).
+//   - The client's own files (.js, .wasm, .d.ts) carry
+//     "Access-Control-Allow-Origin: *" so a page on another origin can load
+//     them; the WebSocket itself stays origin-checked.
 type staticHandler struct {
-	files map[string]*staticFile
+	files  map[string]*staticFile
+	hashed map[string]*staticFile // name.HASH.ext
 }
 
 type staticFile struct {
 	name     string
 	body     []byte
-	gz       []byte
+	gz, br   []byte
 	etag     string
 	gzETag   string
+	brETag   string
 	ctype    string
+	hash     string
 	modified time.Time
 }
 
 func newStaticHandler(fsys fs.FS) *staticHandler {
-	h := &staticHandler{files: map[string]*staticFile{}}
+	h := &staticHandler{files: map[string]*staticFile{}, hashed: map[string]*staticFile{}}
 	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, ".gz") {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, ".br") {
 			return nil
 		}
 		body, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return nil
 		}
-		f := &staticFile{name: p, body: body, etag: etagOf(body), ctype: contentType(p)}
+		sum := sha256.Sum256(body)
+		f := &staticFile{name: p, body: body, etag: etagOf(body), ctype: contentType(p), hash: hex.EncodeToString(sum[:8])}
 		if gz, err := fs.ReadFile(fsys, p+".gz"); err == nil {
 			f.gz, f.gzETag = gz, etagOf(gz)
 		}
+		if br, err := fs.ReadFile(fsys, p+".br"); err == nil {
+			f.br, f.brETag = br, etagOf(br)
+		}
 		h.files[p] = f
+		h.hashed[HashedName(p, f.hash)] = f
 		return nil
 	})
 	return h
@@ -81,31 +100,64 @@ func (h *staticHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "index.html"
 	}
+	hdr := w.Header()
 	f, ok := h.files[name]
-	if !ok {
+	if ok {
+		hdr.Set("Cache-Control", "no-cache")
+	} else if f, ok = h.hashed[name]; ok {
+		hdr.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
 		http.NotFound(w, r)
 		return
 	}
 	body, etag := f.body, f.etag
-	w.Header().Set("Content-Type", f.ctype)
-	w.Header().Set("Cache-Control", "no-cache")
-	if f.gz != nil {
-		w.Header().Set("Vary", "Accept-Encoding")
-		if acceptsGzip(r) {
+	hdr.Set("Content-Type", f.ctype)
+	switch path.Ext(f.name) {
+	case ".js", ".wasm", ".ts":
+		hdr.Set("Access-Control-Allow-Origin", "*")
+	}
+	if f.gz != nil || f.br != nil {
+		hdr.Set("Vary", "Accept-Encoding")
+		switch enc := negotiate(r.Header.Get("Accept-Encoding"), f.br != nil, f.gz != nil); enc {
+		case "br":
+			body, etag = f.br, f.brETag
+			hdr.Set("Content-Encoding", enc)
+		case "gzip":
 			body, etag = f.gz, f.gzETag
-			w.Header().Set("Content-Encoding", "gzip")
+			hdr.Set("Content-Encoding", enc)
 		}
 	}
-	w.Header().Set("ETag", etag)
+	hdr.Set("ETag", etag)
 	http.ServeContent(w, r, "", f.modified, bytes.NewReader(body))
 }
 
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.TrimSpace(enc) == "gzip" && strings.ReplaceAll(q, " ", "") != "q=0" {
-			return true
+// HashedName is the content-hashed name a file is also served under:
+// wsready.wasm with hash h is wsready.h.wasm.
+func HashedName(name, h string) string {
+	ext := path.Ext(name)
+	return strings.TrimSuffix(name, ext) + "." + h + ext
+}
+
+// negotiate picks the encoding to send from Accept-Encoding: the one with
+// the highest q among those available, brotli before gzip on a tie; ""
+// for identity (also when nothing acceptable is available).
+func negotiate(accept string, haveBr, haveGz bool) string {
+	best, bestQ := "", 0.0
+	for _, part := range strings.Split(accept, ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		enc = strings.ToLower(strings.TrimSpace(enc))
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		if q <= 0 || !(enc == "br" && haveBr || enc == "gzip" && haveGz) {
+			continue
+		}
+		if q > bestQ || q == bestQ && enc == "br" {
+			best, bestQ = enc, q
 		}
 	}
-	return false
+	return best
 }
