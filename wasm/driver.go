@@ -76,8 +76,8 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, tokenFn s
 	if err != nil {
 		return nil, err
 	}
+	cfg = o.Config(cfg)
 	cfg.Trace = isFunc(onEvent)
-	cfg.Budget, cfg.Window = o.Budget, o.Window
 	cfg.Auth = isFunc(tokenFn)
 	core, err := client.New(cfg)
 	if err != nil {

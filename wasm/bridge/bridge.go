@@ -163,6 +163,27 @@ type Options struct {
 	Stage  int
 	Budget int           // stage 6: attempts per run of failures; 0 unbounded
 	Window time.Duration // stage 6: how long a run of failures may last; 0 unbounded
+	// Timings; zero keeps the core's default (client.Config).
+	RequestTimeout, FirstPingTimeout, SubscribeTimeout, ConnectTimeout time.Duration
+	BackoffBase, BackoffCap, Cooldown                                  time.Duration
+}
+
+// Config applies the options to a stage's config.
+func (o Options) Config(cfg client.Config) client.Config {
+	cfg.Budget, cfg.Window = o.Budget, o.Window
+	cfg.RequestTimeout, cfg.FirstPingTimeout = o.RequestTimeout, o.FirstPingTimeout
+	cfg.SubscribeTimeout, cfg.ConnectTimeout, cfg.Cooldown = o.SubscribeTimeout, o.ConnectTimeout, o.Cooldown
+	if o.BackoffBase > 0 || o.BackoffCap > 0 {
+		p := client.FullJitter{Base: time.Second, Cap: 30 * time.Second}
+		if o.BackoffBase > 0 {
+			p.Base = o.BackoffBase
+		}
+		if o.BackoffCap > 0 {
+			p.Cap = o.BackoffCap
+		}
+		cfg.Policy = p
+	}
+	return cfg
 }
 
 // Getter reads one option: its value as a string or number and whether it
@@ -204,6 +225,32 @@ func ParseOptions(g Getter) (Options, error) {
 		return o, errors.New("wsready.connect: windowMs must be a whole number of milliseconds >= 0 (0: unbounded)")
 	} else if ok {
 		o.Window = time.Duration(n) * time.Millisecond
+	}
+	for _, t := range []struct {
+		name string
+		to   *time.Duration
+	}{
+		{"requestTimeoutMs", &o.RequestTimeout}, {"firstPingTimeoutMs", &o.FirstPingTimeout},
+		{"subscribeTimeoutMs", &o.SubscribeTimeout}, {"connectTimeoutMs", &o.ConnectTimeout},
+		{"backoffBaseMs", &o.BackoffBase}, {"backoffCapMs", &o.BackoffCap}, {"cooldownMs", &o.Cooldown},
+	} {
+		n, ok, err := g.Number(t.name)
+		if err != nil || ok && (n != math.Trunc(n) || n < 1 || n > 1e9) {
+			return o, errors.New("wsready.connect: " + t.name + " must be a whole number of milliseconds from 1 to 1e9")
+		}
+		if ok {
+			*t.to = time.Duration(n) * time.Millisecond
+		}
+	}
+	base, cap := o.BackoffBase, o.BackoffCap
+	if base == 0 {
+		base = time.Second
+	}
+	if cap == 0 {
+		cap = 30 * time.Second
+	}
+	if cap < base {
+		return o, errors.New("wsready.connect: backoffCapMs must be at least backoffBaseMs (defaults 1000 and 30000)")
 	}
 	return o, nil
 }

@@ -79,6 +79,20 @@ func TestSessionOptionsAndValues(t *testing.T) {
 	if err != nil || o.Budget != 10 || o.Window.Seconds() != 120 {
 		t.Fatalf("%+v %v", o, err)
 	}
+	o, err = ParseOptions(fakeGetter{"url": "ws://h", "requestTimeoutMs": 2000.0, "backoffBaseMs": 250.0, "cooldownMs": 3000.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := o.Config(client.Config{})
+	if cfg.RequestTimeout.Milliseconds() != 2000 || cfg.Cooldown.Milliseconds() != 3000 || cfg.Policy.String() != "full-jitter(base 250ms, cap 30s)" {
+		t.Fatalf("config %+v", cfg)
+	}
+	for _, bad := range []fakeGetter{{"url": "ws://h", "requestTimeoutMs": 0.0}, {"url": "ws://h", "backoffCapMs": 500.0},
+		{"url": "ws://h", "firstPingTimeoutMs": 1.5}} {
+		if _, err := ParseOptions(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
 	s := StateValue(client.State{Ended: client.Forbidden, EndCode: 4003})
 	if s["ended"] != "forbidden" || s["endCode"] != 4003 {
 		t.Fatalf("%v", s)

@@ -115,6 +115,19 @@ export interface ConnectOptions {
   budget?: number;
   /** Stage 6: how long one run of failures may last before "gave_up", in ms. Default 0: unbounded. */
   windowMs?: number;
+  /** A request's timeout (stage 1+). Default 5000. */
+  requestTimeoutMs?: number;
+  /** How long after open the first server ping may take (stage 2+); later, two server-announced intervals. Default 3000. */
+  firstPingTimeoutMs?: number;
+  /** How long to wait for "subscribed" before subscribing again (stage 4+). Default 2000. */
+  subscribeTimeoutMs?: number;
+  /** A socket not open by then is a failed attempt. Default 10000. */
+  connectTimeoutMs?: number;
+  /** Full jitter backoff (stage 5+): uniform in [0, min(cap, base * 2^attempt)). Defaults 1000 and 30000. */
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+  /** READY this long resets the backoff (stage 5+). Default 5000. */
+  cooldownMs?: number;
   /**
    * Called before every dial for the ticket sent in the first frame (never
    * in the URL). force: the server said the last one expired; return a

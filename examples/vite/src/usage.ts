@@ -9,6 +9,8 @@ async function main(): Promise<void> {
     stage: 6,
     budget: 10,
     windowMs: 120_000,
+    requestTimeoutMs: 2000, firstPingTimeoutMs: 3000, subscribeTimeoutMs: 2000, connectTimeoutMs: 10_000,
+    backoffBaseMs: 500, backoffCapMs: 20_000, cooldownMs: 5000,
     token: async ({ force }: { force: boolean }) => (force ? 'fresh' : 'cached'),
     onState: (s: State) => { const t: Terminal | null = s.ended; void t; },
     onUpdate: (u: Update) => { const seq: number = u.seq; void seq; },
