@@ -127,6 +127,17 @@ func StageFeatures(n int) (Features, error) {
 	}, nil
 }
 
+// MustStage returns the configuration of demo stage n (0..MaxStage) with
+// no random source (a driver supplies one); it panics on any other n, like
+// regexp.MustCompile, for use with a constant.
+func MustStage(n int) *Config {
+	c, err := StageConfig(n, nil)
+	if err != nil {
+		panic(err)
+	}
+	return &c
+}
+
 // StageConfig returns the defaults for demo stage n with the given random
 // source.
 func StageConfig(n int, rand func() float64) (Config, error) {

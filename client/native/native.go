@@ -26,9 +26,9 @@ import (
 // Options configures a Client. A nil *Options means the last stage (6,
 // the session contract) with the library's defaults.
 type Options struct {
-	// Stage picks the demo preset 0..6 when Config is nil. Default 6.
-	Stage *int
-	// Config, when set, is used as is (Rand defaults to math/rand/v2).
+	// Config is the client's configuration (Rand defaults to
+	// math/rand/v2). Default client.MustStage(client.MaxStage): every fix,
+	// the library's defaults. A demo stage: Config: client.MustStage(3).
 	Config *client.Config
 	// OnState, OnUpdate and OnEvent run on the client's goroutine: they
 	// must return quickly and must not call Request or Close (start a
@@ -164,19 +164,11 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	if opts != nil {
 		o = *opts
 	}
-	var cfg client.Config
+	cfg := client.MustStage(client.MaxStage)
 	if o.Config != nil {
-		cfg = *o.Config
-	} else {
-		stage := client.MaxStage
-		if o.Stage != nil {
-			stage = *o.Stage
-		}
-		var err error
-		if cfg, err = client.StageConfig(stage, nil); err != nil {
-			return nil, err
-		}
+		cfg = o.Config
 	}
+	cfg = new(*cfg)
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
@@ -189,9 +181,9 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = 2 * time.Second
 	}
-	core, err := client.New(cfg)
+	core, err := client.New(*cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("failed to dial: %w", err)
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{url: url, opts: o, core: core, events: make(chan event, 64), ctx: cctx, cancel: cancel,
