@@ -231,9 +231,16 @@ func (c *Client) WaitReady(ctx context.Context) error {
 }
 
 // Reconnect starts a fresh session (a fresh budget and window): after a
-// terminal state it dials again; a client that is down dials at once.
+// terminal state it dials again; a client that is down dials at once. It
+// returns once the client has taken it in (the state is no longer ended).
 func (c *Client) Reconnect() {
-	c.post(context.Background(), event{kind: evReconnect})
+	done := make(chan requestReply, 1)
+	if c.post(context.Background(), event{kind: evReconnect, reply: done}) {
+		select {
+		case <-done:
+		case <-c.done:
+		}
+	}
 }
 
 // WaitState blocks until cond holds for the client's state.
@@ -360,6 +367,8 @@ func (c *Client) loop() {
 				}
 			case evReconnect:
 				c.core.Reconnect(now)
+				c.apply(sockets, waiters, timer) // the state the caller waits on
+				e.reply <- requestReply{}
 			case evStop:
 				if stopping == nil {
 					c.core.Stop(now)
