@@ -26,9 +26,10 @@ vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./...
+	cd e2e && $(GO) vet ./...
 
 unit:
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -race -count=1 ./...
 
 wasm-test:
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./wasm/bridge
@@ -38,7 +39,7 @@ fuzz:
 
 # The browser suite: the smoke test and the CI subset of the measurements.
 e2e: build chromium
-	$(GO) test -count=1 -timeout 20m ./e2e
+	cd e2e && $(GO) test -count=1 -timeout 20m ./...
 
 # The npm package: dist/wsready-$(VERSION).tgz (npm pack; nothing is published).
 VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' version.go)
@@ -77,7 +78,7 @@ storm: build
 	./bin/wsready storm -compare -clients 5000 -json docs/storm.json -md docs/storm.md
 
 measure: build chromium
-	WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./e2e
+	cd e2e && WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
 
 clean:
 	rm -rf bin build dist examples/vite/dist examples/vite/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wsready.wasm.br $(STATIC)/wasm_exec.js
