@@ -32,7 +32,7 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 wasm-test:
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./wasm/bridge
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./internal/bridge
 
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 15s

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
-	"github.com/wsready/wsready/wasm/bridge"
+	"github.com/wsready/wsready/internal/bridge"
 )
 
 // driver runs one core in the browser. JS callbacks (socket events, the

@@ -8,8 +8,8 @@ package main
 import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready"
+	"github.com/wsready/wsready/internal/bridge"
 	"github.com/wsready/wsready/protocol"
-	"github.com/wsready/wsready/wasm/bridge"
 	"time"
 )
 
