@@ -187,7 +187,7 @@ function renderServer(st) {
 }
 
 async function pollServer() {
-  try { renderServer(await api('/api/stats')); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
+  try { renderServer(await api('/api/stats?connections=false')); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
 }
 
 function wireSwitches() {
@@ -244,7 +244,7 @@ async function main() {
   document.title = `wsready demo: stage ${stage}`;
   $('stage-desc').textContent = `Stage ${stage}. ${STAGES[stage]}`;
   let authOn = false;
-  try { const st = await api('/api/stats'); authOn = Boolean(st.auth && st.auth.mode !== 'off'); } catch { /* server down: no tickets */ }
+  try { const st = await api('/api/stats?connections=false'); authOn = Boolean(st.auth && st.auth.mode !== 'off'); } catch { /* server down: no tickets */ }
   try {
     demo.client = await connect({
       stage,
