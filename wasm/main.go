@@ -2,7 +2,7 @@
 
 // Command wasm is wsready's browser client: the client core driven by the
 // browser's WebSocket, timers and online/offline events, exposed to pages
-// as globalThis.__wsready (wrapped by web/static/wsready.js).
+// as globalThis.__wsready (wrapped by internal/web/static/wsready.js).
 package main
 
 import (

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
-	"github.com/wsready/wsready/web"
+	"github.com/wsready/wsready/internal/web"
 )
 
 func serve(args []string) error {

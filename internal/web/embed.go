@@ -1,6 +1,6 @@
 // Package web holds the demo page, the JS loader, its type declarations and
 // (once built) the WebAssembly client, embedded so the server binary runs
-// alone.
+// alone. Not API: the browser client ships as the npm package (make npm).
 package web
 
 import (
