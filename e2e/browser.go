@@ -22,8 +22,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/wsready/wsready/server"
 	"github.com/wsready/wsready/internal/web"
+	"github.com/wsready/wsready/server"
 )
 
 // Env is one real server on a random loopback port.

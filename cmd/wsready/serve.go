@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wsready/wsready/server"
 	"github.com/wsready/wsready/internal/web"
+	"github.com/wsready/wsready/server"
 )
 
 func serve(args []string) error {
