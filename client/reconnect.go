@@ -45,17 +45,15 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		c.record(rec)
 		c.end(now, d.Terminal, cause.Code)
 		return
-	case waitOnline:
+	case waitOnline || waitVisible:
 		rec.Outcome, rec.Delay = OutcomeWaitOnline, 0
+		why := "offline: reconnect waits for online"
+		if !waitOnline {
+			rec.Outcome, why = OutcomeWaitVisible, "page hidden: reconnect waits until it is visible"
+		}
 		c.record(rec)
 		c.reconnects = nil
-		c.trace("reconnect-wait", 0, "offline: reconnect waits for online")
-		return
-	case waitVisible:
-		rec.Outcome, rec.Delay = OutcomeWaitVisible, 0
-		c.record(rec)
-		c.reconnects = nil
-		c.trace("reconnect-wait", 0, "page hidden: reconnect waits until it is visible")
+		c.trace("reconnect-wait", 0, why)
 		return
 	case d.Refresh:
 		rec.Outcome = OutcomeRefresh

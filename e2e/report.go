@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"slices"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,6 +55,15 @@ func num(p *int) string {
 	return fmt.Sprint(*p)
 }
 
+// ranOr returns v, or "-" for a scenario this run skipped (the CI subset
+// skips some).
+func (r Row) ranOr(scenario, v string) string {
+	if !slices.Contains(r.Ran, scenario) {
+		return "-"
+	}
+	return v
+}
+
 // Table renders the rows as the SPEC's markdown table plus the extra
 // scenarios' columns.
 func Table(rows []Row) string {
@@ -61,17 +71,7 @@ func Table(rows []Row) string {
 	b.WriteString("| stage | Freeze detected after | Service outage detected after | Data after service recovery | Server-side connections after a 12 s Freeze | Connection attempts during 15 s of Flapping | Time to READY after Restart | Slow replies | Attempts while offline 10 s | READY after online |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		did := map[string]bool{}
-		for _, s := range r.Ran {
-			did[s] = true
-		}
-		// "-" marks a scenario this run skipped (the CI subset skips some).
-		or := func(scenario, v string) string {
-			if !did[scenario] {
-				return "-"
-			}
-			return v
-		}
+		or := r.ranOr
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Stage,
 			or("freeze", ms(r.FreezeDetectedMs)), or("serviceDown", ms(r.ServiceOutageDetectedMs)),
 			or("serviceDown", ms(r.DataAfterRecoveryMs)), or("freeze", num(r.ConnectionsAfterFreeze)),
@@ -87,16 +87,7 @@ func SessionTable(rows []Row) string {
 	b.WriteString("| stage | Handshakes during Short tokens (token refreshes) | Attempts after Revoke | Attempts after End session | Shortest gap between attempts under Overload (dials) | Terminal states reached |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		did := map[string]bool{}
-		for _, s := range r.Ran {
-			did[s] = true
-		}
-		or := func(scenario, v string) string {
-			if !did[scenario] {
-				return "-"
-			}
-			return v
-		}
+		or := r.ranOr
 		secs := func(ms int64) string { return fmt.Sprintf("%.0f s", float64(ms)/1000) }
 		ended := strings.Join(r.Ended, ", ")
 		if ended == "" {
