@@ -4,11 +4,11 @@ package e2e
 
 import (
 	"encoding/json"
-	"slices"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
