@@ -46,6 +46,7 @@ VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' version.go)
 NPMDIR := build/npm
 
 npm: wasm
+	@command -v npm >/dev/null || { echo "make npm needs Node.js with npm (the machine image has them)"; exit 1; }
 	rm -rf $(NPMDIR) && mkdir -p $(NPMDIR) dist
 	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE internal/web/npm/README.md $(NPMDIR)/
 	sed 's/"version": ".*"/"version": "$(VERSION)"/' internal/web/npm/package.json > $(NPMDIR)/package.json
@@ -57,6 +58,7 @@ npm: wasm
 # TypeScript, pinned in its lockfile), and a strict tsc check of a usage file
 # against the package's .d.ts. The browser suite loads the built app.
 example: npm
+	@command -v npm >/dev/null || { echo "make example needs Node.js 20.19+ with npm (the machine image has them)"; exit 1; }
 	cd examples/vite && npm ci --silent --no-audit --no-fund && \
 	  npm install --silent --no-save --no-package-lock --no-audit --no-fund ../../dist/wsready-$(VERSION).tgz && \
 	  npx tsc -p tsconfig.json && npx vite build --logLevel warn
