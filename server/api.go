@@ -165,6 +165,7 @@ func (s *Server) ResetCounters() {
 	s.counters.handshakesWindow = 0
 	s.counters.refused = 0
 	s.counters.resetAt = s.opts.Now()
+	s.auth.forgetRejections() // a demo that looped on Revoke starts clean
 }
 
 // SetFreeze turns the Freeze switch on or off.

@@ -192,6 +192,14 @@ func (a *authority) revoke(id string) bool {
 	return true
 }
 
+// forgetRejections clears the per-client-id rejection windows (the demo's
+// Reset counters).
+func (a *authority) forgetRejections() {
+	a.mu.Lock()
+	clear(a.rejections)
+	a.mu.Unlock()
+}
+
 // AuthStats is the authority's accounting in /api/stats.
 type AuthStats struct {
 	Mode       AuthMode `json:"mode"`
