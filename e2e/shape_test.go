@@ -47,7 +47,7 @@ func TestShape(t *testing.T) {
 			t.Errorf("stage %d detected the freeze after %d ms: it has no heartbeat", stage, *d)
 		}
 	}
-	for stage := 2; stage <= 5; stage++ {
+	for stage := 2; stage <= 6; stage++ {
 		if d := rows[stage].FreezeDetectedMs; d == nil || *d > detectBound {
 			t.Errorf("stage %d: freeze detected after %s, want within %d ms", stage, ms(d), detectBound)
 		}
@@ -55,7 +55,7 @@ func TestShape(t *testing.T) {
 	if n := rows[2].ConnectionsAfterFreeze; n == nil || *n <= 1 {
 		t.Errorf("stage 2 should leak sockets after a freeze: %s server connections", num(n))
 	}
-	for stage := 3; stage <= 5; stage++ {
+	for stage := 3; stage <= 6; stage++ {
 		if n := rows[stage].ConnectionsAfterFreeze; n == nil || *n != 1 {
 			t.Errorf("stage %d: %s server connections after the freeze, want exactly 1", stage, num(n))
 		}
