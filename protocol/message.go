@@ -26,9 +26,11 @@ const (
 
 // Client to server.
 const (
-	TypeSubscribe Type = "subscribe" // subscribe to topic
-	TypeRequest   Type = "request"   // call method with params; answered by a response with the same id
-	TypeAuth      Type = "auth"      // the first frame on a server with auth: token is a ticket from POST /api/token
+	TypeSubscribe   Type = "subscribe"   // subscribe to topic; since (optional) asks for a replay of what followed it
+	TypeUnsubscribe Type = "unsubscribe" // stop receiving topic; answered by unsubscribed
+	TypePublish     Type = "publish"     // append data to topic; answered by a response with id whose result is {"seq":N}
+	TypeRequest     Type = "request"     // call method with params; answered by a response with the same id
+	TypeAuth        Type = "auth"        // the first frame on a server with auth: token is a ticket from POST /api/token
 )
 
 // MaxTokenBytes bounds an auth frame's token.
@@ -41,6 +43,25 @@ const MaxFrameBytes = 64 << 10
 // DefaultTopic is the feed the demo subscribes to.
 const DefaultTopic = "feed"
 
+// MaxTopicBytes is the longest topic name.
+const MaxTopicBytes = 64
+
+// ValidTopic reports whether name is a usable topic name: 1 to
+// MaxTopicBytes bytes of ASCII letters, digits, '-' and '_'. The charset
+// maps one to one onto a NATS subject token and a JetStream stream name.
+func ValidTopic(name string) bool {
+	if len(name) == 0 || len(name) > MaxTopicBytes {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrorBody is the error of a response or an error frame.
 type ErrorBody struct {
 	Code    string
@@ -52,11 +73,15 @@ type ErrorBody struct {
 type Message struct {
 	Type       Type
 	IntervalMs int64      // ping
-	Topic      string     // subscribe, subscribed, unsubscribed, update
+	Topic      string     // subscribe, unsubscribe, subscribed, unsubscribed, update, publish; error (optional)
 	Reason     string     // unsubscribed
 	Seq        int64      // update
-	Data       []byte     // update (raw JSON)
-	ID         uint64     // request, response; error (when it concerns a request)
+	Data       []byte     // update, publish (raw JSON)
+	HasSince   bool       // subscribe: Since was given
+	Since      int64      // subscribe: replay every update after this seq (exclusive), then go live
+	Stream     string     // subscribe (optional): the stream Since belongs to; subscribed: the topic's stream
+	From       int64      // subscribed: the first seq that follows (replayed or live)
+	ID         uint64     // request, response, publish; error (when it concerns a request or publish)
 	Method     string     // request
 	Params     []byte     // request (raw JSON, optional)
 	Result     []byte     // response (raw JSON), exclusive with Error
@@ -126,8 +151,54 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return &DecodeError{Code: ErrWrongType, Field: "intervalMs", Detail: "must be between 1 and " + strconv.Itoa(MaxIntervalMs)}
 		}
 		m.IntervalMs = n
-	case TypeSubscribe, TypeSubscribed:
+	case TypeSubscribe:
+		if err := f.topic(m); err != nil {
+			return err
+		}
+		if f[fSince] != nil {
+			n, err := f.int(fSince, m.Type, true)
+			if err != nil {
+				return err
+			}
+			if n < 0 {
+				return &DecodeError{Code: ErrWrongType, Field: "since", Detail: "must not be negative"}
+			}
+			m.HasSince, m.Since = true, n
+		}
+		var err *DecodeError
+		m.Stream, err = f.str(fStream, m.Type, false)
+		return err
+	case TypeUnsubscribe:
 		return f.topic(m)
+	case TypeSubscribed:
+		if err := f.topic(m); err != nil {
+			return err
+		}
+		var err *DecodeError
+		if m.From, err = f.int(fFrom, m.Type, false); err != nil {
+			return err
+		}
+		if m.From < 0 {
+			return &DecodeError{Code: ErrWrongType, Field: "from", Detail: "must not be negative"}
+		}
+		m.Stream, err = f.str(fStream, m.Type, false)
+		return err
+	case TypePublish:
+		id, err := f.int(fID, m.Type, true)
+		if err != nil {
+			return err
+		}
+		if id <= 0 {
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must be positive"}
+		}
+		m.ID = uint64(id)
+		if err := f.topic(m); err != nil {
+			return err
+		}
+		if f[fData] == nil {
+			return missing("data", m.Type)
+		}
+		m.Data = clone(f[fData])
 	case TypeUnsubscribed:
 		if err := f.topic(m); err != nil {
 			return err
@@ -211,6 +282,9 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		if eb.Message, err = f.str(fMessage, m.Type, false); err != nil {
 			return err
 		}
+		if m.Topic, err = f.str(fTopic, m.Type, false); err != nil {
+			return err
+		}
 		m.Error = eb
 	default:
 		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + strconv.Quote(truncate(string(m.Type), 40))}
@@ -238,10 +312,13 @@ const (
 	fMessage
 	fToken
 	fExpiresAt
+	fSince
+	fStream
+	fFrom
 	nFields
 )
 
-var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt"}
+var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt", "since", "stream", "from"}
 
 func fieldOf(key string) field {
 	for i := fType; i < nFields; i++ {
@@ -287,6 +364,9 @@ func (f *fields) topic(m *Message) *DecodeError {
 	}
 	if m.Topic == "" {
 		return &DecodeError{Code: ErrWrongType, Field: "topic", Detail: "must not be empty"}
+	}
+	if !ValidTopic(m.Topic) {
+		return &DecodeError{Code: ErrInvalidTopic, Field: "topic", Detail: "a topic is 1 to " + strconv.Itoa(MaxTopicBytes) + " of A-Z a-z 0-9 - _"}
 	}
 	return nil
 }
@@ -415,8 +495,28 @@ func AppendEncode(b []byte, m Message) []byte {
 	switch m.Type {
 	case TypePing:
 		num("intervalMs", m.IntervalMs)
-	case TypeSubscribe, TypeSubscribed:
+	case TypeSubscribe:
 		str("topic", m.Topic)
+		if m.HasSince {
+			num("since", m.Since)
+		}
+		if m.Stream != "" {
+			str("stream", m.Stream)
+		}
+	case TypeUnsubscribe:
+		str("topic", m.Topic)
+	case TypeSubscribed:
+		str("topic", m.Topic)
+		if m.From != 0 {
+			num("from", m.From)
+		}
+		if m.Stream != "" {
+			str("stream", m.Stream)
+		}
+	case TypePublish:
+		num("id", int64(m.ID))
+		str("topic", m.Topic)
+		raw("data", m.Data)
 	case TypeUnsubscribed:
 		str("topic", m.Topic)
 		if m.Reason != "" {
@@ -459,6 +559,9 @@ func AppendEncode(b []byte, m Message) []byte {
 		}
 		str("code", eb.Code)
 		str("message", eb.Message)
+		if m.Topic != "" {
+			str("topic", m.Topic)
+		}
 	}
 	return append(b, '}')
 }

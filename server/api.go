@@ -77,7 +77,8 @@ type Stats struct {
 	HandshakesWindow uint64      `json:"handshakesWindow"` // since ResetAt
 	RefusedWindow    uint64      `json:"refusedWindow"`    // since ResetAt
 	ResetAt          time.Time   `json:"resetAt"`
-	FeedSeq          int64       `json:"feedSeq"`
+	FeedSeq          int64       `json:"feedSeq"`        // the last feed seq this node produced (0 with NoFeed)
+	Node             string      `json:"node,omitempty"` // Options.Node
 	PingIntervalMs   int64       `json:"pingIntervalMs"`
 	Faults           Faults      `json:"faults"`
 	RestartUntil     *time.Time  `json:"restartUntil"` // while Restart refuses: when it accepts again
@@ -122,7 +123,7 @@ func (s *Server) Stats() Stats {
 	st := Stats{
 		Now: now, Demo: s.opts.Demo, Slots: !s.opts.NoSlots, Open: len(s.conns), Handshakes: k.handshakes,
 		HandshakesWindow: k.handshakesWindow, RefusedWindow: k.refused,
-		ResetAt: k.resetAt, FeedSeq: s.feedSeq, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
+		ResetAt: k.resetAt, FeedSeq: s.feedSeq.Load(), Node: s.opts.Node, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
 		Faults: s.faultsLocked(now, frozen),
 		Limits: Limits{RefusedFull: k.refusedFull, RefusedPerIP: k.refusedPerIP, SlowConsumer: cc.slowConsumer,
 			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone, Overloaded: cc.overloaded,
@@ -138,10 +139,11 @@ func (s *Server) Stats() Stats {
 	st.Auth.Mode = s.opts.Auth
 	st.Faults.Revoked = st.Auth.Revoked
 	for _, c := range s.conns {
-		if c.subscribed {
+		n := c.subscriptions()
+		if n > 0 {
 			st.Subscribed++
 		}
-		cs := ConnStats{ID: c.id, OpenedAt: c.openedAt, Subscribed: c.subscribed,
+		cs := ConnStats{ID: c.id, OpenedAt: c.openedAt, Subscribed: n > 0,
 			Frozen: frozen, FramesIn: c.framesIn.Load(), ErrorsSent: c.errorsOut.Load()}
 		if s.opts.Demo {
 			cs.Remote = c.remote
@@ -185,12 +187,8 @@ func (s *Server) SetServiceDown(on bool) {
 	}
 	s.serviceDown = on
 	if on {
-		frame := protocol.Encode(protocol.Message{Type: protocol.TypeUnsubscribed, Topic: protocol.DefaultTopic, Reason: "service_unavailable"})
 		for _, c := range s.conns {
-			if c.subscribed {
-				c.subscribed = false
-				c.offer(frame)
-			}
+			c.dropSubscriptions("service_unavailable")
 		}
 	}
 	s.log.Info("switch", "serviceDown", on)

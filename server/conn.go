@@ -38,8 +38,8 @@ type conn struct {
 	framesIn  atomic.Uint64
 	errorsOut atomic.Uint64
 
-	// Guarded by s.mu.
-	subscribed bool
+	subMu sync.Mutex
+	subs  map[string]*topic // the topics this connection is subscribed to
 
 	// Auth (auth.go). clientID and ticket are guarded by s.mu.
 	clientID    string
@@ -86,6 +86,7 @@ func (c *conn) run() {
 	c.ended = true
 	c.endMu.Unlock()
 	c.stopSlowReplies()
+	c.dropSubscriptions("")
 	c.q.close()
 	if c.gc != nil && c.gc.peerGone.Load() {
 		c.s.count(func(k *connCounters) { k.peerGone++ })
@@ -162,7 +163,7 @@ func (c *conn) handle(data []byte) {
 		var de *protocol.DecodeError
 		errors.As(err, &de)
 		var id uint64
-		if m.Type == protocol.TypeRequest {
+		if m.Type == protocol.TypeRequest || m.Type == protocol.TypePublish {
 			id = m.ID // about a request: say which, so the client can settle it
 		}
 		c.sendError(id, de.Code, de.Error())
@@ -170,28 +171,16 @@ func (c *conn) handle(data []byte) {
 	}
 	switch m.Type {
 	case protocol.TypeSubscribe:
-		c.subscribe(m.Topic)
+		c.subscribe(m)
+	case protocol.TypeUnsubscribe:
+		c.unsubscribe(m)
+	case protocol.TypePublish:
+		c.publish(m)
 	case protocol.TypeRequest:
 		c.request(m)
 	default:
 		c.sendError(m.ID, protocol.ErrUnexpected, "the server does not accept "+string(m.Type)+" frames")
 	}
-}
-
-func (c *conn) subscribe(topic string) {
-	if topic != protocol.DefaultTopic {
-		c.sendError(0, protocol.ErrUnknownTopic, "unknown topic; the server has "+protocol.DefaultTopic)
-		return
-	}
-	s := c.s
-	s.mu.Lock()
-	if s.serviceDown {
-		s.mu.Unlock()
-		return // the service is down: subscribes are ignored, not refused
-	}
-	c.subscribed = true
-	s.mu.Unlock()
-	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeSubscribed, Topic: topic}))
 }
 
 func (c *conn) request(m protocol.Message) {

@@ -22,6 +22,7 @@ type metrics struct {
 	sweep      prometheus.Counter
 	drained    prometheus.Counter
 	requests   prometheus.Histogram
+	published  prometheus.Counter
 }
 
 var knownCodes = map[int]bool{1000: true, 1001: true, 1006: true, 1008: true, 1009: true, 1011: true, 1012: true, 1013: true,
@@ -48,7 +49,9 @@ func newMetrics() *metrics {
 		requests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wsready_request_seconds",
 			Help: "Time from reading a request to queueing its response.", Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10)}),
 	}
-	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests)
+	m.published = prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_published_total",
+		Help: "Updates clients published through this node."})
+	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests, m.published)
 	for _, o := range outcomes {
 		m.handshakes.WithLabelValues(string(o))
 	}
@@ -71,7 +74,7 @@ func (s *Server) registerGauges() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_connections_open", Help: "Open WebSocket connections."},
 			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(len(s.conns)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_feed_seq", Help: "The demo feed's last sequence number."},
-			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(s.feedSeq) }),
+			func() float64 { return float64(s.feedSeq.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_drain_remaining", Help: "Connections a drain in progress has yet to close."},
 			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(s.drain.remaining) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_draining", Help: "1 while a drain is in progress."},

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -140,6 +141,37 @@ type Options struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 
+	// Publish lets clients publish to topics (any valid name but the
+	// demo's feed), creating them. Off by default: it changes server state.
+	Publish bool
+	// NoFeed turns off this node's demo feed. With several nodes on one
+	// NATS, exactly one should produce it. Default: the feed runs.
+	NoFeed bool
+	// History keeps the topics' updates. Default: in memory
+	// (NewMemoryHistory with the limits below), lost with the process.
+	// The Server closes it.
+	History History
+	// HistoryMsgs, HistoryBytes and HistoryAge bound each topic's retained
+	// updates (count, bytes of data, age): a replay further back reports
+	// the first seq it still has. They also bound each node's copy of a
+	// topic. Default 1000, 256 KiB, 10m.
+	HistoryMsgs  int
+	HistoryBytes int
+	HistoryAge   time.Duration
+	// MaxTopics caps the topics (and the topics this node keeps in
+	// memory); a publish that would create one more is answered with
+	// too_many_topics. Default 256.
+	MaxTopics int
+	// MaxSubscriptions caps the topics one connection may subscribe to;
+	// one more is answered with too_many_subscriptions. Default 16.
+	MaxSubscriptions int
+	// HistoryTimeout bounds each call into the History (publish, loading a
+	// topic). Default 5s.
+	HistoryTimeout time.Duration
+	// Node names this node in /api/stats and on the page (several nodes on
+	// one NATS). Default none.
+	Node string
+
 	// Static is served at / (the demo page, the JS and the WASM). Default none.
 	Static fs.FS
 	// Logger receives structured logs. Per-connection events are logged at
@@ -188,6 +220,12 @@ func (o *Options) cloneWithDefaults() *Options {
 	dur(&c.SweepInterval, 10*time.Second)
 	dur(&c.SweepGrace, 5*time.Second)
 	dur(&c.DrainWindow, 10*time.Second)
+	num(&c.HistoryMsgs, 1000)
+	num(&c.HistoryBytes, 256<<10)
+	dur(&c.HistoryAge, 10*time.Minute)
+	num(&c.MaxTopics, 256)
+	num(&c.MaxSubscriptions, 16)
+	dur(&c.HistoryTimeout, 5*time.Second)
 	if c.AdmitRate <= 0 {
 		c.AdmitRate = 500
 	}
@@ -243,7 +281,9 @@ type Server struct {
 	metrics      *metrics
 	drain        drainState
 	restartUntil time.Time
-	feedSeq      int64
+	hub          *hub
+	feedSeq      atomic.Int64 // the feed's last seq on this node's producer
+	feedValue    int64
 	counters     counters
 	connCounters connCounters
 	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
@@ -287,9 +327,24 @@ func New(opts *Options) *Server {
 	if o.Static != nil {
 		s.static = newStaticHandler(o.Static)
 	}
+	h := o.History
+	if h == nil {
+		h = NewMemoryHistory(o.retention(), o.MaxTopics, o.Now)
+	}
+	s.hub = newHub(s, h, o.retention())
 	s.registerGauges()
-	s.wg.Add(1)
-	go s.runFeed()
+	if !o.NoFeed {
+		// The feed exists from the start, so a subscribe before its first
+		// update is served. A failure (JetStream away) is retried by every
+		// update.
+		ctx, cancel := context.WithTimeout(ctx, o.HistoryTimeout)
+		if err := h.Create(ctx, protocol.DefaultTopic); err != nil {
+			s.log.Warn("feed topic not created", "err", err.Error())
+		}
+		cancel()
+		s.wg.Add(1)
+		go s.runFeed()
+	}
 	return s
 }
 
@@ -338,7 +393,12 @@ func (s *Server) Close() error {
 	closing.Wait()
 	s.cancel()
 	s.wg.Wait()
-	return nil
+	s.hub.close()
+	return s.hub.h.Close()
+}
+
+func (o *Options) retention() Retention {
+	return Retention{MaxMsgs: o.HistoryMsgs, MaxBytes: o.HistoryBytes, MaxAge: o.HistoryAge}
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -452,7 +512,8 @@ func (s *Server) unregister(c *conn) {
 	s.log.Debug("connection closed", "conn", c.id, "open", n)
 }
 
-// runFeed publishes one update per FeedInterval to every subscribed connection.
+// runFeed appends one update per FeedInterval to the feed topic; the hub
+// delivers it to the subscribers (of every node, on JetStream).
 func (s *Server) runFeed() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.FeedInterval)
@@ -462,24 +523,29 @@ func (s *Server) runFeed() {
 		case <-s.ctx.Done():
 			return
 		case now := <-t.C:
-			s.publish(now)
+			s.produce(now)
 		}
 	}
 }
 
-func (s *Server) publish(now time.Time) {
+func (s *Server) produce(now time.Time) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.serviceDown || s.gate.isFrozen() {
+	down := s.serviceDown
+	s.mu.Unlock()
+	if down || s.gate.isFrozen() {
 		return
 	}
-	s.feedSeq++
-	seq := s.feedSeq
-	data := []byte(`{"ts":` + itoa64(now.UnixMilli()) + `,"value":` + itoa64(50+(seq*37)%50) + `}`)
-	frame := protocol.Encode(protocol.Message{Type: protocol.TypeUpdate, Topic: protocol.DefaultTopic, Seq: seq, Data: data})
-	for _, c := range s.conns {
-		if c.subscribed {
-			c.offer(frame)
+	s.feedValue++
+	v := s.feedValue
+	data := []byte(`{"ts":` + itoa64(now.UnixMilli()) + `,"value":` + itoa64(50+(v*37)%50) + `}`)
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.HistoryTimeout)
+	seq, err := s.hub.h.Append(ctx, protocol.DefaultTopic, data, true)
+	cancel()
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn("feed update not stored", "err", err.Error())
 		}
+		return
 	}
+	s.feedSeq.Store(seq)
 }

@@ -1,0 +1,342 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// The hub serves subscriptions on this node. For every topic in use it
+// keeps the retained updates, already encoded, in a ring fed by the
+// History's Watch (so on JetStream every node sees every update in seq
+// order, whichever node appended it). A subscribe with since is answered,
+// under the topic's lock, by "subscribed" with the first seq that follows,
+// then the ring's updates from there: live updates wait for the lock, so
+// there is no gap and no duplicate at the seam. An update is encoded once
+// and the same bytes are queued to every subscriber.
+
+type hub struct {
+	s   *Server
+	h   History
+	lim Retention
+
+	mu     sync.Mutex
+	topics map[string]*topic
+}
+
+type topic struct {
+	name string
+	hub  *hub
+	once sync.Once
+	err  error // the attach's error; set before once returns
+
+	mu      sync.Mutex
+	stream  string
+	target  int64 // the topic's last seq when attached: ready once head reaches it
+	ready   bool
+	head    int64          // the newest seq in the ring (or before it)
+	ring    []cachedUpdate // contiguous seqs, oldest first
+	bytes   int
+	subs    map[*conn]*subscription
+	waiting map[*conn]protocol.Message // subscribes that came while loading
+	stop    func()
+}
+
+type cachedUpdate struct {
+	seq   int64
+	frame []byte
+	at    time.Time
+	size  int // of the data, for the byte limit
+}
+
+type subscription struct {
+	next int64 // the first seq this subscriber has not been sent
+}
+
+func newHub(s *Server, h History, lim Retention) *hub {
+	return &hub{s: s, h: h, lim: lim, topics: map[string]*topic{}}
+}
+
+// topic returns the topic attached on this node, attaching it on first use.
+// ErrNoTopic when the History does not have it.
+func (h *hub) topic(ctx context.Context, name string) (*topic, error) {
+	h.mu.Lock()
+	t := h.topics[name]
+	if t == nil {
+		if len(h.topics) >= h.s.opts.MaxTopics {
+			h.mu.Unlock()
+			return nil, ErrTooManyTopics
+		}
+		t = &topic{name: name, hub: h, subs: map[*conn]*subscription{}, waiting: map[*conn]protocol.Message{}}
+		h.topics[name] = t
+	}
+	h.mu.Unlock()
+	t.once.Do(func() { t.err = t.attach(ctx) })
+	if t.err != nil {
+		h.mu.Lock()
+		if h.topics[name] == t {
+			delete(h.topics, name) // not kept: a later publish may create it
+		}
+		h.mu.Unlock()
+		return nil, t.err
+	}
+	return t, nil
+}
+
+func (t *topic) attach(ctx context.Context) error {
+	info, err := t.hub.h.Info(ctx, t.name)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.stream, t.target, t.head = info.Stream, info.Last, info.First-1
+	t.ready = t.head >= t.target
+	t.mu.Unlock()
+	stop, err := t.hub.h.Watch(ctx, t.name, info.First, t.deliver)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.stop = stop
+	t.mu.Unlock()
+	return nil
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	ts := make([]*topic, 0, len(h.topics))
+	for _, t := range h.topics {
+		ts = append(ts, t)
+	}
+	h.mu.Unlock()
+	for _, t := range ts {
+		t.mu.Lock()
+		stop := t.stop
+		t.stop = nil
+		t.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+	}
+}
+
+// deliver takes the topic's next update from the History.
+func (t *topic) deliver(e Entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.Seq <= t.head {
+		return // seen already (a consumer's redelivery)
+	}
+	if e.Seq > t.head+1 {
+		// The History skipped seqs it no longer has: the ring must stay
+		// contiguous, so it starts again here.
+		clear(t.ring)
+		t.ring, t.bytes = t.ring[:0], 0
+	}
+	frame := protocol.Encode(protocol.Message{Type: protocol.TypeUpdate, Topic: t.name, Seq: e.Seq, Data: e.Data})
+	t.ring = append(t.ring, cachedUpdate{seq: e.Seq, frame: frame, at: e.Time, size: len(e.Data)})
+	t.bytes += len(e.Data)
+	t.head = e.Seq
+	t.trim(t.hub.s.opts.Now())
+	if !t.ready {
+		if t.head >= t.target {
+			t.ready = true
+			for c, m := range t.waiting {
+				delete(t.waiting, c)
+				if c.ctx.Err() == nil {
+					t.serveLocked(c, m)
+				}
+			}
+		}
+		return
+	}
+	for c, sub := range t.subs {
+		if e.Seq >= sub.next {
+			sub.next = e.Seq + 1
+			c.offer(frame)
+		}
+	}
+}
+
+// trim drops the ring's oldest updates past the retention limits.
+func (t *topic) trim(now time.Time) {
+	lim := t.hub.lim
+	cut := now.Add(-lim.MaxAge)
+	n := 0
+	for n < len(t.ring) && (len(t.ring)-n > lim.MaxMsgs || t.bytes > lim.MaxBytes || t.ring[n].at.Before(cut)) {
+		t.bytes -= t.ring[n].size
+		t.ring[n] = cachedUpdate{}
+		n++
+	}
+	if n > 0 {
+		t.ring = append(t.ring[:0], t.ring[n:]...)
+	}
+}
+
+// first is the oldest seq the ring can replay (head+1 when it is empty).
+func (t *topic) first() int64 {
+	if len(t.ring) > 0 {
+		return t.ring[0].seq
+	}
+	return t.head + 1
+}
+
+// serveLocked answers a subscribe: "subscribed" with the first seq to
+// follow, the replay, then live updates. Called with t.mu held.
+func (t *topic) serveLocked(c *conn, m protocol.Message) {
+	t.trim(t.hub.s.opts.Now())
+	from := t.head + 1 // no since: live only
+	if m.HasSince {
+		since := m.Since
+		if m.Stream != "" && m.Stream != t.stream {
+			since = 0 // a cursor from another stream means nothing here: everything retained
+		}
+		from = max(since+1, t.first())
+	}
+	c.offer(protocol.Encode(protocol.Message{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Stream: t.stream}))
+	for _, u := range t.ring {
+		if u.seq >= from {
+			c.offer(u.frame)
+		}
+	}
+	t.subs[c] = &subscription{next: max(from, t.head+1)}
+	c.subMu.Lock()
+	if c.subs == nil {
+		c.subs = map[string]*topic{}
+	}
+	c.subs[t.name] = t
+	c.subMu.Unlock()
+}
+
+// remove drops c's subscription; it reports whether there was one.
+func (t *topic) remove(c *conn) bool {
+	t.mu.Lock()
+	_, had := t.subs[c]
+	delete(t.subs, c)
+	delete(t.waiting, c)
+	t.mu.Unlock()
+	return had
+}
+
+// subscribe serves a subscribe frame (on c's reader).
+func (c *conn) subscribe(m protocol.Message) {
+	s := c.s
+	s.mu.Lock()
+	down := s.serviceDown
+	s.mu.Unlock()
+	if down {
+		return // the service is down: subscribes are ignored, not refused
+	}
+	c.subMu.Lock()
+	_, again := c.subs[m.Topic]
+	n := len(c.subs)
+	c.subMu.Unlock()
+	if !again && n >= s.opts.MaxSubscriptions {
+		c.sendTopicError(m.Topic, protocol.ErrTooManySubs, "at most "+strconv.Itoa(s.opts.MaxSubscriptions)+" topics per connection")
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
+	t, err := s.hub.topic(ctx, m.Topic)
+	cancel()
+	switch {
+	case errors.Is(err, ErrNoTopic):
+		c.sendTopicError(m.Topic, protocol.ErrUnknownTopic, "no such topic: publish to it first")
+		return
+	case errors.Is(err, ErrTooManyTopics):
+		c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "this node has reached its topic cap")
+		return
+	case err != nil:
+		s.log.Warn("topic unavailable", "err", err.Error())
+		c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ready {
+		t.waiting[c] = m // served when the ring has caught up
+		return
+	}
+	t.serveLocked(c, m)
+}
+
+// unsubscribe serves an unsubscribe frame.
+func (c *conn) unsubscribe(m protocol.Message) {
+	c.subMu.Lock()
+	t := c.subs[m.Topic]
+	delete(c.subs, m.Topic)
+	c.subMu.Unlock()
+	if t != nil {
+		t.remove(c)
+	}
+	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeUnsubscribed, Topic: m.Topic, Reason: "requested"}))
+}
+
+// dropSubscriptions removes every subscription of c; with frame set it
+// tells the client, one unsubscribed per topic. It returns how many there
+// were.
+func (c *conn) dropSubscriptions(reason string) int {
+	c.subMu.Lock()
+	subs := c.subs
+	c.subs = nil
+	c.subMu.Unlock()
+	for name, t := range subs {
+		t.remove(c)
+		if reason != "" {
+			c.offer(protocol.Encode(protocol.Message{Type: protocol.TypeUnsubscribed, Topic: name, Reason: reason}))
+		}
+	}
+	return len(subs)
+}
+
+func (c *conn) subscriptions() int {
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	return len(c.subs)
+}
+
+// publish serves a publish frame: the update is appended to the topic's
+// history and the response carries its seq.
+func (c *conn) publish(m protocol.Message) {
+	s := c.s
+	fail := func(code, msg string) {
+		c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{Code: code, Message: msg}}))
+	}
+	if !s.opts.Publish {
+		fail(protocol.ErrForbidden, "publishing is off on this server (wsready serve -publish)")
+		return
+	}
+	if m.Topic == protocol.DefaultTopic {
+		fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the server's own")
+		return
+	}
+	s.mu.Lock()
+	down := s.serviceDown
+	s.mu.Unlock()
+	if down {
+		return // the service is down: publishes go unanswered, like requests
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
+	seq, err := s.hub.h.Append(ctx, m.Topic, m.Data, true)
+	cancel()
+	switch {
+	case errors.Is(err, ErrTooManyTopics):
+		fail(protocol.ErrTooManyTopics, "the server's topic cap is reached")
+	case err != nil:
+		s.log.Warn("publish failed", "err", err.Error())
+		fail(protocol.ErrUnavailable, "the topic's history is unavailable; try again")
+	default:
+		s.metrics.published.Inc()
+		c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeResponse, ID: m.ID, Result: []byte(`{"seq":` + itoa64(seq) + `}`)}))
+	}
+}
+
+func (c *conn) sendTopicError(topic, code, msg string) {
+	c.errorsOut.Add(1)
+	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeError, Topic: topic, Error: &protocol.ErrorBody{Code: code, Message: msg}}))
+}
