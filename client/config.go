@@ -35,6 +35,11 @@ type Features struct {
 	// that an open does not renew; the cap grows under sustained failure;
 	// terminal states; no reconnect while the page is hidden.
 	Session bool
+	// Resume (stage 7): a cursor per topic; after every reconnect the
+	// client subscribes with since=cursor and the server replays what it
+	// missed; updates at or below the cursor are dropped; a loss the server
+	// cannot replay is a ContinuityLost effect with its range.
+	Resume bool
 }
 
 // Config configures a Core. Zero durations take the defaults shown.
@@ -42,8 +47,12 @@ type Config struct {
 	// Stage is informational: the stage preset this config came from, or -1.
 	Stage    int
 	Features Features
-	// Topic to subscribe to. Default protocol.DefaultTopic ("feed").
+	// Topic to subscribe to: the service layer's. Default
+	// protocol.DefaultTopic ("feed"). Core.Subscribe adds others.
 	Topic string
+	// Cursors are where to resume topics from (Resume), as a driver
+	// persisted them from Core.Cursors. Invalid entries are ignored.
+	Cursors []Cursor
 	// RequestTimeout bounds each request (Registry). Default 5s.
 	RequestTimeout time.Duration
 	// FirstPingTimeout is how long after open the first ping may take
@@ -97,7 +106,7 @@ type Config struct {
 }
 
 // ErrBadStage is returned for a stage outside 0..MaxStage.
-var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4, 5 or 6")
+var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4, 5, 6 or 7")
 
 // StageError reports a stage outside the demo's; errors.Is(err,
 // ErrBadStage) holds for it.
@@ -110,7 +119,7 @@ func (e *StageError) Error() string {
 func (e *StageError) Unwrap() error { return ErrBadStage }
 
 // MaxStage is the last demo stage.
-const MaxStage = 6
+const MaxStage = 7
 
 // StageFeatures returns the fixes stage n turns on.
 func StageFeatures(n int) (Features, error) {
@@ -124,6 +133,7 @@ func StageFeatures(n int) (Features, error) {
 		Service:     n >= 4,
 		Backoff:     n >= 5,
 		Session:     n >= 6,
+		Resume:      n >= 7,
 	}, nil
 }
 

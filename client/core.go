@@ -10,26 +10,30 @@ import (
 
 // Stats counts what a Core has seen since New.
 type Stats struct {
-	Dials            int   // sockets asked for (connection attempts)
-	Opens            int   // open events accepted
-	Closes           int   // close events accepted
-	Pings            int   // pings accepted
-	WatchdogFired    int   // heartbeat watchdog expiries
-	StaleEvents      int   // events from replaced sockets ignored
-	ForeignEvents    int   // events from replaced sockets applied (no StaleFilter)
-	SubscribesSent   int   // subscribe frames sent
-	Updates          int   // feed updates delivered
-	LastSeq          int64 // seq of the last update
-	SeqGaps          int   // updates whose seq skipped past LastSeq+1, on one socket or across a reconnect
-	MissedUpdates    int64 // updates skipped by those gaps, in total
-	DroppedResponses int   // responses matching no pending request (late or unknown)
-	BadFrames        int   // frames that failed to decode
-	ServerErrors     int   // error frames from the server
-	Authenticated    int   // tickets the server accepted
-	TokensRequested  int   // calls of the token hook
-	TokenRefreshes   int   // forced ones (after a 4001)
-	TokenFailures    int   // token hook failures or timeouts
-	Records          int   // reconnect decisions recorded
+	Dials             int   // sockets asked for (connection attempts)
+	Opens             int   // open events accepted
+	Closes            int   // close events accepted
+	Pings             int   // pings accepted
+	WatchdogFired     int   // heartbeat watchdog expiries
+	StaleEvents       int   // events from replaced sockets ignored
+	ForeignEvents     int   // events from replaced sockets applied (no StaleFilter)
+	SubscribesSent    int   // subscribe frames sent
+	Updates           int   // updates of the service topic (Config.Topic) delivered
+	LastSeq           int64 // the service topic's cursor: the last seq delivered
+	SeqGaps           int   // gaps in any topic: an update past cursor+1 (one socket or across a reconnect), or a continuity loss
+	MissedUpdates     int64 // updates those gaps skipped, in total (known ranges only): lost for good
+	Duplicates        int   // updates at or below their topic's cursor delivered to the app (without Resume)
+	DuplicatesDropped int   // the same, dropped (Resume)
+	Replayed          int   // updates delivered from a replay (subscribe with since)
+	ContinuityLost    int   // ContinuityLost effects: the server no longer had the start of a gap
+	DroppedResponses  int   // responses matching no pending request (late or unknown)
+	BadFrames         int   // frames that failed to decode
+	ServerErrors      int   // error frames from the server
+	Authenticated     int   // tickets the server accepted
+	TokensRequested   int   // calls of the token hook
+	TokenRefreshes    int   // forced ones (after a 4001)
+	TokenFailures     int   // token hook failures or timeouts
+	Records           int   // reconnect decisions recorded
 	// Recovery: how long the client was not READY between two READYs.
 	ReadyCount          int           // times the client became READY
 	Recoveries          int           // READY again after losing it
@@ -80,6 +84,8 @@ type Core struct {
 	lastErr      Failure         // cleared at READY
 	recoveries   []time.Duration // ring of the last maxRecoveries
 
+	topics []*topicState // the service topic first
+
 	nextID  uint64
 	pending map[uint64]*pendingRequest
 	queue   []*pendingRequest // by deadline
@@ -107,6 +113,7 @@ func New(cfg Config) (*Core, error) {
 		c.rc.Budget, c.rc.Window, c.rc.CapGrowth, c.rc.MaxRefreshes = cfg.Budget, cfg.Window, cfg.CapGrowth, cfg.MaxRefreshes
 	}
 	c.session = sessionRef(cfg.Rand)
+	c.initTopics()
 	return c, nil
 }
 
@@ -200,6 +207,8 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		c.trace("server-error", s, "error frame from the server")
 		if m.ID != 0 {
 			c.onResponse(m) // about one of our requests: it settles now, not at its timeout
+		} else if m.Topic != "" {
+			c.onTopicError(m)
 		}
 	default:
 		c.stats.BadFrames++

@@ -28,6 +28,13 @@ const (
 	EffToken
 	// EffRecord: a reconnect decision, as a sanitized Record.
 	EffRecord
+	// EffContinuityLost: updates of a topic the client will never deliver
+	// (Lost).
+	EffContinuityLost
+	// EffTopicError: the server refused a subscribe to Update.Topic; Reason
+	// is its error code (unknown_topic, too_many_subscriptions, ...). The
+	// subscribe is retried at the subscribe deadline (Service).
+	EffTopicError
 )
 
 // SocketID names a socket the core asked a driver to open. IDs increase by
@@ -38,19 +45,20 @@ type SocketID = uint64
 // depends on Kind.
 type Effect struct {
 	Kind   EffectKind
-	Socket SocketID  // EffDial, EffSend, EffClose
-	Frame  []byte    // EffSend
-	Code   int       // EffClose
-	Reason string    // EffClose
-	At     time.Time // EffTimer
-	ID     uint64    // EffSettle
-	Result []byte    // EffSettle: raw JSON on success
-	Err    error     // EffSettle: a *RequestError or *ServerError on failure
-	State  State     // EffState
-	Update Update    // EffUpdate
-	Event  Event     // EffLog
-	Force  bool      // EffToken
-	Record Record    // EffRecord
+	Socket SocketID       // EffDial, EffSend, EffClose
+	Frame  []byte         // EffSend
+	Code   int            // EffClose
+	Reason string         // EffClose; EffTopicError: the error code
+	At     time.Time      // EffTimer
+	ID     uint64         // EffSettle
+	Result []byte         // EffSettle: raw JSON on success
+	Err    error          // EffSettle: a *RequestError or *ServerError on failure
+	State  State          // EffState
+	Update Update         // EffUpdate
+	Event  Event          // EffLog
+	Force  bool           // EffToken
+	Record Record         // EffRecord
+	Lost   ContinuityLost // EffContinuityLost
 }
 
 // Update is a feed item, tagged with the epoch of the socket it came on.

@@ -10,20 +10,22 @@ import (
 // harness drives a Core with a fake clock and fake sockets, doing exactly
 // what a driver does with its effects.
 type harness struct {
-	t       *testing.T
-	c       *Core
-	now     time.Time
-	timer   time.Time
-	sockets map[SocketID]*fakeSocket
-	dials   []SocketID
-	settled map[uint64]Effect
-	order   []uint64 // settle order
-	states  []State
-	updates []Update
-	events  []Event
-	records []Record
-	tokens  []bool // EffToken asks, by Force
-	rand    *seq
+	t         *testing.T
+	c         *Core
+	now       time.Time
+	timer     time.Time
+	sockets   map[SocketID]*fakeSocket
+	dials     []SocketID
+	settled   map[uint64]Effect
+	order     []uint64 // settle order
+	states    []State
+	updates   []Update
+	events    []Event
+	records   []Record
+	tokens    []bool // EffToken asks, by Force
+	lost      []ContinuityLost
+	topicErrs []string // topic + ":" + code
+	rand      *seq
 }
 
 type fakeSocket struct {
@@ -100,6 +102,10 @@ func (h *harness) drain() {
 			h.records = append(h.records, e.Record)
 		case EffToken:
 			h.tokens = append(h.tokens, e.Force)
+		case EffContinuityLost:
+			h.lost = append(h.lost, e.Lost)
+		case EffTopicError:
+			h.topicErrs = append(h.topicErrs, e.Update.Topic+":"+e.Reason)
 		}
 	}
 }

@@ -31,15 +31,40 @@ func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
 // RequestTimeout is Request with a timeout of its own (with Registry); 0
 // means Config.RequestTimeout, a negative one is invalid.
 func (c *Core) RequestTimeout(method string, params []byte, timeout time.Duration, now time.Time) uint64 {
+	invalid := ""
+	switch {
+	case method == "":
+		invalid = "method must not be empty"
+	case params != nil && !protocol.Valid(params):
+		invalid = "params are not valid JSON"
+	}
+	return c.call(protocol.Message{Type: protocol.TypeRequest, Method: method, Params: params}, invalid, timeout, now)
+}
+
+// Publish appends data (JSON) to topic on the server; the response's
+// result is {"seq":N}, the seq the update got. It settles like a request
+// (same id space, timeouts and errors); an invalid topic name or data that
+// is not valid JSON settle at once with ErrInvalidRequest.
+func (c *Core) Publish(topic string, data []byte, timeout time.Duration, now time.Time) uint64 {
+	invalid := ""
+	switch {
+	case !protocol.ValidTopic(topic):
+		invalid = "invalid topic name"
+	case data == nil || !protocol.Valid(data):
+		invalid = "data is not valid JSON"
+	}
+	return c.call(protocol.Message{Type: protocol.TypePublish, Topic: topic, Data: data}, invalid, timeout, now)
+}
+
+// call sends a request or a publish (m, without its id) and registers it.
+func (c *Core) call(m protocol.Message, invalid string, timeout time.Duration, now time.Time) uint64 {
 	c.nextID++
 	id := c.nextID
 	switch {
-	case method == "":
-		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "method must not be empty"})
+	case invalid != "":
+		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: invalid})
 	case timeout < 0:
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "timeout must not be negative"})
-	case params != nil && !protocol.Valid(params):
-		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "params are not valid JSON"})
 	case c.ended == Stopped:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "client stopped"})
 	case c.ended != NotEnded:
@@ -63,7 +88,8 @@ func (c *Core) RequestTimeout(method string, params []byte, timeout time.Duratio
 			c.queue = slices.Insert(c.queue, i, p)
 		}
 		c.pending[id] = p
-		c.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: method, Params: params})
+		m.ID = id
+		c.send(m)
 	}
 	c.after(now)
 	return id

@@ -6,61 +6,324 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Service readiness (stage 4). After open the client subscribes; service is
-// Pending until the server answers "subscribed". No answer within
-// SubscribeTimeout: subscribe again on the same socket. "unsubscribed":
-// subscribe again. A healthy socket is never torn down because the service
-// is down. Before stage 4 the client subscribes once after open and keeps
-// no service level, so it never notices the service going away.
+// Service readiness (stage 4) and topics. After open the client subscribes
+// to Config.Topic (the service) and to every topic the app subscribed to;
+// service is Pending until the server answers "subscribed" for
+// Config.Topic. No answer within SubscribeTimeout: subscribe again on the
+// same socket. "unsubscribed": subscribe again. A healthy socket is never
+// torn down because the service is down. Before stage 4 the client
+// subscribes once after open and keeps no service level, so it never
+// notices the service going away.
+//
+// Resume (stage 7): the client keeps a cursor per topic, the last seq it
+// delivered, and subscribes with since=cursor after every reconnect; the
+// server replays what followed. An update at or below the cursor is
+// dropped and counted. A "subscribed" whose from is past cursor+1 means
+// the server no longer has the start of the gap: the client emits one
+// ContinuityLost with the missing range and moves its cursor on. A stream
+// that changed (the server's history was reset) is a ContinuityLost with an
+// unknown end.
+
+// Cursor is where a client stands in a topic: the last seq it delivered, in
+// which stream. Drivers persist them (Core.Cursors) and hand them back in
+// Config.Cursors.
+type Cursor struct {
+	Topic  string
+	Stream string
+	Seq    int64
+}
+
+// ContinuityLost reports updates of Topic the client will never deliver:
+// From to To inclusive. To is 0 when the end is unknown (Reset: the
+// server's history for the topic was reset, so the old cursor means
+// nothing in the new stream, which is taken from its start).
+type ContinuityLost struct {
+	Topic string
+	From  int64
+	To    int64
+	Reset bool
+}
+
+// TopicStats is one topic's accounting since the client started.
+type TopicStats struct {
+	Topic      string
+	Cursor     int64  // the last seq delivered (0: none)
+	Stream     string // the stream the cursor belongs to, once known
+	Subscribed bool   // the server confirmed the subscription on the current socket
+	Delivered  int    // updates delivered to the app
+	Replayed   int    // of them, sent by the server as a replay after a subscribe with since
+	Duplicates int    // updates at or below the cursor: dropped with Resume, delivered without it
+	Gaps       int    // times an update skipped past cursor+1, or a subscribed reported a loss
+	Lost       int64  // updates skipped by those gaps (known ranges only)
+}
+
+type topicState struct {
+	TopicStats
+	has       bool  // the cursor is known (Resume: subscribe with since)
+	wanted    bool  // the app (or the service) wants it
+	app       bool  // the app subscribed to it (the service topic may be both)
+	replayTo  int64 // updates up to this seq are the current replay
+	sentSince bool  // the subscribe on this socket carried since
+}
+
+func (c *Core) topicOf(name string) *topicState {
+	for _, t := range c.topics {
+		if t.Topic == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func (c *Core) addTopic(name string) *topicState {
+	t := c.topicOf(name)
+	if t == nil {
+		t = &topicState{TopicStats: TopicStats{Topic: name}}
+		c.topics = append(c.topics, t)
+	}
+	return t
+}
+
+// Subscribe asks for topic's updates (EffUpdate), from now on and after
+// every reconnect. With hasSince the first subscribe asks for a replay of
+// what followed since (Resume replays on reconnect in any case). It
+// reports false for an invalid topic name (protocol.ValidTopic).
+func (c *Core) Subscribe(topic string, since int64, hasSince bool, now time.Time) bool {
+	if !protocol.ValidTopic(topic) || since < 0 {
+		return false
+	}
+	t := c.addTopic(topic)
+	t.app = true
+	if hasSince {
+		if !t.has || t.Cursor != since {
+			t.Stream = "" // a cursor from the app: whatever stream the server has
+		}
+		t.Cursor, t.has = since, true
+	}
+	if !t.wanted {
+		t.wanted = true
+		t.Subscribed = false
+		if c.transport == Up && c.current != 0 {
+			c.subscribeTopic(t, now)
+		}
+	}
+	c.after(now)
+	return true
+}
+
+// Unsubscribe stops topic's updates (the service topic stays subscribed).
+func (c *Core) Unsubscribe(topic string, now time.Time) {
+	t := c.topicOf(topic)
+	if t == nil || !t.app {
+		return
+	}
+	t.app = false
+	if topic == c.cfg.Topic {
+		return
+	}
+	t.wanted, t.Subscribed = false, false
+	if c.transport == Up {
+		c.send(protocol.Message{Type: protocol.TypeUnsubscribe, Topic: topic})
+	}
+	c.after(now)
+}
+
+// Topics returns each topic's accounting, the service topic first.
+func (c *Core) Topics() []TopicStats {
+	out := make([]TopicStats, 0, len(c.topics))
+	for _, t := range c.topics {
+		out = append(out, t.TopicStats)
+	}
+	return out
+}
+
+// Cursors returns the cursor of every topic that has one, for a driver to
+// persist.
+func (c *Core) Cursors() []Cursor {
+	var out []Cursor
+	for _, t := range c.topics {
+		if t.has && t.Cursor > 0 {
+			out = append(out, Cursor{Topic: t.Topic, Stream: t.Stream, Seq: t.Cursor})
+		}
+	}
+	return out
+}
 
 func (c *Core) serviceOpened(now time.Time) {
-	c.subscribe(now)
 	if c.cfg.Features.Service {
 		c.service = Pending
 	}
+	for _, t := range c.topics {
+		t.Subscribed = false
+		if t.wanted {
+			c.subscribeTopic(t, now)
+		}
+	}
 }
 
-func (c *Core) subscribe(now time.Time) {
+func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 	c.stats.SubscribesSent++
-	c.trace("subscribe", c.current, "subscribe "+c.cfg.Topic)
-	c.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: c.cfg.Topic})
+	c.trace("subscribe", c.current, "subscribe "+t.Topic)
+	m := protocol.Message{Type: protocol.TypeSubscribe, Topic: t.Topic}
+	if t.has && (c.cfg.Features.Resume || !t.sentSince && t.Delivered == 0) {
+		m.HasSince, m.Since, m.Stream = true, t.Cursor, t.Stream
+	}
+	t.sentSince = m.HasSince
+	c.send(m)
 	if c.cfg.Features.Service {
 		c.dl[dlSubscribe] = now.Add(c.cfg.SubscribeTimeout)
 	}
 }
 
 func (c *Core) onSubscribed(s SocketID, m protocol.Message) {
-	c.trace("subscribed", s, "subscribed")
-	if !c.cfg.Features.Service || m.Topic != c.cfg.Topic {
+	c.trace("subscribed", s, "subscribed to "+m.Topic)
+	t := c.topicOf(m.Topic)
+	if t == nil || !t.wanted {
 		return
 	}
-	c.service = Up
-	c.dl[dlSubscribe] = time.Time{}
+	t.Subscribed = true
+	if t.sentSince {
+		t.replayTo = m.Head
+	}
+	if c.cfg.Features.Resume || t.sentSince {
+		c.continuity(t, m)
+	}
+	if t.Topic == c.cfg.Topic && c.cfg.Features.Service {
+		c.service = Up
+	}
+	if c.cfg.Features.Service && c.allSubscribed() {
+		c.dl[dlSubscribe] = time.Time{}
+	}
+}
+
+// continuity compares a subscribed's from and stream with the cursor.
+func (c *Core) continuity(t *topicState, m protocol.Message) {
+	switch {
+	case m.From <= 0:
+		// An old server: it says nothing about where it starts.
+	case t.has && t.Stream != "" && m.Stream != "" && m.Stream != t.Stream:
+		c.lose(ContinuityLost{Topic: t.Topic, From: t.Cursor + 1, Reset: true})
+		t.Cursor = m.From - 1
+	case t.has && m.From > t.Cursor+1:
+		lost := ContinuityLost{Topic: t.Topic, From: t.Cursor + 1, To: m.From - 1}
+		t.Lost += lost.To - lost.From + 1
+		c.stats.MissedUpdates += lost.To - lost.From + 1
+		c.lose(lost)
+		t.Cursor = m.From - 1
+	case !t.has:
+		t.Cursor = m.From - 1
+	}
+	t.has = true
+	if m.Stream != "" {
+		t.Stream = m.Stream
+	}
+	if t.Topic == c.cfg.Topic {
+		c.stats.LastSeq = t.Cursor
+	}
+}
+
+func (c *Core) lose(l ContinuityLost) {
+	c.stats.ContinuityLost++
+	t := c.topicOf(l.Topic)
+	t.Gaps++
+	c.stats.SeqGaps++
+	c.trace("continuity-lost", c.current, "the server no longer has updates of "+l.Topic+" from "+itoa64(l.From))
+	c.emit(Effect{Kind: EffContinuityLost, Lost: l})
+}
+
+func (c *Core) allSubscribed() bool {
+	for _, t := range c.topics {
+		if t.wanted && !t.Subscribed {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
-	c.trace("unsubscribed", s, "unsubscribed by the server")
-	if !c.cfg.Features.Service || m.Topic != c.cfg.Topic {
+	c.trace("unsubscribed", s, "unsubscribed from "+m.Topic)
+	t := c.topicOf(m.Topic)
+	if t == nil || !t.wanted {
+		return // the answer to our own unsubscribe
+	}
+	t.Subscribed = false
+	if !c.cfg.Features.Service {
 		return
 	}
-	c.service = Pending
-	c.subscribe(now)
+	if t.Topic == c.cfg.Topic {
+		c.service = Pending
+	}
+	c.subscribeTopic(t, now)
+}
+
+// onTopicError handles an error frame about a topic (unknown_topic,
+// too_many_subscriptions, unavailable): the subscribe is retried at the
+// subscribe deadline (Service); the app hears of it.
+func (c *Core) onTopicError(m protocol.Message) {
+	c.trace("topic-error", c.current, "subscribe to "+m.Topic+" refused: "+m.Error.Code)
+	if t := c.topicOf(m.Topic); t != nil && t.wanted {
+		c.emit(Effect{Kind: EffTopicError, Update: Update{Topic: m.Topic}, Reason: m.Error.Code})
+	}
 }
 
 func (c *Core) subscribeTimedOut(now time.Time) {
 	c.trace("subscribe-timeout", c.current, "no subscribed within "+c.cfg.SubscribeTimeout.String()+"; subscribing again")
-	c.subscribe(now)
+	for _, t := range c.topics {
+		if t.wanted && !t.Subscribed {
+			c.subscribeTopic(t, now)
+		}
+	}
 }
 
 // onUpdate delivers an update and accounts for any updates missed before
-// it, within one socket or across a reconnect: until resume replays them,
-// a loss must at least be visible.
+// it, within one socket or across a reconnect. With Resume an update at or
+// below the cursor is dropped; without it, delivered and counted.
 func (c *Core) onUpdate(s SocketID, m protocol.Message) {
-	c.stats.Updates++
-	if last := c.stats.LastSeq; last != 0 && m.Seq > last+1 {
-		c.stats.SeqGaps++
-		c.stats.MissedUpdates += m.Seq - last - 1
+	t := c.topicOf(m.Topic)
+	if t == nil || !t.wanted {
+		return // a topic we left: its last updates may still be on the way
 	}
-	c.stats.LastSeq = m.Seq
+	if t.has && m.Seq <= t.Cursor {
+		t.Duplicates++
+		if c.cfg.Features.Resume {
+			c.stats.DuplicatesDropped++
+			return
+		}
+		c.stats.Duplicates++
+	} else if t.has && m.Seq > t.Cursor+1 && (t.Delivered > 0 || t.sentSince || c.cfg.Features.Resume) {
+		t.Gaps++
+		t.Lost += m.Seq - t.Cursor - 1
+		c.stats.SeqGaps++
+		c.stats.MissedUpdates += m.Seq - t.Cursor - 1
+	}
+	if m.Seq > t.Cursor || !t.has {
+		t.Cursor = m.Seq
+	}
+	t.has = true
+	t.Delivered++
+	if m.Seq <= t.replayTo {
+		t.Replayed++
+		c.stats.Replayed++
+	}
+	if t.Topic == c.cfg.Topic {
+		c.stats.Updates++
+		c.stats.LastSeq = t.Cursor
+	}
 	c.emit(Effect{Kind: EffUpdate, Update: Update{Topic: m.Topic, Seq: m.Seq, Data: m.Data, Epoch: s}})
 }
+
+// initTopics makes the service topic (first, always wanted) and takes
+// Config.Cursors: the topics they name are resumed from them (the service
+// topic's too); others are not subscribed until the app asks.
+func (c *Core) initTopics() {
+	c.addTopic(c.cfg.Topic).wanted = true
+	for _, cur := range c.cfg.Cursors {
+		if !protocol.ValidTopic(cur.Topic) || cur.Seq < 0 {
+			continue
+		}
+		t := c.addTopic(cur.Topic)
+		t.Cursor, t.Stream, t.has = cur.Seq, cur.Stream, true
+	}
+}
+
+func itoa64(n int64) string { return utoa(uint64(max(n, 0))) }

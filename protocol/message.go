@@ -81,6 +81,7 @@ type Message struct {
 	Since      int64      // subscribe: replay every update after this seq (exclusive), then go live
 	Stream     string     // subscribe (optional): the stream Since belongs to; subscribed: the topic's stream
 	From       int64      // subscribed: the first seq that follows (replayed or live)
+	Head       int64      // subscribed: the topic's newest seq then; updates up to it are the replay
 	ID         uint64     // request, response, publish; error (when it concerns a request or publish)
 	Method     string     // request
 	Params     []byte     // request (raw JSON, optional)
@@ -180,6 +181,9 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		}
 		if m.From < 0 {
 			return &DecodeError{Code: ErrWrongType, Field: "from", Detail: "must not be negative"}
+		}
+		if m.Head, err = f.int(fHead, m.Type, false); err != nil {
+			return err
 		}
 		m.Stream, err = f.str(fStream, m.Type, false)
 		return err
@@ -315,10 +319,11 @@ const (
 	fSince
 	fStream
 	fFrom
+	fHead
 	nFields
 )
 
-var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt", "since", "stream", "from"}
+var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt", "since", "stream", "from", "head"}
 
 func fieldOf(key string) field {
 	for i := fType; i < nFields; i++ {
@@ -509,6 +514,9 @@ func AppendEncode(b []byte, m Message) []byte {
 		str("topic", m.Topic)
 		if m.From != 0 {
 			num("from", m.From)
+		}
+		if m.Head != 0 {
+			num("head", m.Head)
 		}
 		if m.Stream != "" {
 			str("stream", m.Stream)

@@ -29,7 +29,7 @@ func TestDecodeEveryType(t *testing.T) {
 		{`{"type":"subscribe","topic":"chat-1_x","since":0}`, Message{Type: TypeSubscribe, Topic: "chat-1_x", HasSince: true}},
 		{`{"type":"subscribe","topic":"feed","since":41,"stream":"s1"}`, Message{Type: TypeSubscribe, Topic: "feed", HasSince: true, Since: 41, Stream: "s1"}},
 		{`{"type":"unsubscribe","topic":"feed"}`, Message{Type: TypeUnsubscribe, Topic: "feed"}},
-		{`{"type":"subscribed","topic":"feed","from":42,"stream":"s1"}`, Message{Type: TypeSubscribed, Topic: "feed", From: 42, Stream: "s1"}},
+		{`{"type":"subscribed","topic":"feed","from":42,"head":50,"stream":"s1"}`, Message{Type: TypeSubscribed, Topic: "feed", From: 42, Head: 50, Stream: "s1"}},
 		{`{"type":"publish","id":3,"topic":"chat","data":{"t":"hi"}}`, Message{Type: TypePublish, ID: 3, Topic: "chat", Data: []byte(`{"t":"hi"}`)}},
 		{`{"type":"error","id":3,"code":"unknown_topic","message":"no","topic":"x"}`, Message{Type: TypeError, ID: 3, Topic: "x", Error: &ErrorBody{Code: "unknown_topic", Message: "no"}}},
 	}

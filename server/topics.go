@@ -199,7 +199,7 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 		}
 		from = max(since+1, t.first())
 	}
-	c.offer(protocol.Encode(protocol.Message{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Stream: t.stream}))
+	c.offer(protocol.Encode(protocol.Message{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
 	for _, u := range t.ring {
 		if u.seq >= from {
 			c.offer(u.frame)
