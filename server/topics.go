@@ -340,3 +340,18 @@ func (c *conn) sendTopicError(topic, code, msg string) {
 	c.errorsOut.Add(1)
 	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeError, Topic: topic, Error: &protocol.ErrorBody{Code: code, Message: msg}}))
 }
+
+// Publish appends data (valid JSON) to topic from the backend's side, as
+// the demo feed does, creating the topic if needed; it returns the seq.
+// It works with Options.Publish off (that switch is for clients).
+func (s *Server) Publish(ctx context.Context, topic string, data []byte) (int64, error) {
+	if !protocol.ValidTopic(topic) {
+		return 0, errors.New("server: invalid topic name")
+	}
+	if !protocol.Valid(data) {
+		return 0, errors.New("server: data is not valid JSON")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.HistoryTimeout)
+	defer cancel()
+	return s.hub.h.Append(ctx, topic, data, true)
+}

@@ -47,6 +47,22 @@ type Options struct {
 	// a failed attempt, counted against the budget. It runs on a goroutine
 	// of its own; ctx ends when the client closes.
 	Token func(ctx context.Context, force bool) (string, error)
+	// OnContinuityLost hears of updates the client will never deliver
+	// (stage 7: the server no longer had them); same rules as OnState.
+	OnContinuityLost func(client.ContinuityLost)
+	// OnTopicError hears of a subscribe the server refused (code:
+	// unknown_topic, too_many_subscriptions, unavailable, ...); the client
+	// retries it at the subscribe deadline. Same rules as OnState.
+	OnTopicError func(topic, code string)
+	// LoadCursors, when set, is called once by Dial for the cursors to
+	// resume from (what StoreCursors last saved); StoreCursors is called
+	// on the client's goroutine after every batch of updates with every
+	// topic's cursor. Same rules as OnState.
+	LoadCursors  func() []client.Cursor
+	StoreCursors func([]client.Cursor)
+	// URLs are more servers to use: Dial's url first, then these, in turn,
+	// one further on every reconnect (each reconnect follows a failure).
+	URLs []string
 	// DialOptions are passed to websocket.Dial.
 	DialOptions *websocket.DialOptions
 	// CloseTimeout bounds how long Close waits for the close handshakes of
@@ -57,9 +73,12 @@ type Options struct {
 
 // Client is a running wsready client. Create it with Dial.
 type Client struct {
-	url  string
+	urls []string
+	next int // index into urls of the next dial (the loop's)
 	opts Options
 	core *client.Core
+	subs map[string]map[uint64]func(client.Update) // the loop's
+	subN uint64
 
 	events chan event
 	ctx    context.Context // ends when the client is closed
@@ -112,20 +131,29 @@ const (
 	evStop
 	evToken
 	evReconnect
+	evSubscribe
+	evUnsubscribe
+	evPublish
+	evTopics
 )
 
 type event struct {
-	kind   evKind
-	socket client.SocketID
-	frame  []byte
-	code   int
-	reason string
-	method string
-	params []byte
-	reply  chan requestReply
-	id     uint64
-	token  string
-	err    error
+	kind     evKind
+	socket   client.SocketID
+	frame    []byte
+	code     int
+	reason   string
+	method   string
+	params   []byte
+	reply    chan requestReply
+	id       uint64
+	token    string
+	err      error
+	topic    string
+	since    int64
+	hasSince bool
+	onUpdate func(client.Update)
+	topics   chan []client.TopicStats
 }
 
 type requestReply struct {
@@ -181,12 +209,15 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = 2 * time.Second
 	}
+	if o.LoadCursors != nil {
+		cfg.Cursors = o.LoadCursors()
+	}
 	core, err := client.New(*cfg)
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial: %w", err)
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Client{url: url, opts: o, core: core, events: make(chan event, 64), ctx: cctx, cancel: cancel,
+	c := &Client{urls: append([]string{url}, o.URLs...), opts: o, core: core, subs: map[string]map[uint64]func(client.Update){}, events: make(chan event, 64), ctx: cctx, cancel: cancel,
 		changed: make(chan struct{}), done: make(chan struct{})}
 	c.state = core.State()
 	c.loopWG.Add(1)
@@ -267,8 +298,14 @@ func (c *Client) WaitState(ctx context.Context, cond func(client.State) bool) er
 // client.ErrRequestTimeout or client.ErrConnectionClosed), a
 // *client.ServerError, ctx's error, or ErrClosed.
 func (c *Client) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	return c.call(ctx, event{kind: evRequest, method: method, params: params})
+}
+
+// call posts a request or a publish and waits for its outcome.
+func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 	reply := make(chan requestReply, 2) // the id, then the outcome: never blocks the loop
-	if !c.post(ctx, event{kind: evRequest, method: method, params: params, reply: reply}) {
+	e.reply = reply
+	if !c.post(ctx, e) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -289,6 +326,83 @@ func (c *Client) Request(ctx context.Context, method string, params []byte) ([]b
 		case <-c.done:
 			return nil, ErrClosed
 		}
+	}
+}
+
+// Subscribe asks for topic's updates: onUpdate runs (on the client's
+// goroutine, same rules as OnState) for each, from now on and across
+// reconnects (stage 7 resumes without gaps). since, when not nil, asks for
+// a replay of what followed that seq on the first subscribe. The returned
+// function unsubscribes (the topic is left when its last subscriber goes).
+// The error is for an invalid topic name or a closed client; a refusal by
+// the server (unknown_topic, ...) reaches OnTopicError and is retried.
+func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
+	if onUpdate == nil {
+		onUpdate = func(client.Update) {}
+	}
+	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1)}
+	if since != nil {
+		e.since, e.hasSince = *since, true
+	}
+	if !c.post(ctx, e) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, ErrClosed
+	}
+	var r requestReply
+	select {
+	case r = <-e.reply:
+	case <-c.done:
+		return nil, ErrClosed
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() { c.post(context.Background(), event{kind: evUnsubscribe, topic: topic, id: r.id}) })
+	}, nil
+}
+
+// Publish appends data (JSON) to topic and returns the seq the server gave
+// it. Errors are Request's; the server's codes include forbidden (publish
+// is off, or the topic is the server's), too_many_topics and unavailable.
+func (c *Client) Publish(ctx context.Context, topic string, data []byte) (int64, error) {
+	res, err := c.call(ctx, event{kind: evPublish, topic: topic, params: data})
+	if err != nil {
+		return 0, err
+	}
+	seq, ok := parseSeq(res)
+	if !ok {
+		return 0, fmt.Errorf("publish: the server's result %.40q carries no seq", res)
+	}
+	return seq, nil
+}
+
+// parseSeq reads N from {"seq":N}.
+func parseSeq(b []byte) (int64, bool) {
+	s := string(b)
+	const pre = `{"seq":`
+	if len(s) < len(pre)+2 || s[:len(pre)] != pre || s[len(s)-1] != '}' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s[len(pre):len(s)-1], 10, 64)
+	return n, err == nil && n > 0
+}
+
+// Topics returns each topic's accounting (cursor, delivered, replayed,
+// duplicates, lost), the service topic first.
+func (c *Client) Topics() []client.TopicStats {
+	ch := make(chan []client.TopicStats, 1)
+	if !c.post(context.Background(), event{kind: evTopics, topics: ch}) {
+		return nil
+	}
+	select {
+	case t := <-ch:
+		return t
+	case <-c.done:
+		return nil
 	}
 }
 
@@ -365,6 +479,31 @@ func (c *Client) loop() {
 				} else {
 					c.core.TokenReady(e.token, now)
 				}
+			case evSubscribe:
+				if !c.core.Subscribe(e.topic, e.since, e.hasSince, now) {
+					e.reply <- requestReply{err: fmt.Errorf("invalid topic %q: 1 to %d of A-Z a-z 0-9 - _", e.topic, protocol.MaxTopicBytes)}
+					break
+				}
+				c.subN++
+				if c.subs[e.topic] == nil {
+					c.subs[e.topic] = map[uint64]func(client.Update){}
+				}
+				c.subs[e.topic][c.subN] = e.onUpdate
+				e.reply <- requestReply{id: c.subN}
+			case evUnsubscribe:
+				if m := c.subs[e.topic]; m != nil {
+					delete(m, e.id)
+					if len(m) == 0 {
+						delete(c.subs, e.topic)
+						c.core.Unsubscribe(e.topic, now)
+					}
+				}
+			case evPublish:
+				id := c.core.Publish(e.topic, e.params, 0, now)
+				waiters[id] = e.reply
+				e.reply <- requestReply{id: id}
+			case evTopics:
+				e.topics <- c.core.Topics()
 			case evReconnect:
 				c.core.Reconnect(now)
 				c.apply(sockets, waiters, timer) // the state the caller waits on
@@ -399,10 +538,18 @@ done:
 
 // apply carries out the core's effects.
 func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]chan requestReply, timer *time.Timer) {
+	updates := false
+	defer func() {
+		if updates && c.opts.StoreCursors != nil {
+			c.opts.StoreCursors(c.core.Cursors())
+		}
+	}()
 	for _, e := range c.core.Effects() {
 		switch e.Kind {
 		case client.EffDial:
-			s := c.startSocket(e.Socket)
+			url := c.urls[c.next]
+			c.next = (c.next + 1) % len(c.urls)
+			s := c.startSocket(e.Socket, url)
 			sockets[e.Socket] = s
 		case client.EffSend:
 			if s := sockets[e.Socket]; s != nil && !s.closed {
@@ -440,8 +587,21 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 				c.opts.OnState(e.State)
 			}
 		case client.EffUpdate:
+			updates = true
 			if c.opts.OnUpdate != nil {
 				c.opts.OnUpdate(e.Update)
+			}
+			for _, fn := range c.subs[e.Update.Topic] {
+				fn(e.Update)
+			}
+		case client.EffContinuityLost:
+			updates = true
+			if c.opts.OnContinuityLost != nil {
+				c.opts.OnContinuityLost(e.Lost)
+			}
+		case client.EffTopicError:
+			if c.opts.OnTopicError != nil {
+				c.opts.OnTopicError(e.Update.Topic, e.Reason)
 			}
 		case client.EffLog:
 			if c.opts.OnEvent != nil {
@@ -466,14 +626,14 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 	c.mu.Unlock()
 }
 
-func (c *Client) startSocket(id client.SocketID) *socket {
+func (c *Client) startSocket(id client.SocketID, url string) *socket {
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &socket{id: id, ctx: ctx, cancel: cancel, out: make(chan []byte, 64), ws: make(chan *websocket.Conn, 1)}
 	c.sockWG.Add(1)
 	go func() {
 		defer c.sockWG.Done()
 		defer cancel()
-		ws, resp, err := websocket.Dial(ctx, c.url, c.opts.DialOptions)
+		ws, resp, err := websocket.Dial(ctx, url, c.opts.DialOptions)
 		if err != nil {
 			c.mu.Lock()
 			c.lastDial = fmt.Errorf("failed to dial: %w", err)

@@ -1,0 +1,355 @@
+//go:build !js
+
+package native
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/server"
+)
+
+// seqRecorder keeps every update one topic delivered, for exact checks.
+type seqRecorder struct {
+	mu   sync.Mutex
+	seqs []int64
+	lost []client.ContinuityLost
+}
+
+func (r *seqRecorder) update(u client.Update) {
+	r.mu.Lock()
+	r.seqs = append(r.seqs, u.Seq)
+	r.mu.Unlock()
+}
+
+func (r *seqRecorder) continuity(l client.ContinuityLost) {
+	r.mu.Lock()
+	r.lost = append(r.lost, l)
+	r.mu.Unlock()
+}
+
+func (r *seqRecorder) snapshot() ([]int64, []client.ContinuityLost) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int64(nil), r.seqs...), append([]client.ContinuityLost(nil), r.lost...)
+}
+
+// exactly reports the first way seqs differs from from..to, or "".
+func exactly(seqs []int64, from, to int64) string {
+	want := from
+	for i, s := range seqs {
+		if s != want {
+			return "update " + strconv.Itoa(i) + " has seq " + strconv.FormatInt(s, 10) + ", want " + strconv.FormatInt(want, 10)
+		}
+		want++
+	}
+	if want != to+1 {
+		return "delivered up to " + strconv.FormatInt(want-1, 10) + ", want " + strconv.FormatInt(to, 10)
+	}
+	return ""
+}
+
+// eventually polls cond every 10 ms until it holds or d passes.
+func eventually(d time.Duration, cond func() bool) error {
+	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return nil
+		}
+		if time.Now().After(end) {
+			return context.DeadlineExceeded
+		}
+	}
+}
+
+func topicServer(t *testing.T, o server.Options) (*server.Server, string) {
+	t.Helper()
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := server.New(&o)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { srv.Close(); hs.Close() })
+	return srv, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+}
+
+func fastStage7(seed uint64) *client.Config {
+	cfg := client.MustStage(7)
+	cfg.Rand = rand.New(rand.NewPCG(seed, 7)).Float64
+	cfg.FirstPingTimeout = 300 * time.Millisecond
+	cfg.SubscribeTimeout = 300 * time.Millisecond
+	cfg.RequestTimeout = time.Second
+	cfg.ConnectTimeout = time.Second
+	cfg.Policy = client.FullJitter{Base: 20 * time.Millisecond, Cap: 150 * time.Millisecond}
+	cfg.CapGrowth = []client.CapStep{}
+	cfg.Cooldown = 150 * time.Millisecond
+	return cfg
+}
+
+// Issue 12's first proof: native stage 7 clients through 100 reconnects
+// each (Restart, Flapping and Freeze in turns) while the backend publishes
+// 50 updates a second: every client delivers exactly 1..N.
+func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
+	srv, url := topicServer(t, server.Options{
+		PingInterval: 100 * time.Millisecond, FlapAfter: 100 * time.Millisecond,
+		RestartDowntime: 150 * time.Millisecond, NoFeed: true, NoSlots: true,
+	})
+	ctx := context.Background()
+	if _, err := srv.Publish(ctx, "ticks", []byte(`{"n":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	const clients = 4
+	recs := make([]*seqRecorder, clients)
+	cls := make([]*Client, clients)
+	for i := range clients {
+		recs[i] = &seqRecorder{}
+		cfg := fastStage7(uint64(i))
+		cfg.Topic = "ticks" // the service topic: READY means subscribed to it
+		c, err := Dial(ctx, url, &Options{Config: cfg, OnContinuityLost: recs[i].continuity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Subscribe(ctx, "ticks", nil, recs[i].update); err != nil {
+			t.Fatal(err)
+		}
+		cls[i] = c
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := c.WaitReady(wctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	// The publisher: 50 a second until told to stop.
+	stop := make(chan struct{})
+	var last int64
+	var pubErr error
+	var pubWG sync.WaitGroup
+	pubWG.Add(1)
+	go func() {
+		defer pubWG.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			seq, err := srv.Publish(ctx, "ticks", []byte(`{"n":`+strconv.Itoa(n)+`}`))
+			if err != nil {
+				pubErr = err
+				return
+			}
+			last = seq
+		}
+	}()
+	minOpens := func() int {
+		m := 1 << 30
+		for _, c := range cls {
+			m = min(m, c.Stats().Opens)
+		}
+		return m
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	turns := 0
+	for minOpens() < 101 && time.Now().Before(deadline) {
+		switch turns % 3 {
+		case 0:
+			srv.Restart()
+			time.Sleep(500 * time.Millisecond)
+		case 1:
+			srv.SetFlapping(true)
+			time.Sleep(1500 * time.Millisecond)
+			srv.SetFlapping(false)
+		case 2:
+			srv.SetFreeze(true)
+			time.Sleep(500 * time.Millisecond)
+			srv.SetFreeze(false)
+		}
+		time.Sleep(300 * time.Millisecond)
+		turns++
+	}
+	close(stop)
+	pubWG.Wait()
+	if pubErr != nil {
+		t.Fatal(pubErr)
+	}
+	if n := minOpens(); n < 101 {
+		t.Fatalf("only %d opens (100 reconnects) per client in %d turns", n, turns)
+	}
+	// Everyone catches up: READY, and the last seq delivered.
+	for i, c := range cls {
+		err := eventually(10*time.Second, func() bool {
+			seqs, _ := recs[i].snapshot()
+			return len(seqs) > 0 && seqs[len(seqs)-1] == last
+		})
+		if err != nil {
+			seqs, _ := recs[i].snapshot()
+			t.Fatalf("client %d: last seq %d of %d not delivered (%d updates, state %+v)", i, last, last, len(seqs), c.State())
+		}
+	}
+	for i, c := range cls {
+		seqs, lost := recs[i].snapshot()
+		st := c.Stats()
+		if d := exactly(seqs, seqs[0], last); d != "" || seqs[0] > 2 {
+			t.Errorf("client %d: %s (first %d)", i, d, seqs[0])
+		}
+		if len(lost) != 0 || st.SeqGaps != 0 || st.MissedUpdates != 0 {
+			t.Errorf("client %d: continuity lost %v, gaps %d, missed %d", i, lost, st.SeqGaps, st.MissedUpdates)
+		}
+		t.Logf("client %d: %d opens, %d updates (1..%d), %d replayed, %d duplicates dropped", i, st.Opens, len(seqs), last, st.Replayed, st.DuplicatesDropped)
+		if st.Replayed == 0 {
+			t.Errorf("client %d: nothing was replayed across %d reconnects", i, st.Opens-1)
+		}
+	}
+	t.Logf("%d turns of Restart, Flapping and Freeze; %d updates published", turns, last)
+}
+
+// A client that comes back after the server's retention has moved past its
+// cursor hears of exactly the range it lost, once, and goes on from the
+// first update the server still has. Its cursors come back through
+// LoadCursors, as a restarted process's would.
+func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
+	srv, url := topicServer(t, server.Options{NoFeed: true, HistoryMsgs: 20})
+	ctx := context.Background()
+	for range 10 {
+		if _, err := srv.Publish(ctx, "news", []byte(`1`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var saved []client.Cursor
+	var mu sync.Mutex
+	store := func(c []client.Cursor) { mu.Lock(); saved = c; mu.Unlock() }
+	first := &seqRecorder{}
+	c, err := Dial(ctx, url, &Options{Config: fastStage7(1), StoreCursors: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := int64(3)
+	if _, err := c.Subscribe(ctx, "news", &since, first.update); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventually(5*time.Second, func() bool { s, _ := first.snapshot(); return len(s) == 7 }); err != nil {
+		t.Fatalf("replay from since 3: %v", err)
+	}
+	if s, _ := first.snapshot(); exactly(s, 4, 10) != "" {
+		t.Fatalf("replay from since 3 delivered %v", s)
+	}
+	c.Close()
+	// 50 more while it is away: the server keeps 41..60.
+	for range 50 {
+		if _, err := srv.Publish(ctx, "news", []byte(`2`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	load := append([]client.Cursor(nil), saved...)
+	mu.Unlock()
+	rec := &seqRecorder{}
+	c2, err := Dial(ctx, url, &Options{Config: fastStage7(2), LoadCursors: func() []client.Cursor { return load }, OnContinuityLost: rec.continuity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Subscribe(ctx, "news", nil, rec.update); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventually(5*time.Second, func() bool { s, _ := rec.snapshot(); return len(s) == 20 }); err != nil {
+		s, l := rec.snapshot()
+		t.Fatalf("after the gap: %v, lost %v", s, l)
+	}
+	time.Sleep(200 * time.Millisecond) // nothing more may come
+	seqs, lost := rec.snapshot()
+	if d := exactly(seqs, 41, 60); d != "" {
+		t.Fatal(d)
+	}
+	if len(lost) != 1 || lost[0] != (client.ContinuityLost{Topic: "news", From: 11, To: 40}) {
+		t.Fatalf("continuity lost %+v, want exactly one for 11..40", lost)
+	}
+	if st := c2.Stats(); st.MissedUpdates != 30 || st.ContinuityLost != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Clients publish; subscribers on other connections get the update with
+// the seq the publisher was told; the server's own topic, a publish with
+// publishing off and an unknown topic are refused with their codes.
+func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
+	_, url := topicServer(t, server.Options{Publish: true, FeedInterval: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var topicErrs sync.Map
+	sub, err := Dial(ctx, url, &Options{Config: fastStage7(3), OnTopicError: func(topic, code string) { topicErrs.Store(topic, code) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	pub, err := Dial(ctx, url, &Options{Config: fastStage7(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	if err := pub.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := pub.Publish(ctx, "chat", []byte(`{"text":"hello"}`))
+	if err != nil || seq != 1 {
+		t.Fatalf("first publish: seq %d, %v", seq, err)
+	}
+	rec := &seqRecorder{}
+	since := int64(0)
+	if _, err := sub.Subscribe(ctx, "chat", &since, rec.update); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Subscribe(ctx, "nobody-here", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Subscribe(ctx, "bad topic", nil, nil); err == nil {
+		t.Fatal("an invalid topic name was accepted")
+	}
+	if err := sub.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seq2, err := pub.Publish(ctx, "chat", []byte(`{"text":"again"}`))
+	if err != nil || seq2 != 2 {
+		t.Fatalf("second publish: seq %d, %v", seq2, err)
+	}
+	if err := eventually(5*time.Second, func() bool { s, _ := rec.snapshot(); return len(s) == 2 }); err != nil {
+		s, _ := rec.snapshot()
+		t.Fatalf("subscriber got %v", s)
+	}
+	if s, _ := rec.snapshot(); exactly(s, 1, 2) != "" {
+		t.Fatalf("subscriber got %v", s)
+	}
+	var se *client.ServerError
+	if _, err := pub.Publish(ctx, "feed", []byte(`1`)); !errors.As(err, &se) || se.Code != "forbidden" {
+		t.Fatalf("publish to feed: %v, want forbidden", err)
+	}
+	if err := eventually(2*time.Second, func() bool { _, ok := topicErrs.Load("nobody-here"); return ok }); err != nil {
+		t.Fatal("no topic error for an unknown topic")
+	}
+	if code, _ := topicErrs.Load("nobody-here"); code != "unknown_topic" {
+		t.Fatalf("unknown topic answered with %v", code)
+	}
+
+	_, closedURL := topicServer(t, server.Options{})
+	c, err := Dial(ctx, closedURL, &Options{Config: fastStage7(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, "chat", []byte(`1`)); !errors.As(err, &se) || se.Code != "forbidden" {
+		t.Fatalf("publish with publishing off: %v, want forbidden", err)
+	}
+}
