@@ -19,6 +19,7 @@ commands:
   serve   the backend, the demo page and the WebAssembly client
   sim     the virtual-time fleet simulator
   storm   real clients through a Restart or a drain, against a real server
+  nats    a NATS server with JetStream, embedded, for several serve -nats nodes
   version print the version
 
 Run "wsready <command> -h" for a command's flags.
@@ -37,6 +38,8 @@ func main() {
 		err = runSim(os.Args[2:], os.Stdout)
 	case "storm":
 		err = runStorm(os.Args[2:], os.Stdout)
+	case "nats":
+		err = runNATS(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

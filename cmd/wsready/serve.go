@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wsready/wsready/internal/natsembed"
 	"github.com/wsready/wsready/internal/web"
 	"github.com/wsready/wsready/server"
 )
@@ -51,6 +52,16 @@ func serve(args []string) error {
 	sweepInterval := fs.Duration("sweep-interval", 10*time.Second, "liveness sweep: a WebSocket ping this often")
 	sweepGrace := fs.Duration("sweep-grace", 5*time.Second, "liveness sweep: a connection with no pong within two intervals plus this is closed")
 	drainWindow := fs.Duration("drain-window", 10*time.Second, "on SIGTERM (or the Drain switch) close connections in batches over this long, each with a reconnect slot")
+	publish := fs.Bool("publish", false, "let clients publish to topics (creating them); off by default: it changes server state")
+	feedLeader := fs.Bool("feed-leader", true, "this node produces the demo feed; with several nodes on one NATS, exactly one should")
+	histMsgs := fs.Int("history-msgs", 1000, "updates kept per topic for replays (resume)")
+	histBytes := fs.Int("history-bytes", 256<<10, "bytes of update data each node keeps per topic for replays")
+	histAge := fs.Duration("history-age", 10*time.Minute, "updates older than this are not kept")
+	maxTopics := fs.Int("max-topics", 256, "most topics; a publish that would create one more is refused with too_many_topics")
+	maxSubs := fs.Int("max-subscriptions", 16, "most topics one connection may subscribe to")
+	dataDir := fs.String("data", "", "keep topics in JetStream, in a NATS server embedded in this process storing in this directory (history survives a restart); no NATS port is opened")
+	natsURL := fs.String("nats", "", "keep topics in the JetStream of the NATS server(s) at this URL (comma-separated), shared with every node given the same URL")
+	node := fs.String("node", "", "this node's name in /api/stats and on the page; default the listen address")
 	verbose := fs.Bool("v", false, "debug logs (per-connection events)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -60,7 +71,7 @@ func serve(args []string) error {
 	}
 	for name, d := range map[string]time.Duration{"ping": *ping, "feed": *feed, "slow": *slow, "restart-downtime": *downtime,
 		"write-timeout": *writeTimeout, "message-timeout": *msgTimeout, "sweep-interval": *sweepInterval,
-		"sweep-grace": *sweepGrace, "drain-window": *drainWindow} {
+		"sweep-grace": *sweepGrace, "drain-window": *drainWindow, "history-age": *histAge} {
 		if d <= 0 {
 			return fmt.Errorf("serve: -%s must be positive, not %v", name, d)
 		}
@@ -90,7 +101,8 @@ func serve(args []string) error {
 	if m := server.RefuseMode(*refuseWith); m != server.RefuseClose && m != server.RefuseHTTP {
 		return fmt.Errorf("serve: -refuse must be close or http, not %q", *refuseWith)
 	}
-	for name, n := range map[string]int{"admit-burst": *admitBurst, "tenant-burst": *tenantBurst, "rejection-threshold": *rejThreshold, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending} {
+	for name, n := range map[string]int{"admit-burst": *admitBurst, "tenant-burst": *tenantBurst, "rejection-threshold": *rejThreshold, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending,
+		"history-msgs": *histMsgs, "history-bytes": *histBytes, "max-topics": *maxTopics, "max-subscriptions": *maxSubs} {
 		if n < 1 {
 			return fmt.Errorf("serve: -%s must be at least 1, not %d", name, n)
 		}
@@ -112,6 +124,41 @@ func serve(args []string) error {
 	if !wildcard {
 		allowed = append(allowed, host)
 	}
+	if *dataDir != "" && *natsURL != "" {
+		return fmt.Errorf("serve: -data and -nats exclude each other: -data embeds a NATS server, -nats joins one")
+	}
+	lim := server.Retention{MaxMsgs: *histMsgs, MaxBytes: *histBytes, MaxAge: *histAge}
+	var history server.History
+	switch {
+	case *dataDir != "":
+		ns, err := natsembed.Start(*dataDir, "")
+		if err != nil {
+			return fmt.Errorf("serve: -data: %w", err)
+		}
+		defer ns.Shutdown()
+		nc, err := natsembed.Connect(ns)
+		if err != nil {
+			return fmt.Errorf("serve: -data: %w", err)
+		}
+		if history, err = server.NewJetStreamHistory(nc, lim, *maxTopics, true); err != nil {
+			nc.Close()
+			return fmt.Errorf("serve: -data: %w", err)
+		}
+	case *natsURL != "":
+		if history, err = server.ConnectJetStream(*natsURL, lim, *maxTopics); err != nil {
+			return fmt.Errorf("serve: -nats: %w", err)
+		}
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		if history != nil {
+			history.Close()
+		}
+		return fmt.Errorf("failed to listen: %w", err)
+	}
+	if *node == "" {
+		*node = displayAddr(ln.Addr())
+	}
 	srv := server.New(&server.Options{
 		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
@@ -121,19 +168,23 @@ func serve(args []string) error {
 		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
 		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
+		Publish: *publish, NoFeed: !*feedLeader, History: history, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
+		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs, Node: *node,
 		Static: web.FS(), Logger: log,
 	})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("failed to listen: %w", err)
-	}
 	hs := srv.HTTPServer()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "demo", *demo, "auth", string(mode))
+	store := "memory"
+	if *dataDir != "" {
+		store = "jetstream (embedded)"
+	} else if *natsURL != "" {
+		store = "jetstream"
+	}
+	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
+		"history", store, "publish", *publish, "feedLeader", *feedLeader)
 	if wildcard && *hosts == "" {
 		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")
 	}
