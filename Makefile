@@ -6,10 +6,25 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := internal/web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
+.PHONY: run cluster build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
-	./bin/wsready serve -demo -auth optional -addr $(ADDR)
+	./bin/wsready serve -demo -auth optional -publish -addr $(ADDR)
+
+# Three nodes on one NATS JetStream (embedded in the wsready binary: nothing
+# is downloaded), on ports 8081-8083; node 1 produces the feed. Ctrl-C stops
+# them all. The history lives in build/cluster until make clean.
+NATS_ADDR ?= 127.0.0.1:4222
+cluster: build
+	@mkdir -p build/cluster; trap 'kill 0' EXIT; \
+	./bin/wsready nats -addr $(NATS_ADDR) -data build/cluster/nats & \
+	for i in $$(seq 50); do (exec 3<>/dev/tcp/$${NATS_ADDR%:*}/$${NATS_ADDR#*:}) 2>/dev/null && break; sleep 0.1; done; \
+	for n in 1 2 3; do \
+	  lead=false; [ $$n = 1 ] && lead=true; \
+	  ./bin/wsready serve -demo -auth optional -publish -nats nats://$(NATS_ADDR) -node node$$n -feed-leader=$$lead -addr 127.0.0.1:808$$n & \
+	done; \
+	sleep 1; echo; echo "cluster up: http://localhost:8081 http://localhost:8082 http://localhost:8083 (NATS at $(NATS_ADDR)); Ctrl-C stops it"; \
+	wait
 
 build: wasm
 	$(GO) build -o bin/wsready ./cmd/wsready

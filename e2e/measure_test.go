@@ -13,11 +13,11 @@ import (
 func stagesFromEnv() []int {
 	s := os.Getenv("WSREADY_STAGES")
 	if s == "" {
-		return []int{0, 1, 2, 3, 4, 5, 6}
+		return []int{0, 1, 2, 3, 4, 5, 6, 7}
 	}
 	var out []int
 	for _, f := range strings.Split(s, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 0 && n <= 6 {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 0 && n <= 7 {
 			out = append(out, n)
 		}
 	}

@@ -55,6 +55,8 @@ func num(p *int) string {
 	return fmt.Sprint(*p)
 }
 
+func (r Row) ran(scenario string) bool { return slices.Contains(r.Ran, scenario) }
+
 // ranOr returns v, or "-" for a scenario this run skipped (the CI subset
 // skips some).
 func (r Row) ranOr(scenario, v string) string {
@@ -77,6 +79,27 @@ func Table(rows []Row) string {
 			or("serviceDown", ms(r.DataAfterRecoveryMs)), or("freeze", num(r.ConnectionsAfterFreeze)),
 			or("flapping", num(r.FlappingAttempts)), or("restart", ms(r.ReadyAfterRestartMs)),
 			or("slowReplies", r.SlowReply), or("offline", num(r.OfflineAttempts)), or("offline", ms(r.ReadyAfterOnlineMs)))
+	}
+	return b.String()
+}
+
+// LossTable renders the updates lost and duplicated per scenario.
+func LossTable(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| stage | Freeze: lost (checked) / duplicates | Flapping: lost (checked) / duplicates | Restart: lost (checked) / duplicates |\n")
+	b.WriteString("|---|---|---|---|\n")
+	cell := func(ran bool, l *Loss) string {
+		switch {
+		case !ran:
+			return "not run"
+		case l == nil:
+			return "n/a"
+		}
+		return fmt.Sprintf("%d (%d) / %d of %d", l.Lost, l.Checked, l.Duplicates, l.Span)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", r.Stage, cell(r.ran("freeze"), r.LossFreeze),
+			cell(r.ran("flapping"), r.LossFlapping), cell(r.ran("restart"), r.LossRestart))
 	}
 	return b.String()
 }
@@ -125,6 +148,8 @@ func (rep Report) Write(dir string) error {
 	md.WriteString(Table(rep.Rows))
 	md.WriteString("\n")
 	md.WriteString(SessionTable(rep.Rows))
+	md.WriteString("\nUpdates of the feed lost and delivered twice across each scenario. \"lost\" is the client's own gap accounting (missedUpdates); \"checked\" counts, from the server's seqs, the ones between the page's last seq before the scenario and its last after it that the page never delivered; \"of N\" is how many the server published meanwhile (the feed pauses while frozen). Stage 7 resumes from its cursor: both must be 0.\n\n")
+	md.WriteString(LossTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. The README's \"Measurements\" section explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
 }

@@ -70,6 +70,69 @@ type Row struct {
 	OverloadMinGapMs      *int64   `json:"overloadMinGapMs"`
 	OverloadDials         *int     `json:"overloadDials"`
 	Ended                 []string `json:"ended,omitempty"` // terminal states the page reached, in order
+	// Updates of the feed lost and duplicated across Freeze, Flapping and
+	// Restart (stage 7 resumes: both must be 0).
+	LossFreeze   *Loss `json:"lossFreeze,omitempty"`
+	LossFlapping *Loss `json:"lossFlapping,omitempty"`
+	LossRestart  *Loss `json:"lossRestart,omitempty"`
+}
+
+// Loss is what one scenario cost the feed. Lost is the client's own count
+// (its gap accounting: missedUpdates); Checked is the same from the
+// server's seqs: every seq from the last one the page had before the
+// scenario to the last it had after is one the server published, so the
+// ones the page never delivered are lost. Duplicates are updates the page
+// delivered twice (a seq at or below one it had).
+type Loss struct {
+	Lost       int64 `json:"lost"`
+	Checked    int64 `json:"checked"`
+	Duplicates int64 `json:"duplicates"`
+	Span       int64 `json:"span"` // seqs the server published over the scenario
+}
+
+// lossMark is where the page stood before a scenario.
+type lossMark struct {
+	seq, missed, idx int64
+}
+
+func (r *stageRun) markLoss() (lossMark, error) {
+	v, err := Eval[[]float64](r.b, "[wsreadyDemo.lastSeq, wsreadyDemo.client.stats().missedUpdates, wsreadyDemo.seqs.length + wsreadyDemo.seqsDropped]")
+	if err != nil || len(v) != 3 {
+		return lossMark{}, fmt.Errorf("loss mark: %v", err)
+	}
+	return lossMark{seq: int64(v[0]), missed: int64(v[1]), idx: int64(v[2])}, nil
+}
+
+// lossSince waits until the page is READY and has two updates more, then
+// measures the loss since m.
+func (r *stageRun) lossSince(m lossMark) (*Loss, error) {
+	if err := r.waitReady(45 * time.Second); err != nil {
+		return nil, err
+	}
+	t := nowMs()
+	for range 2 {
+		d, err := r.firstAfter(jsUpdate, t, time.Now().Add(15*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			return nil, fmt.Errorf("no feed update within 15 s of READY")
+		}
+		t += *d + 1
+	}
+	js := fmt.Sprintf(`(() => {
+		const d = wsreadyDemo, before = %d, from = %d - d.seqsDropped;
+		const arr = d.seqs.slice(Math.max(0, from)), after = d.lastSeq;
+		const seen = new Set(); let dups = 0;
+		for (const s of arr) { if (s <= before || seen.has(s)) dups++; else seen.add(s); }
+		let inRange = 0; for (const s of seen) if (s > before && s <= after) inRange++;
+		return [after - before, after - before - inRange, dups, d.client.stats().missedUpdates];
+	})()`, m.seq, m.idx)
+	v, err := Eval[[]float64](r.b, js)
+	if err != nil || len(v) != 4 {
+		return nil, fmt.Errorf("loss: %v", err)
+	}
+	return &Loss{Span: int64(v[0]), Checked: int64(v[1]), Duplicates: int64(v[2]), Lost: int64(v[3]) - m.missed}, nil
 }
 
 type stageRun struct {
@@ -184,6 +247,10 @@ func (r *stageRun) freeze() error {
 	if r.stage == 5 {
 		r.shot(fmt.Sprintf("stage%d-ready", r.stage))
 	}
+	mark, err := r.markLoss()
+	if err != nil {
+		return err
+	}
 	t0 := nowMs()
 	end := time.Now().Add(r.plan.Freeze)
 	srv.SetFreeze(true)
@@ -205,6 +272,9 @@ func (r *stageRun) freeze() error {
 	time.Sleep(r.plan.Settle)
 	n := srv.Stats().Open
 	r.row.ConnectionsAfterFreeze = &n
+	if r.row.LossFreeze, err = r.lossSince(mark); err != nil {
+		return err
+	}
 	if r.stage == 2 {
 		r.shot(fmt.Sprintf("stage%d-after-freeze", r.stage))
 	}
@@ -295,6 +365,10 @@ func (r *stageRun) slowReplies() error {
 // flapping: connection attempts the server counted while Flapping was on.
 func (r *stageRun) flapping() error {
 	srv := r.env.Srv
+	mark, err := r.markLoss()
+	if err != nil {
+		return err
+	}
 	srv.ResetCounters()
 	start := time.Now()
 	srv.SetFlapping(true)
@@ -303,12 +377,17 @@ func (r *stageRun) flapping() error {
 	srv.SetFlapping(false)
 	r.row.FlappingAttempts = &n
 	r.row.FlappingWindowMs = time.Since(start).Milliseconds()
-	return nil
+	r.row.LossFlapping, err = r.lossSince(mark)
+	return err
 }
 
 // restart: time from the server accepting again until the page is READY.
 func (r *stageRun) restart() error {
 	srv := r.env.Srv
+	mark, err := r.markLoss()
+	if err != nil {
+		return err
+	}
 	srv.Restart()
 	st := srv.Stats()
 	if st.RestartUntil == nil {
@@ -320,7 +399,8 @@ func (r *stageRun) restart() error {
 		return err
 	}
 	r.row.ReadyAfterRestartMs = d
-	return nil
+	r.row.LossRestart, err = r.lossSince(mark)
+	return err
 }
 
 // offline: attempts made while the tab was offline, and the time from

@@ -29,9 +29,10 @@ func TestShape(t *testing.T) {
 			session(p)
 		}),
 		6: with(freeze, func(p *Plan) { session(p); p.Restart = true }),
+		7: with(freeze, func(p *Plan) { p.Restart = true; p.Flapping = 10 * time.Second }),
 	}
 	rows := map[int]Row{}
-	for stage := 0; stage <= 6; stage++ {
+	for stage := 0; stage <= 7; stage++ {
 		row, err := RunStage(stage, plans[stage], t.Logf)
 		if err != nil {
 			t.Fatal(err)
@@ -121,6 +122,27 @@ func TestShape(t *testing.T) {
 		t.Errorf("stage 6 READY %s after the server accepted again, want within 1 s", ms(d))
 	}
 	t.Logf("\n%s", SessionTable([]Row{s5, s6}))
+
+	// Resume: stage 7 loses and repeats nothing across Freeze, Flapping and
+	// Restart, by its own count and by the server's seqs; stage 6 loses
+	// what the feed published during the Restart's downtime.
+	s7 := rows[7]
+	for name, l := range map[string]*Loss{"freeze": s7.LossFreeze, "flapping": s7.LossFlapping, "restart": s7.LossRestart} {
+		if l == nil || l.Lost != 0 || l.Checked != 0 || l.Duplicates != 0 {
+			t.Errorf("stage 7 %s: %+v, want nothing lost or repeated", name, l)
+		}
+	}
+	if l := s6.LossRestart; l == nil || l.Lost < 1 || l.Checked != l.Lost {
+		t.Errorf("stage 6 Restart: %+v; it should lose the downtime's updates and count them right", l)
+	}
+	for stage := 3; stage <= 7; stage++ {
+		for _, l := range []*Loss{rows[stage].LossFreeze, rows[stage].LossFlapping, rows[stage].LossRestart} {
+			if l != nil && l.Checked != l.Lost {
+				t.Errorf("stage %d: the client counted %d lost, the server's seqs say %d", stage, l.Lost, l.Checked)
+			}
+		}
+	}
+	t.Logf("\n%s", LossTable([]Row{rows[2], rows[3], rows[5], rows[6], s7}))
 }
 
 // session adds the session switches at CI length.

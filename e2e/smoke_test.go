@@ -29,7 +29,7 @@ func newEnv(t *testing.T) (*Env, *Browser) {
 // round-trips through the page's Send request path.
 func TestSmokeEveryStage(t *testing.T) {
 	env, b := newEnv(t)
-	for stage := 0; stage <= 6; stage++ {
+	for stage := 0; stage <= 7; stage++ {
 		if err := b.Navigate(fmt.Sprintf("%s/?stage=%d", env.Base, stage)); err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestSmokeEmbeddingExample(t *testing.T) {
 		t.Fatalf("bad options: %q", msg)
 	}
 	msg, _ = Eval[string](b, `import('./wsready.js').then(m => m.connect({stage: 1.5})).then(() => 'no error', e => e.message)`)
-	if !strings.Contains(msg, "stage must be an integer 0-6") {
+	if !strings.Contains(msg, "stage must be an integer 0-7") {
 		t.Fatalf("bad stage: %q", msg)
 	}
 }
@@ -99,7 +99,7 @@ func TestSmokeWrongStageShowsAMessage(t *testing.T) {
 		}
 		text, _ := Eval[string](b, "document.getElementById('error').hidden ? '' : document.getElementById('error').textContent")
 		links, _ := Eval[int](b, "document.querySelectorAll('nav a').length")
-		if !strings.Contains(text, `Unknown stage "`+bad+`"`) || links != 7 {
+		if !strings.Contains(text, `Unknown stage "`+bad+`"`) || links != 8 {
 			t.Fatalf("stage=%s: message %q, %d stage links", bad, text, links)
 		}
 	}

@@ -16,13 +16,16 @@ import (
 // timer, online/offline, API calls) only push onto the queue; one goroutine
 // drains it, steps the core and carries out its effects.
 type driver struct {
-	url      string
+	urls     []string
+	nextURL  int
 	core     *client.Core
 	q        *bridge.Queue[func(now time.Time)]
 	onState  safejs.Value
 	onUpdate safejs.Value
 	onEvent  safejs.Value
 	onRecord safejs.Value
+	onLost   safejs.Value
+	onTopic  safejs.Value
 	tokenFn  safejs.Value
 
 	sockets  map[client.SocketID]*jsSocket
@@ -71,7 +74,7 @@ func (d *driver) cancel(ticket float64, now time.Time) {
 	}
 }
 
-func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, tokenFn safejs.Value) (*driver, error) {
+func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, onTopic, tokenFn safejs.Value) (*driver, error) {
 	cfg, err := client.StageConfig(o.Stage, rand.Float64)
 	if err != nil {
 		return nil, err
@@ -83,8 +86,8 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, tokenFn s
 	if err != nil {
 		return nil, err
 	}
-	d := &driver{url: o.URL, core: core, q: bridge.NewQueue[func(time.Time)](),
-		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, tokenFn: tokenFn,
+	d := &driver{urls: o.URLs, core: core, q: bridge.NewQueue[func(time.Time)](),
+		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, onLost: onLost, onTopic: onTopic, tokenFn: tokenFn,
 		sockets: map[client.SocketID]*jsSocket{}, promises: map[uint64]promise{},
 		tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
 	d.timerFn, err = safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
@@ -303,6 +306,10 @@ func (d *driver) apply() {
 			d.call(d.onRecord, bridge.RecordValue(e.Record))
 		case client.EffToken:
 			d.askToken(e.Force)
+		case client.EffContinuityLost:
+			d.call(d.onLost, bridge.LostValue(e.Lost))
+		case client.EffTopicError:
+			d.call(d.onTopic, map[string]any{"topic": e.Update.Topic, "code": e.Reason})
 		}
 	}
 }
@@ -358,7 +365,9 @@ func (d *driver) dial(id client.SocketID) {
 		fail("no WebSocket in this environment")
 		return
 	}
-	ws, err := ctor.New(d.url)
+	url := d.urls[d.nextURL]
+	d.nextURL = (d.nextURL + 1) % len(d.urls) // the next dial follows a failure: try the next server
+	ws, err := ctor.New(url)
 	if err != nil {
 		fail("WebSocket constructor failed: " + err.Error())
 		return
@@ -498,6 +507,17 @@ func newPromise() (p, resolve safejs.Value, err error) {
 // A ticket (chosen by the JS wrapper, non-zero) names the request for an
 // AbortSignal's cancel; the map holds only requests still pending.
 func (d *driver) request(method string, params []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
+	return d.call2(ticket, func(now time.Time) uint64 { return d.core.RequestTimeout(method, params, timeout, now) })
+}
+
+// publish is request's twin for a publish.
+func (d *driver) publish(topic string, data []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
+	return d.call2(ticket, func(now time.Time) uint64 { return d.core.Publish(topic, data, timeout, now) })
+}
+
+// call2 starts a request or publish (start returns its id) and returns a
+// Promise of its settle value.
+func (d *driver) call2(ticket float64, start func(now time.Time) uint64) (safejs.Value, error) {
 	p, resolve, err := newPromise()
 	if err != nil {
 		return safejs.Undefined(), err
@@ -508,7 +528,7 @@ func (d *driver) request(method string, params []byte, timeout time.Duration, ti
 			d.call(resolve, bridge.SettleValue(nil, errAborted))
 			return
 		}
-		id := d.core.RequestTimeout(method, params, timeout, now)
+		id := start(now)
 		d.promises[id] = promise{resolve: resolve, ticket: ticket}
 		if ticket != 0 {
 			d.tickets[ticket] = id

@@ -97,7 +97,7 @@ func connectJS(args []safejs.Value) any {
 		v, _ := g.get(name)
 		return v
 	}
-	d, err := newDriver(o, cb("onState"), cb("onUpdate"), cb("onEvent"), cb("onRecord"), cb("token"))
+	d, err := newDriver(o, cb("onState"), cb("onUpdate"), cb("onEvent"), cb("onRecord"), cb("onContinuityLost"), cb("onTopicError"), cb("token"))
 	if err != nil {
 		return errorValue("wsready.connect: " + err.Error())
 	}
@@ -145,6 +145,85 @@ func connectJS(args []safejs.Value) any {
 			return errorValue("request: " + err.Error())
 		}
 		return p
+	}))
+	h.Set("publish", fn(func(a []safejs.Value) any {
+		topic, data := "", []byte(nil)
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
+			topic, _ = a[0].String()
+		}
+		if len(a) > 1 && a[1].Type() == safejs.TypeString {
+			s, _ := a[1].String()
+			data = []byte(s)
+		}
+		if !protocol.ValidTopic(topic) {
+			return errorValue("publish: topic must be 1 to 64 of A-Z a-z 0-9 - _")
+		}
+		if data == nil || !protocol.Valid(data) {
+			return errorValue("publish: data must be a JSON string")
+		}
+		var timeout time.Duration
+		if len(a) > 2 && a[2].Type() == safejs.TypeNumber {
+			ms, _ := a[2].Float()
+			if ms < 0 || ms > 1e9 || ms != float64(int64(ms)) {
+				return errorValue("publish: timeoutMs must be a whole number of milliseconds, 0 to 1e9")
+			}
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+		var ticket float64
+		if len(a) > 3 && a[3].Type() == safejs.TypeNumber {
+			ticket, _ = a[3].Float()
+		}
+		p, err := d.publish(topic, data, timeout, ticket)
+		if err != nil {
+			return errorValue("publish: " + err.Error())
+		}
+		return p
+	}))
+	// subscribe(topic, since?) and unsubscribe(topic): the JS wrapper keeps
+	// the per-topic callbacks and calls these for the first and the last.
+	h.Set("subscribe", fn(func(a []safejs.Value) any {
+		topic := ""
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
+			topic, _ = a[0].String()
+		}
+		if !protocol.ValidTopic(topic) {
+			return errorValue("subscribe: topic must be 1 to 64 of A-Z a-z 0-9 - _")
+		}
+		since, has := int64(0), false
+		if len(a) > 1 && a[1].Type() == safejs.TypeNumber {
+			f, _ := a[1].Float()
+			if f < 0 || f > 1<<53 || f != float64(int64(f)) {
+				return errorValue("subscribe: since must be a whole number >= 0")
+			}
+			since, has = int64(f), true
+		}
+		d.q.Push(func(now time.Time) { d.core.Subscribe(topic, since, has, now) })
+		return nil
+	}))
+	h.Set("unsubscribe", fn(func(a []safejs.Value) any {
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
+			topic, _ := a[0].String()
+			d.q.Push(func(now time.Time) { d.core.Unsubscribe(topic, now) })
+		}
+		return nil
+	}))
+	h.Set("topics", fn(func([]safejs.Value) any {
+		ts := d.core.Topics()
+		arr, err := safejs.Global().Get("Array")
+		if err == nil {
+			arr, err = arr.New()
+		}
+		if err != nil {
+			return nil
+		}
+		for _, t := range ts {
+			v, _ := jsObject(bridge.TopicValue(t))
+			arr.Call("push", v)
+		}
+		return arr
+	}))
+	h.Set("cursors", fn(func([]safejs.Value) any {
+		return bridge.FormatCursors(d.core.Cursors())
 	}))
 	// state and stats read the core from the JS thread. In WebAssembly Go
 	// and JS share one thread, and the loop goroutine only runs while JS is

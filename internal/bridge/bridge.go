@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/protocol"
 )
 
 // Queue is an unbounded FIFO. Push never blocks, so a js.FuncOf callback
@@ -136,6 +137,87 @@ func StatsValue(s client.Stats) map[string]any {
 		"tokenRefreshes": s.TokenRefreshes, "tokenFailures": s.TokenFailures, "records": s.Records,
 		"readyCount": s.ReadyCount, "recoveries": s.Recoveries, "recoveryP50Ms": float64(s.RecoveryP50.Milliseconds()),
 		"recoveryP99Ms": float64(s.RecoveryP99.Milliseconds()), "retryAftersHonoured": s.RetryAftersHonoured,
+		"duplicates": s.Duplicates, "duplicatesDropped": s.DuplicatesDropped, "replayed": s.Replayed,
+		"continuityLost": s.ContinuityLost,
+	}
+}
+
+// TopicValue converts one topic's accounting.
+func TopicValue(t client.TopicStats) map[string]any {
+	return map[string]any{
+		"topic": t.Topic, "cursor": float64(t.Cursor), "stream": t.Stream, "subscribed": t.Subscribed,
+		"delivered": t.Delivered, "replayed": t.Replayed, "duplicates": t.Duplicates, "gaps": t.Gaps, "lost": float64(t.Lost),
+	}
+}
+
+// LostValue converts a ContinuityLost; to is null when the end is unknown.
+func LostValue(l client.ContinuityLost) map[string]any {
+	v := map[string]any{"topic": l.Topic, "from": float64(l.From), "to": nil, "reset": l.Reset}
+	if l.To > 0 {
+		v["to"] = float64(l.To)
+	}
+	return v
+}
+
+// FormatCursors writes cursors as text for the page to keep (sessionStorage):
+// one "topic stream seq" line each. Topic names and stream ids have no
+// spaces or newlines.
+func FormatCursors(cs []client.Cursor) string {
+	var b []byte
+	for _, c := range cs {
+		b = append(b, c.Topic...)
+		b = append(b, ' ')
+		b = append(b, c.Stream...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, c.Seq, 10)
+		b = append(b, '\n')
+	}
+	return string(b)
+}
+
+// ParseCursors reads FormatCursors' text; malformed lines are skipped (the
+// text comes from storage a page, or a user, may have changed).
+func ParseCursors(s string) []client.Cursor {
+	var out []client.Cursor
+	for len(s) > 0 && len(out) < 64 {
+		line := s
+		if i := indexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		f := fieldsOf(line)
+		if len(f) != 3 || len(f[1]) > 64 {
+			continue
+		}
+		seq, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || seq < 0 || !validTopic(f[0]) {
+			continue
+		}
+		out = append(out, client.Cursor{Topic: f[0], Stream: f[1], Seq: seq})
+	}
+	return out
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// fieldsOf splits on single spaces; an empty stream is kept as "".
+func fieldsOf(s string) []string {
+	var out []string
+	for {
+		i := indexByte(s, ' ')
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i+1:]
 	}
 }
 
@@ -159,10 +241,13 @@ func SettleValue(result []byte, err error) map[string]any {
 
 // Options are what a page passes to connect.
 type Options struct {
-	URL    string
-	Stage  int
-	Budget int           // stage 6: attempts per run of failures; 0 unbounded
-	Window time.Duration // stage 6: how long a run of failures may last; 0 unbounded
+	URL     string
+	URLs    []string // URL, then any others, in turn on every reconnect
+	Topic   string   // the service topic; "" for the default
+	Cursors []client.Cursor
+	Stage   int
+	Budget  int           // stage 6: attempts per run of failures; 0 unbounded
+	Window  time.Duration // stage 6: how long a run of failures may last; 0 unbounded
 	// Timings; zero keeps the core's default (client.Config).
 	RequestTimeout, FirstPingTimeout, SubscribeTimeout, ConnectTimeout time.Duration
 	BackoffBase, BackoffCap, Cooldown                                  time.Duration
@@ -171,6 +256,7 @@ type Options struct {
 // Config applies the options to a stage's config.
 func (o Options) Config(cfg client.Config) client.Config {
 	cfg.Budget, cfg.Window = o.Budget, o.Window
+	cfg.Topic, cfg.Cursors = o.Topic, o.Cursors
 	cfg.RequestTimeout, cfg.FirstPingTimeout = o.RequestTimeout, o.FirstPingTimeout
 	cfg.SubscribeTimeout, cfg.ConnectTimeout, cfg.Cooldown = o.SubscribeTimeout, o.ConnectTimeout, o.Cooldown
 	if o.BackoffBase > 0 || o.BackoffCap > 0 {
@@ -194,7 +280,7 @@ type Getter interface {
 }
 
 // ParseOptions validates connect's options: url is a ws:// or wss:// URL,
-// stage an integer 0..6 (default 6), budget an integer >= 0 and windowMs a
+// stage an integer 0..7 (default 7), budget an integer >= 0 and windowMs a
 // number of milliseconds >= 0 (0: unbounded, the default).
 func ParseOptions(g Getter) (Options, error) {
 	o := Options{Stage: client.MaxStage}
@@ -206,6 +292,29 @@ func ParseOptions(g Getter) (Options, error) {
 		return o, errors.New("wsready.connect: url must start with ws:// or wss://, got " + strconv.Quote(url))
 	}
 	o.URL = url
+	o.URLs = []string{url}
+	// urls: more URLs, newline-separated (the JS wrapper joins the array).
+	if more, ok, err := g.String("moreURLs"); err != nil {
+		return o, errors.New("wsready.connect: urls must be an array of ws:// or wss:// URLs")
+	} else if ok && more != "" {
+		for _, u := range splitLines(more) {
+			if !hasPrefix(u, "ws://") && !hasPrefix(u, "wss://") {
+				return o, errors.New("wsready.connect: every url must start with ws:// or wss://, got " + strconv.Quote(u))
+			}
+			if len(o.URLs) >= 16 {
+				return o, errors.New("wsready.connect: at most 16 urls")
+			}
+			o.URLs = append(o.URLs, u)
+		}
+	}
+	if t, ok, err := g.String("topic"); err != nil || ok && !validTopic(t) {
+		return o, errors.New("wsready.connect: topic must be 1 to 64 of A-Z a-z 0-9 - _")
+	} else if ok {
+		o.Topic = t
+	}
+	if c, ok, err := g.String("cursors"); err == nil && ok {
+		o.Cursors = ParseCursors(c)
+	}
 	n, ok, err := g.Number("stage")
 	if err != nil {
 		return o, errors.New("wsready.connect: stage must be a number 0-" + strconv.Itoa(client.MaxStage))
@@ -254,5 +363,20 @@ func ParseOptions(g Getter) (Options, error) {
 	}
 	return o, nil
 }
+
+func splitLines(s string) []string {
+	var out []string
+	for s != "" {
+		i := indexByte(s, '\n')
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i+1:]
+	}
+	return out
+}
+
+func validTopic(t string) bool { return protocol.ValidTopic(t) }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

@@ -45,13 +45,35 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, bad := range []fakeGetter{
 		{}, {"url": ""}, {"url": 7.0}, {"url": "http://h/ws"},
-		{"url": "ws://h", "stage": 7.0}, {"url": "ws://h", "stage": -1.0},
+		{"url": "ws://h", "stage": 8.0}, {"url": "ws://h", "stage": -1.0},
+		{"url": "ws://h", "moreURLs": "ws://a\nhttp://b"}, {"url": "ws://h", "topic": "a.b"}, {"url": "ws://h", "moreURLs": 3.0},
 		{"url": "ws://h", "budget": -1.0}, {"url": "ws://h", "budget": 2.5}, {"url": "ws://h", "windowMs": "x"},
 		{"url": "ws://h", "stage": 1.5}, {"url": "ws://h", "stage": "two"},
 	} {
 		if _, err := ParseOptions(bad); err == nil || !strings.HasPrefix(err.Error(), "wsready.connect:") {
 			t.Errorf("%v: %v", bad, err)
 		}
+	}
+}
+
+func TestURLsTopicAndCursors(t *testing.T) {
+	o, err := ParseOptions(fakeGetter{"url": "ws://a/ws", "moreURLs": "ws://b/ws\nwss://c/ws", "topic": "chat",
+		"cursors": FormatCursors([]client.Cursor{{Topic: "feed", Stream: "s1", Seq: 41}, {Topic: "chat", Seq: 2}}) + "bad line\nx.y s 3\nfeed s -1\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.URLs, " ") != "ws://a/ws ws://b/ws wss://c/ws" || o.Topic != "chat" {
+		t.Fatalf("%+v", o)
+	}
+	want := []client.Cursor{{Topic: "feed", Stream: "s1", Seq: 41}, {Topic: "chat", Seq: 2}}
+	if len(o.Cursors) != 2 || o.Cursors[0] != want[0] || o.Cursors[1] != want[1] {
+		t.Fatalf("cursors %+v, want %+v", o.Cursors, want)
+	}
+	if cfg := o.Config(client.Config{}); cfg.Topic != "chat" || len(cfg.Cursors) != 2 {
+		t.Fatalf("config %+v", cfg)
+	}
+	if v := LostValue(client.ContinuityLost{Topic: "t", From: 3, Reset: true}); v["to"] != nil || v["from"] != 3.0 {
+		t.Fatalf("lost %v", v)
 	}
 }
 

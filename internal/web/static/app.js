@@ -1,4 +1,4 @@
-// The stage demo: one client, configured by ?stage=0..5, against the
+// The stage demo: one client, configured by ?stage=0..7, against the
 // server's failure switches. Exposes window.wsreadyDemo for the e2e suite.
 import { connect } from './wsready.js';
 
@@ -10,6 +10,7 @@ const STAGES = [
   'Service readiness: subscribe, resubscribe, and report the service layer.',
   'Reconnection policy: full-jitter backoff, reset after 5 s READY, offline/online aware.',
   'Session contract: every close is classified (1000 ends the session, 4003 is forbidden, 4001 refreshes the token and dials at once, 1013 waits out the retry-after); a budget of 10 attempts and a 2-minute window; terminal states and a Reconnect button.',
+  'Resume: stage 6 plus a cursor per topic. After every reconnect (and a reload of this page) the client subscribes with since=cursor and the server replays what it missed: no gap, no duplicate. What the server no longer has is reported as continuity lost, with its range.',
 ];
 
 // Stage 6's budget in the demo; the library's default is unbounded.
@@ -24,12 +25,17 @@ const demo = window.wsreadyDemo = {
   tokensFetched: 0,
   // For the e2e suite: when READY changed ({t, ready}) and when updates came (ms).
   transitions: [], updateTimes: [],
+  // Stage 7: continuity losses seen, and the demo topic's published seqs.
+  lost: [], published: [],
+  // Every feed seq delivered, in order (the e2e suite checks them against
+  // the server's); seqsDropped counts entries trimmed from the front.
+  seqs: [], seqsDropped: 0,
 };
 
 function stageFromURL() {
   const raw = new URLSearchParams(location.search).get('stage');
   if (raw === null || raw === '') return { stage: 5 };
-  if (!/^[0-6]$/.test(raw)) return { error: raw };
+  if (!/^[0-7]$/.test(raw)) return { error: raw };
   return { stage: Number(raw) };
 }
 
@@ -125,7 +131,8 @@ function renderUpdate(u) {
   demo.updateTimes.push(demo.lastUpdateAt);
   if (demo.updateTimes.length > 4000) demo.updateTimes.splice(0, 2000);
   demo.lastSeq = u.seq;
-  if (demo.client) $('missed').textContent = demo.client.stats().missedUpdates;
+  demo.seqs.push(u.seq);
+  if (demo.seqs.length > 20000) { demo.seqs.splice(0, 10000); demo.seqsDropped += 10000; }
   const li = document.createElement('li');
   li.textContent = `#${u.seq} value ${u.data && u.data.value} (epoch ${u.epoch})`;
   const feed = $('feed');
@@ -133,7 +140,27 @@ function renderUpdate(u) {
   while (feed.children.length > 8) feed.lastChild.remove();
 }
 
+// The topics table: per topic the cursor, updates replayed, duplicates and
+// updates lost since the page loaded (the client's own accounting).
+function renderTopics() {
+  if (!demo.client) return;
+  const st = demo.client.stats();
+  $('missed').textContent = st.missedUpdates;
+  $('dups').textContent = demo.stage >= 7 ? `${st.duplicatesDropped} dropped` : `${st.duplicates} delivered twice`;
+  const rows = demo.client.topics().map((t) => {
+    const tr = document.createElement('tr');
+    for (const v of [t.topic, t.cursor, t.delivered, t.replayed, t.duplicates, t.lost]) {
+      const td = document.createElement('td');
+      td.textContent = v;
+      tr.append(td);
+    }
+    return tr;
+  });
+  $('topics').replaceChildren(...rows);
+}
+
 setInterval(() => {
+  renderTopics();
   $('feed-age').textContent = demo.lastUpdateAt
     ? `last update ${((Date.now() - demo.lastUpdateAt) / 1000).toFixed(1)} s ago`
     : 'no data yet';
@@ -175,6 +202,7 @@ function renderServer(st) {
   $('s-handshakes').textContent = st.handshakes;
   $('s-window').textContent = st.handshakesWindow;
   $('s-subscribed').textContent = st.subscribed;
+  $('s-node').textContent = st.node || '–';
   for (const box of document.querySelectorAll('[data-switch]')) {
     if (document.activeElement !== box) box.checked = st.faults[box.dataset.switch];
   }
@@ -225,7 +253,27 @@ function wireSwitches() {
   });
   $('reconnect').addEventListener('click', () => { if (demo.client) demo.client.reconnect(); });
   $('send').addEventListener('click', () => demo.sendRequest());
+  $('publish').addEventListener('click', () => demo.publish());
 }
+
+// publish is the Publish button: one update to the "demo" topic, which the
+// page subscribes to after its first publish (the topic exists from then).
+let demoSub;
+demo.publish = async function publish(text = `hello at ${stamp()}`) {
+  const out = $('pub-result');
+  try {
+    const seq = await demo.client.publish('demo', { text });
+    demo.published.push(seq);
+    out.className = 'result ok';
+    out.textContent = `published as demo #${seq}`;
+    if (!demoSub) demoSub = demo.client.subscribe('demo', (u) => addLog('demo', `#${u.seq} ${u.data && u.data.text}`), { since: seq - 1 });
+    return seq;
+  } catch (e) {
+    out.className = 'result err';
+    out.textContent = `not published: ${e.name}${e.code ? ` ${e.code}` : ''} (${e.message})`;
+    return null;
+  }
+};
 
 async function main() {
   const { stage, error } = stageFromURL();
@@ -237,7 +285,7 @@ async function main() {
     $('stage-desc').textContent = '';
     $('readiness').hidden = true;
     $('feed-card').hidden = true;
-    showError(`Unknown stage "${error}". Pick one of the stages 0 to 6 above (for example ?stage=6).`);
+    showError(`Unknown stage "${error}". Pick one of the stages 0 to 7 above (for example ?stage=7).`);
     return;
   }
   demo.stage = stage;
@@ -248,7 +296,12 @@ async function main() {
   try {
     demo.client = await connect({
       stage,
-      ...(stage === 6 ? STAGE6 : {}),
+      ...(stage >= 6 ? STAGE6 : {}),
+      ...(stage >= 7 ? { resume: 'session' } : {}),
+      onContinuityLost: (l) => {
+        demo.lost.push(l);
+        addLog('continuity-lost', `${l.topic}: ${l.reset ? `history reset after #${l.from - 1}` : `#${l.from}..#${l.to} are gone`}`);
+      },
       ...(authOn ? { token } : {}),
       onState: renderState,
       onUpdate: renderUpdate,

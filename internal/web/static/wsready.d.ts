@@ -68,7 +68,7 @@ export interface ReconnectRecord {
 
 export interface Update<T = unknown> {
   topic: string;
-  /** Increases by one per update on the server's feed. */
+  /** The topic's sequence number: +1 per update, no gaps on the server. */
   seq: number;
   data: T;
   /** The epoch of the socket the update arrived on. */
@@ -79,7 +79,45 @@ export interface Update<T = unknown> {
 export type EventName = 'dial' | 'open' | 'close' | 'ping' | 'watchdog' | 'connect-timeout' | 'stale' | 'foreign' | 'subscribe'
   | 'subscribed' | 'unsubscribed' | 'subscribe-timeout' | 'reconnect' | 'reconnect-wait' | 'reconnect-cancelled' | 'backoff-reset'
   | 'offline' | 'online' | 'request-timeout' | 'response-dropped' | 'bad-frame' | 'server-error' | 'authenticated'
-  | 'token-failed' | 'ended' | 'stop' | 'error' | 'send-failed' | 'close-failed';
+  | 'token-failed' | 'ended' | 'stop' | 'error' | 'send-failed' | 'close-failed' | 'continuity-lost' | 'topic-error';
+
+/**
+ * Updates of a topic the client will never deliver (stage 7): the server no
+ * longer had from..to. to is null when the end is unknown (reset: the
+ * server's history for the topic was reset; the client goes on from the new
+ * stream's start).
+ */
+export interface ContinuityLost {
+  topic: string;
+  from: number;
+  to: number | null;
+  reset: boolean;
+}
+
+/** A subscribe the server refused; retried at the subscribe timeout. */
+export interface TopicError {
+  topic: string;
+  /** unknown_topic, invalid_topic, too_many_subscriptions, too_many_topics, unavailable. */
+  code: string;
+}
+
+/** One topic's accounting since connect. */
+export interface TopicStats {
+  topic: string;
+  /** The last seq delivered (0: none yet). */
+  cursor: number;
+  /** The server's stream the cursor belongs to. */
+  stream: string;
+  subscribed: boolean;
+  delivered: number;
+  /** Of them, sent as a replay after a reconnect. */
+  replayed: number;
+  /** Updates at or below the cursor: dropped at stage 7, delivered (twice) before. */
+  duplicates: number;
+  gaps: number;
+  /** Updates skipped and never delivered (known ranges). */
+  lost: number;
+}
 
 /** A diagnostic event for logs (never the server's text). */
 export interface ClientEvent {
@@ -94,8 +132,12 @@ export interface Stats {
   dials: number; opens: number; closes: number; pings: number;
   watchdogFired: number; staleEvents: number; foreignEvents: number;
   subscribesSent: number; updates: number; lastSeq: number;
-  /** Skips in the feed's seq, on one socket or across a reconnect, and the updates they lost. */
+  /** Skips in any topic's seq (on one socket, across a reconnect, or a continuity loss), and the updates they lost for good. */
   seqGaps: number; missedUpdates: number;
+  /** Updates at or below their topic's cursor: delivered anyway (before stage 7) or dropped (stage 7). */
+  duplicates: number; duplicatesDropped: number;
+  /** Updates delivered from a replay, and ContinuityLost events. */
+  replayed: number; continuityLost: number;
   droppedResponses: number; badFrames: number; serverErrors: number;
   authenticated: number; tokensRequested: number; tokenRefreshes: number; tokenFailures: number; records: number;
   /** Times READY was reached, and reached again after losing it. */
@@ -109,8 +151,18 @@ export interface Stats {
 export interface ConnectOptions {
   /** ws:// or wss:// URL. Default: /ws on the page's host. */
   url?: string;
-  /** Demo stage 0..6; each adds one fix. Default 6 (all fixes, the library's defaults). */
+  /** Several servers (instead of url): the first, then the next one on every reconnect, in turn. At most 16. */
+  urls?: string[];
+  /** Demo stage 0..7; each adds one fix. Default 7 (all fixes, the library's defaults). */
   stage?: number;
+  /** The service topic: READY waits for its "subscribed"; onUpdate gets its updates. Default "feed". */
+  topic?: string;
+  /** "session": keep each topic's cursor in sessionStorage so a reload resumes too (stage 7). */
+  resume?: 'session' | false;
+  /** Stage 7: updates the server could no longer replay. */
+  onContinuityLost?: (l: ContinuityLost) => void;
+  /** A subscribe the server refused. */
+  onTopicError?: (e: TopicError) => void;
   /** Stage 6: reconnect attempts in one run of failures before "gave_up". Default 0: unbounded. */
   budget?: number;
   /** Stage 6: how long one run of failures may last before "gave_up", in ms. Default 0: unbounded. */
@@ -143,6 +195,7 @@ export interface ConnectOptions {
   /** Go's wasm_exec.js, for a CDN. Default: new URL('./wasm_exec.js', import.meta.url). */
   wasmExecURL?: URL | string;
   onState?: (s: State) => void;
+  /** The service topic's updates (the demo feed by default); other topics go to subscribe(). */
   onUpdate?: (u: Update) => void;
   onEvent?: (e: ClientEvent) => void;
 }
@@ -155,6 +208,8 @@ export interface EventMap {
   update: Update;
   event: ClientEvent;
   record: ReconnectRecord;
+  continuityLost: ContinuityLost;
+  topicError: TopicError;
 }
 export type EventKind = keyof EventMap;
 
@@ -193,6 +248,21 @@ export interface Client {
    * close()).
    */
   request<T = unknown>(method: string, params?: unknown, options?: RequestOptions): Promise<T>;
+  /**
+   * Calls onUpdate with every update of topic from now on, across
+   * reconnects (stage 7: without gaps or duplicates). since asks for a
+   * replay of what followed that seq. Throws a TypeError for an invalid
+   * topic name. Returns a function that unsubscribes.
+   */
+  subscribe<T = unknown>(topic: string, onUpdate: (u: Update<T>) => void, options?: { since?: number }): () => void;
+  /**
+   * Appends data (JSON-encoded) to topic; resolves with its seq. Rejects
+   * like request(); ServerError codes: forbidden (publishing is off, or the
+   * topic is the server's), too_many_topics, unavailable, invalid_topic.
+   */
+  publish(topic: string, data: unknown, options?: RequestOptions): Promise<number>;
+  /** Each topic's cursor and counts, the service topic first. */
+  topics(): TopicStats[];
   /** Resolves at READY; rejects with Timeout after timeoutMs, or SessionEnded (err.ended) on a terminal state. */
   ready(options?: { timeoutMs?: number }): Promise<void>;
   /** Adds a listener beside the constructor's callbacks; returns a function that removes it. */

@@ -82,8 +82,34 @@ export async function connect(opts = {}) {
   if (opts.token !== undefined && typeof opts.token !== 'function') {
     throw new TypeError('wsready.connect: token must be a function ({ force }) => string | Promise<string>');
   }
+  if (opts.urls !== undefined) {
+    if (!Array.isArray(opts.urls) || opts.urls.length === 0 || opts.urls.some((u) => typeof u !== 'string')) {
+      throw new TypeError('wsready.connect: urls must be a non-empty array of ws:// or wss:// URLs');
+    }
+    if (opts.url !== undefined) throw new TypeError('wsready.connect: give url or urls, not both');
+  }
+  if (opts.resume !== undefined && opts.resume !== 'session' && opts.resume !== false) {
+    throw new TypeError('wsready.connect: resume must be "session" (keep cursors in sessionStorage) or false');
+  }
+  const urls = opts.urls ?? [opts.url ?? defaultURL()];
+  const serviceTopic = opts.topic ?? 'feed';
+  // resume: "session" keeps each topic's cursor in sessionStorage, so a
+  // reload of the page resumes where it was (stage 7).
+  const storeKey = opts.resume === 'session' ? `wsready:cursors:${serviceTopic}:${urls[0]}` : undefined;
+  let saved;
+  if (storeKey) {
+    try { saved = globalThis.sessionStorage?.getItem(storeKey) ?? undefined; } catch { saved = undefined; }
+  }
   // Each kind of event goes to the constructor's callback and to on() listeners.
-  const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set() };
+  const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set(), continuityLost: new Set(), topicError: new Set() };
+  const topicSubs = new Map(); // topic -> Set of onUpdate functions
+  let saveTimer;
+  const save = () => {
+    saveTimer = undefined;
+    if (!storeKey || !h || h.error) return;
+    try { globalThis.sessionStorage?.setItem(storeKey, h.cursors()); } catch { /* storage full or denied: resume from memory only */ }
+  };
+  const saveSoon = () => { if (storeKey && saveTimer === undefined) saveTimer = setTimeout(save, 250); };
   const emit = (kind, cb, v) => {
     for (const fn of [cb, ...listeners[kind]]) {
       if (typeof fn !== 'function') continue;
@@ -91,8 +117,12 @@ export async function connect(opts = {}) {
     }
   };
   let lastState;
-  const h = api.connect({
-    url: opts.url ?? defaultURL(),
+  let h;
+  h = api.connect({
+    url: urls[0],
+    moreURLs: urls.slice(1).join('\n'),
+    topic: opts.topic,
+    cursors: saved,
     stage: opts.stage,
     budget: opts.budget,
     windowMs: opts.windowMs,
@@ -109,11 +139,19 @@ export async function connect(opts = {}) {
     onUpdate: (u) => {
       let data;
       try { data = JSON.parse(u.data); } catch { data = u.data; }
-      emit('update', opts.onUpdate, { ...u, data });
+      const v = { ...u, data };
+      if (u.topic === serviceTopic) emit('update', opts.onUpdate, v);
+      for (const fn of topicSubs.get(u.topic) ?? []) {
+        try { fn(v); } catch (e) { console.error('wsready: a subscribe callback threw', e); }
+      }
+      saveSoon();
     },
+    onContinuityLost: (l) => { emit('continuityLost', opts.onContinuityLost, l); saveSoon(); },
+    onTopicError: (e) => emit('topicError', opts.onTopicError, e),
     onEvent: (e) => emit('event', opts.onEvent, e),
   });
   if (h.error) throw new TypeError(h.error);
+  if (storeKey) globalThis.addEventListener?.('pagehide', save);
   let closing;
   let tickets = 0;
   const client = {
@@ -172,10 +210,56 @@ export async function connect(opts = {}) {
         throw new WsreadyError(v.name, v.message, v.code);
       });
     },
+    /**
+     * Subscribes onUpdate to topic (stage 7 resumes it without gaps across
+     * reconnects); since asks for a replay of what followed that seq.
+     * Returns a function that unsubscribes.
+     */
+    subscribe(topic, onUpdate, { since } = {}) {
+      if (typeof onUpdate !== 'function') throw new TypeError('wsready: subscribe needs an onUpdate function');
+      if (since !== undefined && !(Number.isSafeInteger(since) && since >= 0)) throw new TypeError('wsready: since must be a whole number >= 0');
+      let fns = topicSubs.get(topic);
+      if (!fns) {
+        const r = h.subscribe(topic, since);
+        if (r?.error) throw new TypeError(r.error);
+        fns = new Set();
+        topicSubs.set(topic, fns);
+      }
+      const entry = (u) => onUpdate(u); // one entry per call, even for the same function
+      fns.add(entry);
+      return () => {
+        if (!fns.delete(entry) || fns.size > 0) return;
+        topicSubs.delete(topic);
+        h.unsubscribe(topic);
+      };
+    },
+    /** Appends data to topic; resolves with the seq the server gave it. */
+    publish(topic, data, { timeoutMs, signal } = {}) {
+      let json;
+      try { json = JSON.stringify(data); } catch (e) { return Promise.reject(new TypeError(`wsready: publish data cannot be sent as JSON: ${e.message}`)); }
+      if (json === undefined) return Promise.reject(new TypeError('wsready: publish data cannot be sent as JSON'));
+      if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
+        return Promise.reject(new TypeError('wsready: publish timeoutMs must be a positive whole number'));
+      }
+      if (signal?.aborted) return Promise.reject(new WsreadyError('Aborted', 'wsready: the AbortSignal fired before the publish was sent'));
+      const ticket = ++tickets;
+      const p = h.publish(topic, json, timeoutMs ?? 0, ticket);
+      if (p.error) return Promise.reject(new TypeError(p.error));
+      const onAbort = () => h.cancel(ticket);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      return p.then((v) => {
+        signal?.removeEventListener('abort', onAbort);
+        if (v.ok) return JSON.parse(v.result).seq;
+        throw new WsreadyError(v.name, v.message, v.code);
+      });
+    },
+    /** Each topic's cursor and counts (delivered, replayed, duplicates, lost). */
+    topics: () => h.topics(),
     state: () => h.state(),
     stats: () => h.stats(),
     reconnect: () => { if (!closing) h.reconnect(); },
     close() {
+      if (storeKey) { save(); globalThis.removeEventListener?.('pagehide', save); }
       if (!closing) closing = Promise.resolve(h.close()).then(() => undefined);
       return closing;
     },
