@@ -44,7 +44,7 @@ func StartServer(opts *server.Options) (*Env, error) {
 		o = *opts
 	}
 	o.Static = web.FS()
-	o.Demo = true // the suite flips the switches, as make run's demo does
+	o.Demo = true    // the suite flips the switches, as make run's demo does
 	o.Publish = true // as make run: the page's Publish button
 	if o.Auth == "" {
 		o.Auth = server.AuthOptional // as make run

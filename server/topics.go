@@ -252,7 +252,7 @@ func (c *conn) subscribe(m protocol.Message) {
 		c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "this node has reached its topic cap")
 		return
 	case err != nil:
-		s.log.Warn("topic unavailable", "err", err.Error())
+		s.log.Warn("topic unavailable", "cause", errKind(err)) // the error may quote the peer's topic name
 		c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 		return
 	}
@@ -328,12 +328,24 @@ func (c *conn) publish(m protocol.Message) {
 	case errors.Is(err, ErrTooManyTopics):
 		fail(protocol.ErrTooManyTopics, "the server's topic cap is reached")
 	case err != nil:
-		s.log.Warn("publish failed", "err", err.Error())
+		s.log.Warn("publish failed", "cause", errKind(err))
 		fail(protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 	default:
 		s.metrics.published.Inc()
 		c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeResponse, ID: m.ID, Result: []byte(`{"seq":` + itoa64(seq) + `}`)}))
 	}
+}
+
+// errKind names an error's kind for logs without its text, which may
+// carry a topic name a peer chose.
+func errKind(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "history backend error"
 }
 
 func (c *conn) sendTopicError(topic, code, msg string) {

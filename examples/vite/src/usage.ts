@@ -1,7 +1,7 @@
 // A usage file checked with tsc --strict against the package's .d.ts (make
 // example): every part of the public API a TypeScript app touches.
 import { connect, load, defaultURL, version, WsreadyError } from 'wsready';
-import type { Client, ConnectOptions, State, Stats, Update, ClientEvent, ReconnectRecord, Terminal, ErrorName, Failure } from 'wsready';
+import type { Client, ConnectOptions, State, Stats, Update, ClientEvent, ReconnectRecord, Terminal, ErrorName, Failure, ContinuityLost, TopicError, TopicStats } from 'wsready';
 
 async function main(): Promise<void> {
   const opts: ConnectOptions = {
@@ -53,3 +53,22 @@ function why(c: Client): string {
   return f ? `${f.class} ${f.code}: ${f.message}` : 'ok';
 }
 void why;
+
+// Stage 7: topics, publish, resume.
+async function topics(): Promise<void> {
+  const c: Client = await connect({
+    urls: ['wss://a.example.com/ws', 'wss://b.example.com/ws'],
+    stage: 7,
+    topic: 'feed',
+    resume: 'session',
+    onContinuityLost: (l: ContinuityLost) => { const to: number | null = l.to; void to; void l.reset; },
+    onTopicError: (e: TopicError) => { void e.code; },
+  });
+  const stop: () => void = c.subscribe<{ text: string }>('chat', (u: Update<{ text: string }>) => { const t: string = u.data.text; void t; }, { since: 0 });
+  const seq: number = await c.publish('chat', { text: 'hi' }, { timeoutMs: 2000 });
+  const ts: TopicStats[] = c.topics();
+  void seq; void ts[0]?.lost; void c.stats().duplicatesDropped;
+  c.on('continuityLost', (l: ContinuityLost) => { void l.from; });
+  stop();
+}
+void topics;

@@ -1,0 +1,168 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// updatesOf returns the next n updates of topic, skipping other frames.
+func (p *peer) updatesOf(topic string, n int, d time.Duration) []int64 {
+	p.t.Helper()
+	var seqs []int64
+	for len(seqs) < n {
+		m := p.next(protocol.TypeUpdate, d)
+		if m.Topic == topic {
+			seqs = append(seqs, m.Seq)
+		}
+	}
+	return seqs
+}
+
+func TestSubscribeWithSinceReplaysThenGoesLiveWithoutASeam(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, Publish: true})
+	ctx := context.Background()
+	for range 5 {
+		if _, err := f.srv.Publish(ctx, "news", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "news", HasSince: true, Since: 2})
+	sub := p.next(protocol.TypeSubscribed, time.Second)
+	if sub.From != 3 || sub.Head != 5 || sub.Stream == "" {
+		t.Fatalf("subscribed %+v, want from 3, head 5 and a stream", sub)
+	}
+	f.srv.Publish(ctx, "news", []byte(`{}`))
+	if got := p.updatesOf("news", 4, time.Second); got[0] != 3 || got[3] != 6 {
+		t.Fatalf("replay then live: %v, want 3..6", got)
+	}
+	// A cursor from another stream replays everything retained.
+	p2 := f.dial()
+	p2.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "news", HasSince: true, Since: 5, Stream: "other"})
+	if sub := p2.next(protocol.TypeSubscribed, time.Second); sub.From != 1 {
+		t.Fatalf("other stream: from %d, want 1", sub.From)
+	}
+	// Without since: live only.
+	p3 := f.dial()
+	p3.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "news"})
+	if sub := p3.next(protocol.TypeSubscribed, time.Second); sub.From != 7 {
+		t.Fatalf("live only: from %d, want 7", sub.From)
+	}
+	// Unsubscribe: answered, and nothing more arrives.
+	p3.send(protocol.Message{Type: protocol.TypeUnsubscribe, Topic: "news"})
+	if m := p3.next(protocol.TypeUnsubscribed, time.Second); m.Reason != "requested" {
+		t.Fatalf("unsubscribed %+v", m)
+	}
+	f.srv.Publish(ctx, "news", []byte(`{}`))
+	if m, ok := p3.maybe(protocol.TypeUpdate, 200*time.Millisecond); ok {
+		t.Fatalf("update after unsubscribe: %+v", m)
+	}
+}
+
+func TestTopicBoundsAndRefusals(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, Publish: true, MaxTopics: 2, MaxSubscriptions: 1, HistoryMsgs: 3})
+	p := f.dial()
+	pub := func(id uint64, topic string) protocol.Message {
+		p.send(protocol.Message{Type: protocol.TypePublish, ID: id, Topic: topic, Data: []byte(`1`)})
+		for {
+			m := p.next(protocol.TypeResponse, time.Second)
+			if m.ID == id {
+				return m
+			}
+		}
+	}
+	if m := pub(1, "a"); m.Error != nil || string(m.Result) != `{"seq":1}` {
+		t.Fatalf("publish a: %+v", m)
+	}
+	pub(2, "b")
+	if m := pub(3, "c"); m.Error == nil || m.Error.Code != protocol.ErrTooManyTopics {
+		t.Fatalf("a third topic past MaxTopics 2: %+v", m)
+	}
+	if m := pub(4, "feed"); m.Error == nil || m.Error.Code != protocol.ErrForbidden {
+		t.Fatalf("publish to feed: %+v", m)
+	}
+	p.sendRaw(`{"type":"publish","id":5,"topic":"a.b","data":1}`)
+	if m := p.next(protocol.TypeError, time.Second); m.ID != 5 || m.Error.Code != protocol.ErrInvalidTopic {
+		t.Fatalf("invalid topic: %+v", m)
+	}
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "nope"})
+	if m := p.next(protocol.TypeError, time.Second); m.Topic != "nope" || m.Error.Code != protocol.ErrUnknownTopic {
+		t.Fatalf("unknown topic: %+v", m)
+	}
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "a"})
+	p.next(protocol.TypeSubscribed, time.Second)
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "b"})
+	if m := p.next(protocol.TypeError, time.Second); m.Topic != "b" || m.Error.Code != protocol.ErrTooManySubs {
+		t.Fatalf("a second subscription past MaxSubscriptions 1: %+v", m)
+	}
+	// Retention: 3 kept; a replay from 0 starts at the oldest kept.
+	for range 5 {
+		pub(9, "b")
+	}
+	p2 := f.dial()
+	p2.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "b", HasSince: true, Since: 0})
+	if sub := p2.next(protocol.TypeSubscribed, time.Second); sub.From != 4 || sub.Head != 6 {
+		t.Fatalf("past retention: %+v, want from 4 head 6", sub)
+	}
+	if got := p2.updatesOf("b", 3, time.Second); got[0] != 4 || got[2] != 6 {
+		t.Fatalf("replay %v", got)
+	}
+	// Publishing off: forbidden.
+	g := newFixture(t, &Options{NoFeed: true})
+	q := g.dial()
+	q.send(protocol.Message{Type: protocol.TypePublish, ID: 1, Topic: "a", Data: []byte(`1`)})
+	if m := q.next(protocol.TypeResponse, time.Second); m.Error == nil || m.Error.Code != protocol.ErrForbidden {
+		t.Fatalf("publish with Publish off: %+v", m)
+	}
+	if _, err := g.srv.Publish(context.Background(), "a b", []byte(`1`)); err == nil {
+		t.Fatal("Server.Publish took an invalid topic")
+	}
+}
+
+func TestServiceDownDropsEveryTopic(t *testing.T) {
+	f := newFixture(t, &Options{Publish: true})
+	if _, err := f.srv.Publish(context.Background(), "x", []byte(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "x"})
+	p.next(protocol.TypeSubscribed, time.Second)
+	p.next(protocol.TypeSubscribed, time.Second)
+	f.srv.SetServiceDown(true)
+	got := map[string]bool{}
+	for range 2 {
+		got[p.next(protocol.TypeUnsubscribed, time.Second).Topic] = true
+	}
+	if !got["feed"] || !got["x"] || f.srv.Stats().Subscribed != 0 {
+		t.Fatalf("unsubscribed %v, stats %d subscribed", got, f.srv.Stats().Subscribed)
+	}
+}
+
+func TestMemoryHistoryBounds(t *testing.T) {
+	now := time.Unix(0, 0)
+	h := NewMemoryHistory(Retention{MaxMsgs: 100, MaxBytes: 10, MaxAge: time.Minute}, 1, func() time.Time { return now })
+	ctx := context.Background()
+	for range 4 {
+		h.Append(ctx, "t", []byte(`"abcd"`), true) // 6 bytes each: only one fits in 10
+	}
+	if info, _ := h.Info(ctx, "t"); info.First != 4 || info.Last != 4 {
+		t.Fatalf("byte bound: %+v, want only 4 kept", info)
+	}
+	now = now.Add(2 * time.Minute)
+	if info, _ := h.Info(ctx, "t"); info.First != 5 || info.Last != 4 {
+		t.Fatalf("age bound: %+v, want none kept (first 5, last 4)", info)
+	}
+	if _, err := h.Append(ctx, "u", []byte(`1`), true); !errors.Is(err, ErrTooManyTopics) {
+		t.Fatalf("second topic with a cap of 1: %v", err)
+	}
+	if _, err := h.Append(ctx, "v", []byte(`1`), false); !errors.Is(err, ErrNoTopic) {
+		t.Fatalf("append without create: %v", err)
+	}
+}
