@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := internal/web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run cluster build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
+.PHONY: run cluster jitter build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -addr $(ADDR)
@@ -93,6 +93,11 @@ sim:
 # with and without reconnect slots, beside the simulator (about 4 minutes).
 storm: build
 	./bin/wsready storm -compare -clients 5000 -json docs/storm.json -md docs/storm.md
+
+# Five minutes of the Jitter switch (pings delayed 0-800 ms) against stage 6
+# clients at 1 s pings: none may leave READY (CI runs 20 s of it).
+jitter:
+	WSREADY_LONG=1 $(GO) test -count=1 -run TestJitteryPingsNeverKillAHealthyConnection -v ./client/native
 
 measure: build chromium
 	cd e2e && WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...

@@ -40,6 +40,11 @@ type Stats struct {
 	RecoveryP50         time.Duration // over the last 256 recoveries
 	RecoveryP99         time.Duration
 	RetryAftersHonoured int // reconnects that waited out a server's retry-after
+	// Probe before kill (stage 6): probes sent, answered (by their answer
+	// or any other frame), and the smoothed round trip of the answers.
+	Probes         int
+	ProbesAnswered int
+	ProbeRTT       time.Duration
 }
 
 // Core is the client's state machine. It is not safe for concurrent use:
@@ -79,6 +84,10 @@ type Core struct {
 	token      string
 
 	pingInterval time.Duration
+	probing      bool      // a probe is out (heartbeat.go)
+	probeID      uint64    // the id of the last probe sent
+	probeSent    time.Time // when it was sent
+	srtt         time.Duration
 	readySince   time.Time
 	lostReadyAt  time.Time
 	lastErr      Failure         // cleared at READY
@@ -188,7 +197,14 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		c.trace("bad-frame", s, "frame refused: "+code)
 		return
 	}
+	if c.probing {
+		// Any frame from the current socket proves the peer alive (an old
+		// server answers a probe with an error frame: that counts too).
+		c.stillAlive(now, m.Type == protocol.TypeProbeAck && m.ID == c.probeID)
+	}
 	switch m.Type {
+	case protocol.TypeProbeAck:
+		// handled above; a late answer is harmless
 	case protocol.TypePing:
 		c.onPing(m, now)
 	case protocol.TypeSubscribed:
@@ -300,6 +316,7 @@ func (c *Core) dial(now time.Time) {
 func (c *Core) lost(now time.Time, cause Cause) {
 	c.transport = Down
 	c.current = 0
+	c.probing = false
 	c.dl[dlConnect], c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}, time.Time{}
 	c.rejectAll("connection lost", false)
 	c.lastErr = failureOf(cause)

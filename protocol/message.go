@@ -22,6 +22,7 @@ const (
 	TypeResponse      Type = "response"      // answer to request id: result or error
 	TypeError         Type = "error"         // the server could not use a frame the client sent
 	TypeAuthenticated Type = "authenticated" // the auth frame's ticket was accepted; expiresAt says until when
+	TypeProbeAck      Type = "probe_ack"     // the answer to a probe, at once, with its id
 )
 
 // Client to server.
@@ -31,6 +32,7 @@ const (
 	TypePublish     Type = "publish"     // append data to topic; answered by a response with id whose result is {"seq":N}
 	TypeRequest     Type = "request"     // call method with params; answered by a response with the same id
 	TypeAuth        Type = "auth"        // the first frame on a server with auth: token is a ticket from POST /api/token
+	TypeProbe       Type = "probe"       // are you there? answered at once by probe_ack with the same id (stage 6 freeze detection)
 )
 
 // MaxTokenBytes bounds an auth frame's token.
@@ -267,6 +269,15 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		var err *DecodeError
 		m.ExpiresAt, err = f.int(fExpiresAt, m.Type, false)
 		return err
+	case TypeProbe, TypeProbeAck:
+		id, err := f.int(fID, m.Type, false)
+		if err != nil {
+			return err
+		}
+		if id < 0 {
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must not be negative"}
+		}
+		m.ID = uint64(id)
 	case TypeError:
 		id, err := f.int(fID, m.Type, false)
 		if err != nil {
@@ -557,6 +568,8 @@ func AppendEncode(b []byte, m Message) []byte {
 		if m.ExpiresAt != 0 {
 			num("expiresAt", m.ExpiresAt)
 		}
+	case TypeProbe, TypeProbeAck:
+		num("id", int64(m.ID))
 	case TypeError:
 		if m.ID != 0 {
 			num("id", int64(m.ID))

@@ -27,6 +27,7 @@ type Faults struct {
 	Restart     bool `json:"restart"`
 	ShortTokens bool `json:"shortTokens"` // tickets live ShortTicketLife
 	Overload    bool `json:"overload"`    // every handshake is closed with 1013 and a retry-after
+	Jitter      bool `json:"jitter"`      // each ping is delayed by a random 0 to JitterMax (800 ms)
 	Revoked     int  `json:"revoked"`
 }
 
@@ -38,6 +39,7 @@ type faultsPatch struct {
 	Restart     *bool   `json:"restart"`
 	ShortTokens *bool   `json:"shortTokens"`
 	Overload    *bool   `json:"overload"`
+	Jitter      *bool   `json:"jitter"`
 	EndSession  *bool   `json:"endSession"`
 	Revoke      *string `json:"revoke"`
 }
@@ -156,7 +158,8 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) faultsLocked(now time.Time, frozen bool) Faults {
 	return Faults{Freeze: frozen, ServiceDown: s.serviceDown, SlowReplies: s.slowReplies,
-		Flapping: s.flapping, Restart: now.Before(s.restartUntil), ShortTokens: s.shortTokens, Overload: s.overload}
+		Flapping: s.flapping, Restart: now.Before(s.restartUntil), ShortTokens: s.shortTokens, Overload: s.overload,
+		Jitter: s.jitter.Load()}
 }
 
 // ResetCounters zeroes the windowed attempt counters so a test can measure
@@ -218,6 +221,15 @@ func (s *Server) SetFlapping(on bool) {
 		}
 	}
 	s.log.Info("switch", "flapping", on)
+}
+
+// SetJitter turns the Jitter switch on or off. On: each ping is sent a
+// random 0 to JitterMax after its tick, so pings arrive unevenly, as from a
+// loaded server; nothing else changes. A client must not take it for a
+// dead server.
+func (s *Server) SetJitter(on bool) {
+	s.jitter.Store(on)
+	s.log.Info("switch", "jitter", on)
 }
 
 // Restart drops every connection with 1012 and refuses new ones for
@@ -331,7 +343,7 @@ func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&p); err != nil {
 		msg := "bad JSON: " + err.Error()
 		if strings.Contains(err.Error(), "unknown field") {
-			msg = "unknown switch: " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "; switches are freeze, serviceDown, slowReplies, flapping, restart, shortTokens, overload, endSession, revoke"
+			msg = "unknown switch: " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "; switches are freeze, serviceDown, slowReplies, flapping, restart, shortTokens, overload, jitter, endSession, revoke"
 		}
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg})
 		return
@@ -348,6 +360,9 @@ func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.SlowReplies != nil {
 		s.SetSlowReplies(*p.SlowReplies)
+	}
+	if p.Jitter != nil {
+		s.SetJitter(*p.Jitter)
 	}
 	if p.Flapping != nil {
 		s.SetFlapping(*p.Flapping)

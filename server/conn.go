@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -176,6 +177,10 @@ func (c *conn) handle(data []byte) {
 		c.unsubscribe(m)
 	case protocol.TypePublish:
 		c.publish(m)
+	case protocol.TypeProbe:
+		// At once, whatever the switches say (but Freeze, which holds every
+		// byte): a probe asks whether the peer is alive, not the service.
+		c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeProbeAck, ID: m.ID}))
 	case protocol.TypeRequest:
 		c.request(m)
 	default:
@@ -311,11 +316,14 @@ func (c *conn) writeLoop() {
 	ping := protocol.Encode(protocol.Message{Type: protocol.TypePing, IntervalMs: s.opts.PingInterval.Milliseconds()})
 	tick := time.NewTicker(s.opts.PingInterval)
 	defer tick.Stop()
-	var flapT *time.Timer
-	var flapC <-chan time.Time
+	var flapT, jitterT *time.Timer
+	var flapC, jitterC <-chan time.Time
 	defer func() {
 		if flapT != nil {
 			flapT.Stop()
+		}
+		if jitterT != nil {
+			jitterT.Stop()
 		}
 	}()
 	write := func(frame []byte) bool {
@@ -363,6 +371,26 @@ func (c *conn) writeLoop() {
 		case <-tick.C:
 			if s.gate.isFrozen() {
 				continue // a frozen server sends nothing, not even late pings
+			}
+			if s.jitter.Load() {
+				if jitterC != nil && !write(ping) { // the last one is still held: it goes now
+					return
+				}
+				if jitterT == nil {
+					jitterT = time.NewTimer(time.Duration(rand.Int64N(int64(s.opts.JitterMax))))
+				} else {
+					jitterT.Reset(time.Duration(rand.Int64N(int64(s.opts.JitterMax))))
+				}
+				jitterC = jitterT.C
+				continue
+			}
+			if !write(ping) {
+				return
+			}
+		case <-jitterC:
+			jitterC = nil
+			if s.gate.isFrozen() {
+				continue
 			}
 			if !write(ping) {
 				return

@@ -32,6 +32,9 @@ type Options struct {
 	SlowReplyDelay time.Duration
 	// FlapAfter is how long a connection lives while Flapping is on. Default 300ms.
 	FlapAfter time.Duration
+	// JitterMax is the most a ping is delayed while Jitter is on (each by
+	// a random 0 to JitterMax). Default 800ms.
+	JitterMax time.Duration
 	// RestartDowntime is how long new connections are refused after Restart.
 	// Default 4s.
 	RestartDowntime time.Duration
@@ -201,6 +204,7 @@ func (o *Options) cloneWithDefaults() *Options {
 	dur(&c.FeedInterval, 250*time.Millisecond)
 	dur(&c.SlowReplyDelay, 8*time.Second)
 	dur(&c.FlapAfter, 300*time.Millisecond)
+	dur(&c.JitterMax, 800*time.Millisecond)
 	dur(&c.RestartDowntime, 4*time.Second)
 	dur(&c.WriteTimeout, 10*time.Second)
 	dur(&c.MessageTimeout, 10*time.Second)
@@ -282,6 +286,7 @@ type Server struct {
 	drain        drainState
 	restartUntil time.Time
 	hub          *hub
+	jitter       atomic.Bool  // the Jitter switch
 	feedSeq      atomic.Int64 // the feed's last seq on this node's producer
 	feedValue    int64
 	counters     counters
