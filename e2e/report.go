@@ -104,6 +104,22 @@ func LossTable(rows []Row) string {
 	return b.String()
 }
 
+// FreezeSamplesTable renders the freeze detection samples: median and
+// worst over the short freezes at random phases.
+func FreezeSamplesTable(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| stage | freezes | median time to leave READY | worst | all (ms) |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		if len(r.FreezeSamplesMs) == 0 {
+			continue
+		}
+		s := slices.Clone(r.FreezeSamplesMs)
+		slices.Sort(s)
+		fmt.Fprintf(&b, "| %d | %d | %.2f s | %.2f s | %v |\n", r.Stage, len(s), float64(s[len(s)/2])/1000, float64(s[len(s)-1])/1000, r.FreezeSamplesMs)
+	}
+	return b.String()
+}
+
 // SessionTable renders the session switches' columns.
 func SessionTable(rows []Row) string {
 	var b strings.Builder
@@ -150,6 +166,8 @@ func (rep Report) Write(dir string) error {
 	md.WriteString(SessionTable(rep.Rows))
 	md.WriteString("\nUpdates of the feed lost and delivered twice across each scenario. \"lost\" is the client's own gap accounting (missedUpdates); \"checked\" counts, from the server's seqs, the ones between the page's last seq before the scenario and its last after it that the page never delivered; \"of N\" is how many the server published meanwhile (the feed pauses while frozen). Stage 7 resumes from its cursor: both must be 0.\n\n")
 	md.WriteString(LossTable(rep.Rows))
+	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle (stages 2-5: a watchdog of two intervals; stage 6 and up probe after 1.25 intervals and give up 0.25 s later):\n\n")
+	md.WriteString(FreezeSamplesTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. The README's \"Measurements\" section explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -30,10 +31,13 @@ type Plan struct {
 	// stage 5's backoff has reset.
 	Steady time.Duration
 	Shots  string // directory for screenshots; empty: none
+	// FreezeSamples is how many short freezes, each at a random phase of
+	// the ping cycle, measure the time to notice one (stages 2 and up).
+	FreezeSamples int
 }
 
 // FullPlan is what make measure runs.
-var FullPlan = Plan{Freeze: 12 * time.Second, Settle: 6 * time.Second, ServiceDown: 4 * time.Second,
+var FullPlan = Plan{FreezeSamples: 5, Freeze: 12 * time.Second, Settle: 6 * time.Second, ServiceDown: 4 * time.Second,
 	Slow: true, Flapping: 15 * time.Second, Restart: true, Offline: 10 * time.Second, Steady: 6 * time.Second,
 	ShortTokens: 20 * time.Second, Revoke: 30 * time.Second, EndSession: 20 * time.Second, Overload: 20 * time.Second}
 
@@ -75,6 +79,9 @@ type Row struct {
 	LossFreeze   *Loss `json:"lossFreeze,omitempty"`
 	LossFlapping *Loss `json:"lossFlapping,omitempty"`
 	LossRestart  *Loss `json:"lossRestart,omitempty"`
+	// FreezeSamplesMs: the time to leave READY after each of the short
+	// freezes (FreezeSamples), in the order they ran.
+	FreezeSamplesMs []int64 `json:"freezeSamplesMs,omitempty"`
 }
 
 // Loss is what one scenario cost the feed. Lost is the client's own count
@@ -166,6 +173,7 @@ func RunStage(stage int, plan Plan, logf func(string, ...any)) (Row, error) {
 		on   bool
 		run  func() error
 	}{
+		{"freezeSamples", plan.FreezeSamples > 0 && stage >= 2, r.freezeSamples},
 		{"freeze", plan.Freeze > 0, r.freeze},
 		{"serviceDown", plan.ServiceDown > 0, r.serviceDown},
 		{"slowReplies", plan.Slow, r.slowReplies},
@@ -277,6 +285,32 @@ func (r *stageRun) freeze() error {
 	}
 	if r.stage == 2 {
 		r.shot(fmt.Sprintf("stage%d-after-freeze", r.stage))
+	}
+	return nil
+}
+
+// freezeSamples: FreezeSamples short freezes, each after a random pause so
+// it starts at a random phase of the ping cycle; each lasts until the page
+// leaves READY (at most 5 s), then the page gets READY again.
+func (r *stageRun) freezeSamples() error {
+	srv := r.env.Srv
+	rnd := rand.New(rand.NewPCG(uint64(r.stage), 14))
+	for i := 0; i < r.plan.FreezeSamples; i++ {
+		if err := r.waitReady(45 * time.Second); err != nil {
+			return err
+		}
+		time.Sleep(2*time.Second + time.Duration(rnd.Int64N(int64(time.Second))))
+		t0 := nowMs()
+		srv.SetFreeze(true)
+		d, err := r.firstAfter(jsLeftReady, t0, time.Now().Add(5*time.Second))
+		srv.SetFreeze(false)
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return fmt.Errorf("freeze sample %d: READY held for 5 s", i)
+		}
+		r.row.FreezeSamplesMs = append(r.row.FreezeSamplesMs, *d)
 	}
 	return nil
 }
