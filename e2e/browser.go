@@ -192,6 +192,23 @@ func (b *Browser) SetOffline(offline bool) error {
 	return nil
 }
 
+// Throttle emulates a link of latency and bytesPerSec (both ways) for the
+// tab's traffic, from the next request on.
+func (b *Browser) Throttle(latency time.Duration, bytesPerSec float64) error {
+	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		return err
+	}
+	cond := &network.Conditions{Latency: float64(latency.Milliseconds()), DownloadThroughput: bytesPerSec, UploadThroughput: bytesPerSec}
+	if _, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+		MatchedNetworkConditions: []*network.Conditions{cond},
+	}); err != nil {
+		return fmt.Errorf("emulate network conditions: %w", err)
+	}
+	return nil
+}
+
 // Screenshot saves the viewport as a PNG.
 func (b *Browser) Screenshot(path string) error {
 	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)

@@ -43,6 +43,17 @@ func TestMeasure(t *testing.T) {
 		t.Logf("stage %d: %+v", stage, Table([]Row{row}))
 	}
 	rep := NewReport(plan, rows)
+	env, err := StartServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LoadLoopbackMs, err = LoadToReady(env, Link{}, 5); err != nil {
+		t.Fatal(err)
+	}
+	if rep.LoadSlowLinkMs, err = LoadToReady(env, TenMbit40ms, 5); err != nil {
+		t.Fatal(err)
+	}
+	env.Close()
 	if err := rep.Write("../docs"); err != nil {
 		t.Fatal(err)
 	}
