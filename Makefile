@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := internal/web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run cluster jitter build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
+.PHONY: run cluster jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -addr $(ADDR)
@@ -93,6 +93,12 @@ sim:
 # with and without reconnect slots, beside the simulator (about 4 minutes).
 storm: build
 	./bin/wsready storm -compare -clients 5000 -json docs/storm.json -md docs/storm.md
+
+# The server against a lean baseline (bench/lean.go) and the simulator
+# against the published Python model, on this machine, in one run: about 4
+# minutes. Writes docs/bench.md and docs/bench.json.
+bench:
+	$(GO) run ./bench run -conns 10000 -connect 19000 -steady 10s -out docs
 
 # Five minutes of the Jitter switch (pings delayed 0-800 ms) against stage 6
 # clients at 1 s pings: none may leave READY (CI runs 20 s of it).
