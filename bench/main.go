@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,8 +91,17 @@ func runServer(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	kind := fs.String("kind", "wsready", "wsready or lean")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	cpuprof := fs.String("cpuprofile", "", "write a CPU profile of the server's life to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -143,6 +153,7 @@ func runClients(args []string) error {
 	n := fs.Int("n", 1000, "connections")
 	conc := fs.Int("conc", 100, "dials in flight at once")
 	src := fs.String("src", "127.0.0.1", "comma-separated source addresses")
+	subscribe := fs.Bool("subscribe", true, "subscribe to the feed (false: connect only, and count pings)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -183,7 +194,9 @@ func runClients(args []string) error {
 			}
 			defer ws.CloseNow()
 			st.dialed.Add(1)
-			if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"subscribe","topic":"feed"}`)); err != nil {
+			if !*subscribe {
+				st.subscribed.Add(1) // connected: all this client asks
+			} else if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"subscribe","topic":"feed"}`)); err != nil {
 				st.failed.Add(1)
 				return
 			}
@@ -193,7 +206,7 @@ func runClients(args []string) error {
 					return
 				}
 				st.frames.Add(1)
-				if strings.Contains(string(b), `"subscribed"`) {
+				if *subscribe && strings.Contains(string(b), `"subscribed"`) {
 					st.subscribed.Add(1)
 				}
 			}

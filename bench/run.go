@@ -95,7 +95,7 @@ func getJSON(url string, v any) error {
 // fleet is the client processes of one phase.
 type fleet []*child
 
-func startFleet(url string, n int, srcBase int) (fleet, error) {
+func startFleet(url string, n int, srcBase int, extra ...string) (fleet, error) {
 	var f fleet
 	for left, i := n, 0; left > 0; i++ {
 		k := min(left, 9000)
@@ -103,7 +103,7 @@ func startFleet(url string, n int, srcBase int) (fleet, error) {
 		for j := range 4 {
 			srcs = append(srcs, fmt.Sprintf("127.0.%d.%d", 1+i, 2+srcBase+j))
 		}
-		c, err := startChild("clients", "-url", url, "-n", fmt.Sprint(k), "-conc", "200", "-src", strings.Join(srcs, ","))
+		c, err := startChild(append([]string{"clients", "-url", url, "-n", fmt.Sprint(k), "-conc", "200", "-src", strings.Join(srcs, ",")}, extra...)...)
 		if err != nil {
 			f.stop()
 			return nil, err
@@ -162,19 +162,25 @@ func (f fleet) waitSubscribed(n int, within time.Duration) (time.Duration, error
 
 // ServerFigures is one server's measurements.
 type ServerFigures struct {
-	Kind                string  `json:"kind"`
-	Conns               int     `json:"conns"`
-	RSSPerConnBytes     float64 `json:"rssPerConnBytes"`
-	HeapPerConnBytes    float64 `json:"heapPerConnBytes"`
-	GoroutinesPerConn   float64 `json:"goroutinesPerConn"`
-	CPUPerFrameUs       float64 `json:"cpuPerFrameUs"`
-	CPUPerHandshakeUs   float64 `json:"cpuPerHandshakeUs"`
-	ConnectSeconds      float64 `json:"connectSeconds"` // Conns clients, dialled 200 at a time per process
-	ConnectManySeconds  float64 `json:"connectManySeconds"`
-	ConnectMany         int     `json:"connectMany"`
-	FramesPerSecSteady  float64 `json:"framesPerSecSteady"`
-	SteadySeconds       float64 `json:"steadySeconds"`
-	ServerCPUPercentAvg float64 `json:"serverCpuPercentSteady"`
+	Kind              string  `json:"kind"`
+	Conns             int     `json:"conns"`
+	RSSPerConnBytes   float64 `json:"rssPerConnBytes"`
+	HeapPerConnBytes  float64 `json:"heapPerConnBytes"`
+	GoroutinesPerConn float64 `json:"goroutinesPerConn"`
+	CPUPerFrameUs     float64 `json:"cpuPerFrameUs"`
+	CPUPerHandshakeUs float64 `json:"cpuPerHandshakeUs"`
+	ConnectSeconds    float64 `json:"connectSeconds"` // Conns clients, dialled 200 at a time per process
+	// At rest: Conns connections that do not subscribe (pings only).
+	RestRSSPerConnBytes   float64 `json:"restRssPerConnBytes"`
+	RestGoroutinesPerConn float64 `json:"restGoroutinesPerConn"`
+	// CPUPerHandshakeUs is measured at rest (no feed to deliver meanwhile);
+	// CPUPerHandshakeFeedUs while connecting subscribers (the feed runs).
+	CPUPerHandshakeFeedUs float64 `json:"cpuPerHandshakeFeedUs"`
+	ConnectManySeconds    float64 `json:"connectManySeconds"`
+	ConnectMany           int     `json:"connectMany"`
+	FramesPerSecSteady    float64 `json:"framesPerSecSteady"`
+	SteadySeconds         float64 `json:"steadySeconds"`
+	ServerCPUPercentAvg   float64 `json:"serverCpuPercentSteady"`
 }
 
 func measureServer(kind string, conns, many int, steady time.Duration) (ServerFigures, error) {
@@ -202,7 +208,7 @@ func measureServer(kind string, conns, many int, steady time.Duration) (ServerFi
 	}
 	fig.ConnectSeconds = took.Seconds()
 	getJSON(statsURL, &s1)
-	fig.CPUPerHandshakeUs = float64(s1.CPUNs-s0.CPUNs) / float64(conns) / 1e3
+	fig.CPUPerHandshakeFeedUs = float64(s1.CPUNs-s0.CPUNs) / float64(conns) / 1e3
 	time.Sleep(3 * time.Second)
 	runtime.GC()
 	getJSON(statsURL, &s2)
@@ -223,6 +229,37 @@ func measureServer(kind string, conns, many int, steady time.Duration) (ServerFi
 	fig.ServerCPUPercentAvg = float64(s3.CPUNs-s2.CPUNs) / 1e9 / el * 100
 	f.stop()
 	srv.stop()
+
+	// At rest: connections that only connect (pings, no feed): the cost of
+	// a handshake alone, and of a connection that has nothing to receive.
+	{
+		srv, err := startChild("server", "-kind", kind)
+		if err != nil {
+			return fig, err
+		}
+		statsURL := "http://" + srv.addr + "/bench/stats"
+		time.Sleep(500 * time.Millisecond)
+		var r0, r1, r2 procStats
+		getJSON(statsURL, &r0)
+		f, err := startFleet("ws://"+srv.addr+"/ws", conns, 4, "-subscribe=false")
+		if err != nil {
+			srv.stop()
+			return fig, err
+		}
+		_, err = f.waitSubscribed(conns, 3*time.Minute)
+		getJSON(statsURL, &r1)
+		time.Sleep(3 * time.Second)
+		runtime.GC()
+		getJSON(statsURL, &r2)
+		f.stop()
+		srv.stop()
+		if err != nil {
+			return fig, fmt.Errorf("%s at rest: %w", kind, err)
+		}
+		fig.CPUPerHandshakeUs = float64(r1.CPUNs-r0.CPUNs) / float64(conns) / 1e3
+		fig.RestRSSPerConnBytes = float64(r2.RSS-r0.RSS) / float64(conns)
+		fig.RestGoroutinesPerConn = float64(r2.Goroutines-r0.Goroutines) / float64(conns)
+	}
 
 	// Connecting many: a fresh server, many clients as fast as they dial.
 	if many > 0 {
@@ -359,6 +396,9 @@ func runBench(args []string) error {
 	}
 	rep.Ratios["rssPerConn"] = ratio(w.RSSPerConnBytes, l.RSSPerConnBytes)
 	rep.Ratios["goroutinesPerConn"] = ratio(w.GoroutinesPerConn, l.GoroutinesPerConn)
+	rep.Ratios["restRssPerConn"] = ratio(w.RestRSSPerConnBytes, l.RestRSSPerConnBytes)
+	rep.Ratios["restGoroutinesPerConn"] = ratio(w.RestGoroutinesPerConn, l.RestGoroutinesPerConn)
+	rep.Ratios["cpuPerHandshakeFeed"] = ratio(w.CPUPerHandshakeFeedUs, l.CPUPerHandshakeFeedUs)
 	rep.Ratios["cpuPerFrame"] = ratio(w.CPUPerFrameUs, l.CPUPerFrameUs)
 	rep.Ratios["cpuPerHandshake"] = ratio(w.CPUPerHandshakeUs, l.CPUPerHandshakeUs)
 	rep.Ratios["connectMany"] = ratio(w.ConnectManySeconds, l.ConnectManySeconds)
@@ -384,9 +424,12 @@ func (r Report) markdown() string {
 	fmt.Fprintf(&b, "| figure | lean | wsready | wsready / lean | goal |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| RSS per subscribed connection at %d | %.1f KB | %.1f KB | %.2f | <= 0.9 |\n", l.Conns, l.RSSPerConnBytes/1e3, w.RSSPerConnBytes/1e3, r.Ratios["rssPerConn"])
 	fmt.Fprintf(&b, "| heap in use per connection | %.1f KB | %.1f KB | %.2f | |\n", l.HeapPerConnBytes/1e3, w.HeapPerConnBytes/1e3, w.HeapPerConnBytes/l.HeapPerConnBytes)
-	fmt.Fprintf(&b, "| goroutines per connection | %.2f | %.2f | %.2f | wsready <= 1 |\n", l.GoroutinesPerConn, w.GoroutinesPerConn, r.Ratios["goroutinesPerConn"])
+	fmt.Fprintf(&b, "| goroutines per connection, under the feed | %.2f | %.2f | %.2f | wsready <= 1 |\n", l.GoroutinesPerConn, w.GoroutinesPerConn, r.Ratios["goroutinesPerConn"])
+	fmt.Fprintf(&b, "| goroutines per connection at rest (connected, not subscribed) | %.2f | %.2f | %.2f | wsready <= 1 |\n", l.RestGoroutinesPerConn, w.RestGoroutinesPerConn, r.Ratios["restGoroutinesPerConn"])
+	fmt.Fprintf(&b, "| RSS per connection at rest | %.1f KB | %.1f KB | %.2f | |\n", l.RestRSSPerConnBytes/1e3, w.RestRSSPerConnBytes/1e3, r.Ratios["restRssPerConn"])
 	fmt.Fprintf(&b, "| CPU per delivered frame (%.0f s steady, %.0f / %.0f frames/s) | %.2f µs | %.2f µs | %.2f | <= 1.0 |\n", l.SteadySeconds, l.FramesPerSecSteady, w.FramesPerSecSteady, l.CPUPerFrameUs, w.CPUPerFrameUs, r.Ratios["cpuPerFrame"])
-	fmt.Fprintf(&b, "| CPU per handshake (connecting %d) | %.0f µs | %.0f µs | %.2f | <= 1.1 |\n", l.Conns, l.CPUPerHandshakeUs, w.CPUPerHandshakeUs, r.Ratios["cpuPerHandshake"])
+	fmt.Fprintf(&b, "| CPU per handshake (connecting %d at rest) | %.0f µs | %.0f µs | %.2f | <= 1.1 |\n", l.Conns, l.CPUPerHandshakeUs, w.CPUPerHandshakeUs, r.Ratios["cpuPerHandshake"])
+	fmt.Fprintf(&b, "| CPU per handshake while the feed runs to those connected | %.0f µs | %.0f µs | %.2f | |\n", l.CPUPerHandshakeFeedUs, w.CPUPerHandshakeFeedUs, r.Ratios["cpuPerHandshakeFeed"])
 	fmt.Fprintf(&b, "| time to connect %d clients | %.1f s | %.1f s | %.2f | <= 1.5 |\n", l.ConnectMany, l.ConnectManySeconds, w.ConnectManySeconds, r.Ratios["connectMany"])
 	fmt.Fprintf(&b, "\nServer CPU in the steady window: lean %.0f%%, wsready %.0f%% of one core.\n", l.ServerCPUPercentAvg, w.ServerCPUPercentAvg)
 	s := r.Sim

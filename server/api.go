@@ -214,10 +214,7 @@ func (s *Server) SetFlapping(on bool) {
 	s.flapping = on
 	if on {
 		for _, c := range s.conns {
-			select {
-			case c.flap <- struct{}{}:
-			default:
-			}
+			c.startFlap()
 		}
 	}
 	s.log.Info("switch", "flapping", on)

@@ -336,6 +336,14 @@ func (c *conn) stopExpiry() {
 }
 
 // authed lets the writer start (with AuthRequired nothing is sent before).
+// authed lets the connection be served: its first ping goes out at once,
+// the next with everyone's.
 func (c *conn) authed() {
-	c.authOnce.Do(func() { close(c.authOK) })
+	c.authOnce.Do(func() {
+		close(c.authOK)
+		c.served.Store(true)
+		if !c.s.gate.isFrozen() {
+			c.offer(c.s.ping)
+		}
+	})
 }

@@ -31,7 +31,14 @@ type conn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	q        *sendQueue
-	flap     chan struct{}
+	flushWG  sync.WaitGroup // the flusher at work, if any
+
+	served atomic.Bool // authenticated (or no auth asked): pings go out
+
+	timerMu   sync.Mutex
+	flapT     *time.Timer // the Flapping close, while armed
+	jitterT   *time.Timer // a ping held by the Jitter switch
+	timersOff bool        // the connection ended: arm nothing more
 
 	closing   atomic.Bool // a close was started: later overflows start no other
 	pinging   atomic.Bool // a liveness ping is outstanding
@@ -60,12 +67,6 @@ type conn struct {
 }
 
 func (c *conn) run() {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.writeLoop()
-	}()
 	var authWait *time.Timer
 	if c.s.opts.Auth == AuthRequired {
 		authWait = time.AfterFunc(c.s.opts.AuthTimeout, func() {
@@ -78,17 +79,18 @@ func (c *conn) run() {
 	}
 	c.readLoop()
 	c.cancel()
-	wg.Wait()
 	if authWait != nil {
 		authWait.Stop()
 	}
 	c.stopExpiry()
+	c.stopTimers()
 	c.endMu.Lock()
 	c.ended = true
 	c.endMu.Unlock()
 	c.stopSlowReplies()
 	c.dropSubscriptions("")
-	c.q.close()
+	c.q.close()      // no flusher starts after this
+	c.flushWG.Wait() // and the one at work has seen the cancel
 	if c.gc != nil && c.gc.peerGone.Load() {
 		c.s.count(func(k *connCounters) { k.peerGone++ })
 	}
@@ -311,105 +313,142 @@ func (c *conn) closeAsync(code int, reason string) bool {
 	return true
 }
 
-func (c *conn) writeLoop() {
-	s := c.s
-	ping := protocol.Encode(protocol.Message{Type: protocol.TypePing, IntervalMs: s.opts.PingInterval.Milliseconds()})
-	tick := time.NewTicker(s.opts.PingInterval)
-	defer tick.Stop()
-	var flapT, jitterT *time.Timer
-	var flapC, jitterC <-chan time.Time
-	defer func() {
-		if flapT != nil {
-			flapT.Stop()
-		}
-		if jitterT != nil {
-			jitterT.Stop()
-		}
-	}()
-	write := func(frame []byte) bool {
-		err := c.ws.Write(c.ctx, websocket.MessageText, frame)
-		if err == nil {
-			return true
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// A reader that took nothing for WriteTimeout: nothing more can
-			// reach it, not even a close frame. Drop it.
-			s.count(func(k *connCounters) { k.stalled++ })
-			c.ws.CloseNow()
-		}
-		c.cancel()
-		return false
-	}
-	select { // with AuthRequired nothing, not even a ping, before the ticket
-	case <-c.authOK:
-	case <-c.ctx.Done():
-		return
-	}
-	tick.Reset(s.opts.PingInterval)
-	if !write(ping) {
-		return
-	}
-	sweep := time.NewTicker(s.opts.SweepInterval)
-	defer sweep.Stop()
-	c.livenessPing()
+// flush is a connection's writer while it has frames to send: started by
+// the queue when frames arrive and none is running, it writes everything
+// queued, in order, and ends when the queue is empty. A connection with
+// nothing to send has no writer goroutine; one goroutine per connection
+// (its reader) is all that stays.
+func (c *conn) flush() {
+	defer c.flushWG.Done()
 	var batch [][]byte
 	for {
-		select {
-		case <-c.ctx.Done():
+		batch = c.q.take(batch)
+		if len(batch) == 0 {
 			return
-		case <-c.q.wake:
-			batch = c.q.take(batch)
-			for i, f := range batch {
-				if !write(f) {
-					return
-				}
-				batch[i] = nil
-				c.q.written(len(f))
+		}
+		for i, f := range batch {
+			if !c.write(f) {
+				return // the connection is ending; no other flusher starts until the queue closes
 			}
-		case <-sweep.C:
-			c.livenessPing()
-		case <-tick.C:
-			if s.gate.isFrozen() {
-				continue // a frozen server sends nothing, not even late pings
-			}
-			if s.jitter.Load() {
-				if jitterC != nil && !write(ping) { // the last one is still held: it goes now
-					return
-				}
-				if jitterT == nil {
-					jitterT = time.NewTimer(time.Duration(rand.Int64N(int64(s.opts.JitterMax))))
-				} else {
-					jitterT.Reset(time.Duration(rand.Int64N(int64(s.opts.JitterMax))))
-				}
-				jitterC = jitterT.C
-				continue
-			}
-			if !write(ping) {
-				return
-			}
-		case <-jitterC:
-			jitterC = nil
-			if s.gate.isFrozen() {
-				continue
-			}
-			if !write(ping) {
-				return
-			}
-		case <-c.flap:
-			if flapT == nil {
-				flapT = time.NewTimer(s.opts.FlapAfter)
-				flapC = flapT.C
-			}
-		case <-flapC:
-			s.mu.Lock()
-			on := s.flapping
-			s.mu.Unlock()
-			flapT, flapC = nil, nil
-			if on { // switched off meanwhile: the connection stays
-				c.closeWith(protocol.CloseFlapping, "flapping")
-				return
+			batch[i] = nil
+			c.q.written(len(f))
+		}
+	}
+}
+
+// write sends one frame; false ends the connection.
+func (c *conn) write(frame []byte) bool {
+	err := c.ws.Write(c.ctx, websocket.MessageText, frame)
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// A reader that took nothing for WriteTimeout: nothing more can
+		// reach it, not even a close frame. Drop it.
+		c.s.count(func(k *connCounters) { k.stalled++ })
+		c.ws.CloseNow()
+	}
+	c.cancel()
+	return false
+}
+
+// startFlap arms the Flapping close: FlapAfter from now, if the switch is
+// still on then. One per connection at a time.
+func (c *conn) startFlap() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	if c.timersOff || c.flapT != nil {
+		return
+	}
+	c.flapT = time.AfterFunc(c.s.opts.FlapAfter, func() {
+		c.timerMu.Lock()
+		c.flapT = nil
+		c.timerMu.Unlock()
+		s := c.s
+		s.mu.Lock()
+		on := s.flapping
+		s.mu.Unlock()
+		if on { // switched off meanwhile: the connection stays
+			c.closeAsync(protocol.CloseFlapping, "flapping")
+		}
+	})
+}
+
+// jitterPing queues the ping a random 0 to JitterMax from now (the Jitter
+// switch); a ping still held when the next is due goes at once.
+func (c *conn) jitterPing() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	if c.timersOff {
+		return
+	}
+	if c.jitterT != nil && c.jitterT.Stop() {
+		c.offer(c.s.ping)
+	}
+	c.jitterT = time.AfterFunc(time.Duration(rand.Int64N(int64(c.s.opts.JitterMax))), func() {
+		if !c.s.gate.isFrozen() {
+			c.offer(c.s.ping)
+		}
+	})
+}
+
+// stopTimers stops the connection's Flapping and Jitter timers; none is
+// armed after.
+func (c *conn) stopTimers() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	c.timersOff = true
+	if c.flapT != nil {
+		c.flapT.Stop()
+	}
+	if c.jitterT != nil {
+		c.jitterT.Stop()
+	}
+}
+
+// runHeartbeat is the server's one ticker for every connection's pings
+// (one pre-encoded frame queued to each) and its liveness sweep. A frozen
+// server sends nothing, not even late pings.
+func (s *Server) runHeartbeat() {
+	defer s.wg.Done()
+	ping := time.NewTicker(s.opts.PingInterval)
+	defer ping.Stop()
+	sweep := time.NewTicker(s.opts.SweepInterval)
+	defer sweep.Stop()
+	var conns []*conn
+	snapshot := func() []*conn {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		conns = conns[:0]
+		for _, c := range s.conns {
+			if c.served.Load() {
+				conns = append(conns, c)
 			}
 		}
+		return conns
+	}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-ping.C:
+			if s.gate.isFrozen() {
+				continue
+			}
+			jitter := s.jitter.Load()
+			for _, c := range snapshot() {
+				if jitter {
+					c.jitterPing()
+				} else {
+					c.offer(s.ping)
+				}
+			}
+		case <-sweep.C:
+			for _, c := range snapshot() {
+				c.livenessPing()
+			}
+		}
+		clear(conns)
 	}
 }
 

@@ -19,8 +19,12 @@ type sendQueue struct {
 	peak   int // the most bytes ever held, for tests and stats
 	limit  int
 	closed bool
-	wake   chan struct{} // cap 1: frames were added
-	space  chan struct{} // cap 1: bytes were written
+	// flushing: a flusher goroutine is at work (conn.flush); set by the
+	// add that finds the queue idle, cleared by the flusher when it finds
+	// the queue empty. start runs (under mu) to launch one.
+	flushing bool
+	start    func()
+	space    chan struct{} // cap 1: bytes were written
 }
 
 var (
@@ -28,8 +32,11 @@ var (
 	errQueueClosed = errors.New("send queue closed")
 )
 
-func newSendQueue(limit int) *sendQueue {
-	return &sendQueue{limit: limit, wake: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+// newSendQueue returns a queue of limit bytes; start launches a flusher
+// when frames arrive and none is running (nil: the caller takes frames
+// itself, as tests do).
+func newSendQueue(limit int, start func()) *sendQueue {
+	return &sendQueue{limit: limit, start: start, space: make(chan struct{}, 1)}
 }
 
 // offer queues f without waiting. It fails with errQueueFull if f would
@@ -51,8 +58,11 @@ func (q *sendQueue) add(f []byte, limit int) error {
 	q.frames = append(q.frames, f)
 	q.bytes += len(f)
 	q.peak = max(q.peak, q.bytes)
+	if !q.flushing && q.start != nil {
+		q.flushing = true
+		q.start() // under mu: after close, no flusher can start
+	}
 	q.mu.Unlock()
-	signal(q.wake)
 	return nil
 }
 
@@ -82,9 +92,13 @@ func (q *sendQueue) put(ctx context.Context, f []byte, highWater int, timeout ti
 }
 
 // take moves the queued frames into buf (reused between calls) and returns
-// it; their bytes stay counted until written reports them.
+// it; their bytes stay counted until written reports them. An empty result
+// ends the flusher's turn: the next add starts another.
 func (q *sendQueue) take(buf [][]byte) [][]byte {
 	q.mu.Lock()
+	if len(q.frames) == 0 {
+		q.flushing = false
+	}
 	buf = append(buf[:0], q.frames...)
 	clear(q.frames)
 	q.frames = q.frames[:0]

@@ -100,10 +100,11 @@ type Options struct {
 	// default: accept and close at once with 1013 and "retry-after-ms=N",
 	// which browsers can read) or RefuseHTTP (503 or 429 with Retry-After).
 	RefuseWith RefuseMode
-	// SweepInterval and SweepGrace are the liveness sweep (sweep.go): the
-	// server sends a WebSocket ping every SweepInterval and closes a
-	// connection whose pong has not come within two intervals plus the
-	// grace. Browsers answer these pings themselves. Default 10s and 5s.
+	// SweepInterval and SweepGrace are the liveness sweep (sweep.go): one
+	// ticker sends every connection a WebSocket ping every SweepInterval and
+	// closes a connection whose pong has not come within two intervals plus
+	// the grace (a connection's first sweep ping goes at the next tick).
+	// Browsers answer these pings themselves. Default 10s and 5s.
 	SweepInterval time.Duration
 	SweepGrace    time.Duration
 	// DrainWindow is how long a drain (drain.go) spreads its closes over.
@@ -286,6 +287,7 @@ type Server struct {
 	drain        drainState
 	restartUntil time.Time
 	hub          *hub
+	ping         []byte       // the ping frame, encoded once
 	jitter       atomic.Bool  // the Jitter switch
 	feedSeq      atomic.Int64 // the feed's last seq on this node's producer
 	feedValue    int64
@@ -337,7 +339,10 @@ func New(opts *Options) *Server {
 		h = NewMemoryHistory(o.retention(), o.MaxTopics, o.Now)
 	}
 	s.hub = newHub(s, h, o.retention())
+	s.ping = protocol.Encode(protocol.Message{Type: protocol.TypePing, IntervalMs: o.PingInterval.Milliseconds()})
 	s.registerGauges()
+	s.wg.Add(1)
+	go s.runHeartbeat()
 	if !o.NoFeed {
 		// The feed exists from the start, so a subscribe before its first
 		// update is served. A failure (JetStream away) is retried by every
@@ -485,15 +490,17 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	c := &conn{
 		id: s.nextID, s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
-		q:      newSendQueue(s.opts.MaxQueuedBytes),
-		flap:   make(chan struct{}, 1),
 		authOK: make(chan struct{}),
 	}
+	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() {
+		c.flushWG.Add(1)
+		go c.flush()
+	})
 	if s.opts.Auth != AuthRequired {
 		c.authed() // served from the first frame
 	}
 	if s.flapping {
-		c.flap <- struct{}{}
+		c.startFlap()
 	}
 	s.conns[c.id] = c
 	open := len(s.conns)
