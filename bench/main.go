@@ -123,6 +123,10 @@ func runServer(args []string) error {
 	mux.HandleFunc("/bench/stats", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(selfStats())
 	})
+	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, r *http.Request) {
+		runtime.GC()
+		pprof.Lookup("heap").WriteTo(w, 0)
+	})
 	mux.Handle("/", h)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
