@@ -182,8 +182,11 @@ const natsConnectTimeout = 5 * time.Second
 // comma-separated) and returns a History over its JetStream. The
 // connection reconnects forever; Close ends it.
 func ConnectJetStream(url string, lim Retention, maxTopics int) (History, error) {
+	// No reconnect buffer: a publish while NATS is away fails at once
+	// (unavailable) instead of being held and stored later, after the
+	// publisher was told it failed.
 	nc, err := nats.Connect(url, nats.Name("wsready"), nats.Timeout(natsConnectTimeout),
-		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false))
+		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false), nats.ReconnectBufSize(-1))
 	if err != nil {
 		return nil, err
 	}

@@ -291,6 +291,7 @@ type Server struct {
 	jitter       atomic.Bool  // the Jitter switch
 	feedSeq      atomic.Int64 // the feed's last seq on this node's producer
 	feedValue    int64
+	feedFailing  bool // the last feed update failed (runFeed's)
 	counters     counters
 	connCounters connCounters
 	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
@@ -554,10 +555,17 @@ func (s *Server) produce(now time.Time) {
 	seq, err := s.hub.h.Append(ctx, protocol.DefaultTopic, data, true)
 	cancel()
 	if err != nil {
-		if s.ctx.Err() == nil {
-			s.log.Warn("feed update not stored", "err", err.Error())
+		// Logged when it starts failing and when it recovers, not 4 times a
+		// second while the history backend is away.
+		if s.ctx.Err() == nil && !s.feedFailing {
+			s.feedFailing = true
+			s.log.Warn("feed updates not stored: the history backend failed", "cause", errKind(err))
 		}
 		return
+	}
+	if s.feedFailing {
+		s.feedFailing = false
+		s.log.Info("feed updates stored again")
 	}
 	s.feedSeq.Store(seq)
 }

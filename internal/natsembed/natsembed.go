@@ -54,5 +54,5 @@ func Start(dir, listen string) (*server.Server, error) {
 
 // Connect opens an in-process connection to s.
 func Connect(s *server.Server) (*nats.Conn, error) {
-	return nats.Connect("", nats.InProcessServer(s), nats.Name("wsready"), nats.MaxReconnects(-1))
+	return nats.Connect("", nats.InProcessServer(s), nats.Name("wsready"), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
 }
