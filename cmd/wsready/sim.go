@@ -36,6 +36,7 @@ func runSim(args []string, stdout io.Writer) error {
 	budget := fs.Int("budget", 5, "stage 6 table: the clients' attempt budget (> 0)")
 	first := fs.String("first", "policy", "first attempt: policy (delay(0) after the disconnect) or zero (everyone at t=0)")
 	policy := fs.String("policy", "all", "fixed, exponential, linear, jitter, or all")
+	tables := fs.String("tables", "main,session,flap", "which tables to run: main (the policies), session (the stage 6 rows), flap (the Flapping table), comma-separated")
 	format := fs.String("format", "table", "table (markdown) or json")
 	svgDir := fs.String("svg", "", "write attempts.svg and connected.svg charts into this directory")
 	out := fs.String("out", "", "also write the markdown report to this file")
@@ -76,6 +77,18 @@ func runSim(args []string, stdout io.Writer) error {
 		policies = []sim.NamedPolicy{p}
 	}
 	flap.Seed = cfg.Seed
+	want := map[string]bool{}
+	for _, t := range strings.Split(*tables, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case "main", "session", "flap":
+			want[t] = true
+		default:
+			return fmt.Errorf("sim: -tables takes main, session and flap, not %q", t)
+		}
+	}
+	if !want["main"] {
+		return fmt.Errorf("sim: -tables must include main")
+	}
 
 	start := time.Now()
 	// Each policy's run is independent (its own seeded source), so they run
@@ -88,7 +101,7 @@ func runSim(args []string, stdout io.Writer) error {
 	baseTook := time.Since(start)
 	jitter, _ := sim.PolicyByName("jitter", pp)
 	var session []sim.SessionRow
-	for _, v := range []struct {
+	sessionRows := []struct {
 		label  string
 		s6     bool
 		ra     time.Duration
@@ -101,7 +114,11 @@ func runSim(args []string, stdout io.Writer) error {
 		{fmt.Sprintf("stage 6, retry-after %v and budget %d", *retryAfter, *budget), true, *retryAfter, *budget},
 		{"stage 5, the server hands out reconnect slots", false, -1, 0},
 		{"stage 6, the server hands out reconnect slots", true, -1, 0},
-	} {
+	}
+	if !want["session"] {
+		sessionRows = nil
+	}
+	for _, v := range sessionRows {
 		c := cfg
 		c.Session, c.RetryAfter, c.Budget = v.s6, v.ra, v.budget
 		if v.ra < 0 {
@@ -113,9 +130,11 @@ func runSim(args []string, stdout io.Writer) error {
 		}
 		session = append(session, sim.SessionRow{Label: v.label, Result: r})
 	}
-	flaps, err := parallel(policies, func(p sim.NamedPolicy) (sim.FlapResult, error) { return sim.RunFlap(flap, p) })
-	if err != nil {
-		return fmt.Errorf("sim: %w", err)
+	var flaps []sim.FlapResult
+	if want["flap"] {
+		if flaps, err = parallel(policies, func(p sim.NamedPolicy) (sim.FlapResult, error) { return sim.RunFlap(flap, p) }); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
 	}
 	took := time.Since(start)
 
@@ -123,10 +142,14 @@ func runSim(args []string, stdout io.Writer) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Fleet simulation\n\nMade by `%s` (seed %d). The simulator runs the client core's own policy values and reset rule (package client), not copies.\n\n", strings.TrimSpace(cmdline), cfg.Seed)
 	md.WriteString(sim.Table(cfg, results))
-	md.WriteString("\n")
-	md.WriteString(sim.SessionTable(cfg, session))
-	md.WriteString("\n")
-	md.WriteString(sim.FlapTable(flap, flaps))
+	if want["session"] {
+		md.WriteString("\n")
+		md.WriteString(sim.SessionTable(cfg, session))
+	}
+	if want["flap"] {
+		md.WriteString("\n")
+		md.WriteString(sim.FlapTable(flap, flaps))
+	}
 	fmt.Fprintf(&md, "\nSimulated in %v (base scenario %v) on this machine.\n", took.Round(time.Millisecond), baseTook.Round(time.Millisecond))
 
 	if *svgDir != "" {

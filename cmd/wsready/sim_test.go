@@ -47,12 +47,24 @@ func TestSimCommandPrintsTheSeedAndTables(t *testing.T) {
 	}
 }
 
+// -tables main runs the policies' table only.
+func TestSimTablesPicksTheTables(t *testing.T) {
+	var out bytes.Buffer
+	if err := runSim([]string{"-clients", "100", "-capacity", "20", "-tables", "main"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "| full-jitter") || strings.Contains(s, "stage 6") || strings.Contains(s, "Flapping") {
+		t.Fatalf("-tables main printed:\n%s", s)
+	}
+}
+
 func TestSimCommandRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-policy", "nope"}, {"-first", "sometimes"}, {"-format", "xml"}, {"-clients", "-3"},
 		{"-cap", "1ms", "-base", "1s"}, {"extra"}, {"-horizon", "banana"},
 		{"-base", "0s"}, {"-fixed", "0s"}, {"-step", "0s"}, {"-clients", "0"}, {"-capacity", "-1"}, {"-downtime", "-1s"},
 		{"-horizon", "0s"}, {"-horizon", "25h"}, {"-linear-cap", "-1s"}, {"-flap-clients", "0"}, {"-cooldown", "0s"}, {"-flap-close", "-1ms"},
+		{"-tables", "session"}, {"-tables", "main,nope"},
 	} {
 		if err := runSim(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
