@@ -292,6 +292,31 @@ type SimFigures struct {
 	SimJitter99Sec float64   `json:"simJitter99Sec"`
 }
 
+// medianFigures is, figure by figure, the median of the trials.
+func medianFigures(fs []ServerFigures) ServerFigures {
+	m := fs[0]
+	pick := func(get func(ServerFigures) float64) float64 {
+		xs := make([]float64, len(fs))
+		for i, f := range fs {
+			xs[i] = get(f)
+		}
+		return median(xs)
+	}
+	m.RSSPerConnBytes = pick(func(f ServerFigures) float64 { return f.RSSPerConnBytes })
+	m.HeapPerConnBytes = pick(func(f ServerFigures) float64 { return f.HeapPerConnBytes })
+	m.GoroutinesPerConn = pick(func(f ServerFigures) float64 { return f.GoroutinesPerConn })
+	m.RestRSSPerConnBytes = pick(func(f ServerFigures) float64 { return f.RestRSSPerConnBytes })
+	m.RestGoroutinesPerConn = pick(func(f ServerFigures) float64 { return f.RestGoroutinesPerConn })
+	m.CPUPerFrameUs = pick(func(f ServerFigures) float64 { return f.CPUPerFrameUs })
+	m.CPUPerHandshakeUs = pick(func(f ServerFigures) float64 { return f.CPUPerHandshakeUs })
+	m.CPUPerHandshakeFeedUs = pick(func(f ServerFigures) float64 { return f.CPUPerHandshakeFeedUs })
+	m.ConnectSeconds = pick(func(f ServerFigures) float64 { return f.ConnectSeconds })
+	m.ConnectManySeconds = pick(func(f ServerFigures) float64 { return f.ConnectManySeconds })
+	m.FramesPerSecSteady = pick(func(f ServerFigures) float64 { return f.FramesPerSecSteady })
+	m.ServerCPUPercentAvg = pick(func(f ServerFigures) float64 { return f.ServerCPUPercentAvg })
+	return m
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -354,13 +379,15 @@ func measureSim(model string, trials int) (SimFigures, error) {
 
 // Report is docs/bench.json.
 type Report struct {
-	Date    string             `json:"date"`
-	Command string             `json:"command"`
-	Go      string             `json:"go"`
-	CPUs    int                `json:"cpus"`
-	Servers []ServerFigures    `json:"servers"`
-	Ratios  map[string]float64 `json:"ratios"` // wsready / lean
-	Sim     SimFigures         `json:"sim"`
+	Date      string                     `json:"date"`
+	Command   string                     `json:"command"`
+	Go        string                     `json:"go"`
+	CPUs      int                        `json:"cpus"`
+	Servers   []ServerFigures            `json:"servers"`
+	Ratios    map[string]float64         `json:"ratios"`    // wsready / lean, of the medians
+	RatioRuns map[string][]float64       `json:"ratioRuns"` // the same, trial by trial
+	Trials    map[string][]ServerFigures `json:"trials"`
+	Sim       SimFigures                 `json:"sim"`
 }
 
 func runBench(args []string) error {
@@ -370,23 +397,30 @@ func runBench(args []string) error {
 	steady := fs.Duration("steady", 10*time.Second, "steady-state window for CPU per frame")
 	out := fs.String("out", "docs", "directory for bench.md and bench.json")
 	model := fs.String("model", "../shared/anchors/fleet_model.py", "the published Python fleet model")
-	trials := fs.Int("sim-trials", 3, "runs of the simulator and of the model")
+	trials := fs.Int("trials", 3, "runs of each server, of the simulator and of the model")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *conns < 1 || *conns > 18000 || *many < 0 || *many > 19500 || *steady <= 0 || *trials < 1 {
-		return fmt.Errorf("run: -conns 1..18000, -connect 0..19500, -steady > 0, -sim-trials >= 1")
+	if *conns < 1 || *conns > 18000 || *many < 0 || *many > 19500 || *steady <= 0 || *trials < 1 || *trials > 9 {
+		return fmt.Errorf("run: -conns 1..18000, -connect 0..19500, -steady > 0, -trials 1..9")
 	}
 	rep := Report{Date: time.Now().UTC().Format(time.RFC3339), Command: "make bench (go run ./bench run " + strings.Join(args, " ") + ")",
 		Go: runtime.Version(), CPUs: runtime.NumCPU(), Ratios: map[string]float64{}}
-	for _, kind := range []string{"lean", "wsready"} {
-		fmt.Fprintf(os.Stderr, "bench: %s server, %d connections, then %d\n", kind, *conns, *many)
-		fig, err := measureServer(kind, *conns, *many, *steady)
-		if err != nil {
-			return fmt.Errorf("%s: %w", kind, err)
+	// The two servers take turns, trials times, so the machine's drift
+	// falls on both; each figure is the median of its trials.
+	runs := map[string][]ServerFigures{}
+	for tr := range *trials {
+		for _, kind := range []string{"lean", "wsready"} {
+			fmt.Fprintf(os.Stderr, "bench: trial %d, %s server, %d connections, then %d\n", tr+1, kind, *conns, *many)
+			fig, err := measureServer(kind, *conns, *many, *steady)
+			if err != nil {
+				return fmt.Errorf("%s: %w", kind, err)
+			}
+			runs[kind] = append(runs[kind], fig)
 		}
-		rep.Servers = append(rep.Servers, fig)
 	}
+	rep.Servers = []ServerFigures{medianFigures(runs["lean"]), medianFigures(runs["wsready"])}
+	rep.Trials = runs
 	l, w := rep.Servers[0], rep.Servers[1]
 	ratio := func(a, b float64) float64 {
 		if b == 0 {
@@ -402,6 +436,16 @@ func runBench(args []string) error {
 	rep.Ratios["cpuPerFrame"] = ratio(w.CPUPerFrameUs, l.CPUPerFrameUs)
 	rep.Ratios["cpuPerHandshake"] = ratio(w.CPUPerHandshakeUs, l.CPUPerHandshakeUs)
 	rep.Ratios["connectMany"] = ratio(w.ConnectManySeconds, l.ConnectManySeconds)
+	// The same ratios trial by trial, to show their spread.
+	rep.RatioRuns = map[string][]float64{}
+	for i := range *trials {
+		lr, wr := runs["lean"][i], runs["wsready"][i]
+		rep.RatioRuns["rssPerConn"] = append(rep.RatioRuns["rssPerConn"], ratio(wr.RSSPerConnBytes, lr.RSSPerConnBytes))
+		rep.RatioRuns["cpuPerFrame"] = append(rep.RatioRuns["cpuPerFrame"], ratio(wr.CPUPerFrameUs, lr.CPUPerFrameUs))
+		rep.RatioRuns["cpuPerHandshake"] = append(rep.RatioRuns["cpuPerHandshake"], ratio(wr.CPUPerHandshakeUs, lr.CPUPerHandshakeUs))
+		rep.RatioRuns["connectMany"] = append(rep.RatioRuns["connectMany"], ratio(wr.ConnectManySeconds, lr.ConnectManySeconds))
+		rep.RatioRuns["restGoroutinesPerConn"] = append(rep.RatioRuns["restGoroutinesPerConn"], ratio(wr.RestGoroutinesPerConn, lr.RestGoroutinesPerConn))
+	}
 	fmt.Fprintln(os.Stderr, "bench: simulator against the Python model")
 	var err error
 	if rep.Sim, err = measureSim(*model, *trials); err != nil {
@@ -420,7 +464,7 @@ func (r Report) markdown() string {
 	var b strings.Builder
 	l, w := r.Servers[0], r.Servers[1]
 	fmt.Fprintf(&b, "# Benchmarks: the wsready server against a lean baseline, the simulator against the Python model\n\n")
-	fmt.Fprintf(&b, "Made by `%s` on %s: %s, %d CPUs, one run. The lean baseline (bench/lean.go) speaks the same protocol subset with one goroutine per connection and one shared ticker writing every ping and update; wsready runs with its defaults but for its handshake ceilings, raised so the figures are the server's, not its admission policy's.\n\n", r.Command, r.Date, r.Go, r.CPUs)
+	fmt.Fprintf(&b, "Made by `%s` on %s: %s, %d CPUs; each figure is the median of %d runs (the servers take turns). The lean baseline (bench/lean.go) speaks the same protocol subset with one goroutine per connection and one shared ticker writing every ping and update; wsready runs with its defaults but for its handshake ceilings, raised so the figures are the server's, not its admission policy's.\n\n", r.Command, r.Date, r.Go, r.CPUs, len(r.Trials["lean"]))
 	fmt.Fprintf(&b, "| figure | lean | wsready | wsready / lean | goal |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| RSS per subscribed connection at %d | %.1f KB | %.1f KB | %.2f | <= 0.9 |\n", l.Conns, l.RSSPerConnBytes/1e3, w.RSSPerConnBytes/1e3, r.Ratios["rssPerConn"])
 	fmt.Fprintf(&b, "| heap in use per connection | %.1f KB | %.1f KB | %.2f | |\n", l.HeapPerConnBytes/1e3, w.HeapPerConnBytes/1e3, w.HeapPerConnBytes/l.HeapPerConnBytes)
@@ -432,6 +476,8 @@ func (r Report) markdown() string {
 	fmt.Fprintf(&b, "| CPU per handshake while the feed runs to those connected | %.0f µs | %.0f µs | %.2f | |\n", l.CPUPerHandshakeFeedUs, w.CPUPerHandshakeFeedUs, r.Ratios["cpuPerHandshakeFeed"])
 	fmt.Fprintf(&b, "| time to connect %d clients | %.1f s | %.1f s | %.2f | <= 1.5 |\n", l.ConnectMany, l.ConnectManySeconds, w.ConnectManySeconds, r.Ratios["connectMany"])
 	fmt.Fprintf(&b, "\nServer CPU in the steady window: lean %.0f%%, wsready %.0f%% of one core.\n", l.ServerCPUPercentAvg, w.ServerCPUPercentAvg)
+	fmt.Fprintf(&b, "\nThe ratios run by run: RSS per connection %v, CPU per frame %v, CPU per handshake %v, time to connect %v, goroutines at rest %v.\n",
+		r.RatioRuns["rssPerConn"], r.RatioRuns["cpuPerFrame"], r.RatioRuns["cpuPerHandshake"], r.RatioRuns["connectMany"], r.RatioRuns["restGoroutinesPerConn"])
 	s := r.Sim
 	fmt.Fprintf(&b, "\n## Simulator\n\nScenario: %s.\n\n", s.Scenario)
 	if s.PythonSkipped != "" {
