@@ -70,6 +70,12 @@ func TestTopicsPublishAndResumeAcrossAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Away for 1.5 s (the feed moves on by about 6), then back in the same
+	// tab: its sessionStorage holds the cursor saved at pagehide.
+	if err := b.Navigate("about:blank"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
 	if err := b.Navigate(env.Base + "/?stage=7"); err != nil {
 		t.Fatal(err)
 	}
