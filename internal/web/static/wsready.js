@@ -154,6 +154,25 @@ export async function connect(opts = {}) {
   if (storeKey) globalThis.addEventListener?.('pagehide', save);
   let closing;
   let tickets = 0;
+  // send starts a request or a publish (start(ticket) calls the handle) and
+  // resolves with its raw result: the timeout checked, an AbortSignal wired
+  // to the ticket, a failure turned into a WsreadyError. Never throws.
+  const send = (what, start, { timeoutMs, signal }) => {
+    if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
+      return Promise.reject(new TypeError(`wsready: ${what} timeoutMs must be a positive whole number`));
+    }
+    if (signal?.aborted) return Promise.reject(new WsreadyError('Aborted', `wsready: the AbortSignal fired before the ${what} was sent`));
+    const ticket = ++tickets;
+    const p = start(ticket);
+    if (p.error) return Promise.reject(new TypeError(p.error));
+    const onAbort = () => h.cancel(ticket);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    return p.then((v) => {
+      signal?.removeEventListener('abort', onAbort);
+      if (v.ok) return v.result;
+      throw new WsreadyError(v.name, v.message, v.code);
+    });
+  };
   const client = {
     version: api.version,
     /** Adds a listener; returns a function that removes it. */
@@ -195,20 +214,8 @@ export async function connect(opts = {}) {
       if (params !== undefined && json === undefined) {
         return Promise.reject(new TypeError('wsready: request params cannot be sent as JSON'));
       }
-      if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
-        return Promise.reject(new TypeError('wsready: request timeoutMs must be a positive whole number'));
-      }
-      if (signal?.aborted) return Promise.reject(new WsreadyError('Aborted', 'wsready: the AbortSignal fired before the request was sent'));
-      const ticket = ++tickets;
-      const p = h.request(method, json, timeoutMs ?? 0, ticket);
-      if (p.error) return Promise.reject(new TypeError(p.error));
-      const onAbort = () => h.cancel(ticket);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      return p.then((v) => {
-        signal?.removeEventListener('abort', onAbort);
-        if (v.ok) return JSON.parse(v.result);
-        throw new WsreadyError(v.name, v.message, v.code);
-      });
+      return send('request', (ticket) => h.request(method, json, timeoutMs ?? 0, ticket), { timeoutMs, signal })
+        .then((result) => JSON.parse(result));
     },
     /**
      * Subscribes onUpdate to topic (stage 7 resumes it without gaps across
@@ -238,20 +245,8 @@ export async function connect(opts = {}) {
       let json;
       try { json = JSON.stringify(data); } catch (e) { return Promise.reject(new TypeError(`wsready: publish data cannot be sent as JSON: ${e.message}`)); }
       if (json === undefined) return Promise.reject(new TypeError('wsready: publish data cannot be sent as JSON'));
-      if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
-        return Promise.reject(new TypeError('wsready: publish timeoutMs must be a positive whole number'));
-      }
-      if (signal?.aborted) return Promise.reject(new WsreadyError('Aborted', 'wsready: the AbortSignal fired before the publish was sent'));
-      const ticket = ++tickets;
-      const p = h.publish(topic, json, timeoutMs ?? 0, ticket);
-      if (p.error) return Promise.reject(new TypeError(p.error));
-      const onAbort = () => h.cancel(ticket);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      return p.then((v) => {
-        signal?.removeEventListener('abort', onAbort);
-        if (v.ok) return JSON.parse(v.result).seq;
-        throw new WsreadyError(v.name, v.message, v.code);
-      });
+      return send('publish', (ticket) => h.publish(topic, json, timeoutMs ?? 0, ticket), { timeoutMs, signal })
+        .then((result) => JSON.parse(result).seq);
     },
     /** Each topic's cursor and counts (delivered, replayed, duplicates, lost). */
     topics: () => h.topics(),
