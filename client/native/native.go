@@ -23,8 +23,8 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Options configures a Client. A nil *Options means the last stage (6,
-// the session contract) with the library's defaults.
+// Options configures a Client. A nil *Options means the last stage (7:
+// the session contract and resume) with the library's defaults.
 type Options struct {
 	// Config is the client's configuration (Rand defaults to
 	// math/rand/v2). Default client.MustStage(client.MaxStage): every fix,
