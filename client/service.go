@@ -165,6 +165,9 @@ func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 	c.stats.SubscribesSent++
 	c.trace("subscribe", c.current, "subscribe "+t.Topic)
 	m := protocol.Message{Type: protocol.TypeSubscribe, Topic: t.Topic}
+	// With Resume every subscribe carries the cursor. Before stage 7 only a
+	// since the app gave is sent, and only until something was delivered:
+	// those stages subscribe live after a reconnect.
 	if t.has && (c.cfg.Features.Resume || !t.sentSince && t.Delivered == 0) {
 		m.HasSince, m.Since, m.Stream = true, t.Cursor, t.Stream
 	}

@@ -277,7 +277,7 @@ func (c *conn) unsubscribe(m protocol.Message) {
 	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeUnsubscribed, Topic: m.Topic, Reason: "requested"}))
 }
 
-// dropSubscriptions removes every subscription of c; with frame set it
+// dropSubscriptions removes every subscription of c; with a reason it
 // tells the client, one unsubscribed per topic. It returns how many there
 // were.
 func (c *conn) dropSubscriptions(reason string) int {
