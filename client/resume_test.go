@@ -245,3 +245,29 @@ func TestCursorsFromConfigAreResumedOnTheFirstSubscribe(t *testing.T) {
 		t.Fatalf("a persisted cursor subscribed a topic the app did not ask for: %v", h.sentTypes(s))
 	}
 }
+
+// Before stage 7 an app's since holds until something is delivered: a
+// resend at the subscribe timeout still carries it; after a delivery and a
+// reconnect the subscribe is live only.
+func TestAnAppSinceBeforeStage7HoldsUntilADelivery(t *testing.T) {
+	h := newHarness(t, 6)
+	h.start()
+	h.c.Subscribe("chat", 3, true, h.now)
+	h.drain()
+	s := h.readyAt(1, 0, "A")
+	if m := h.lastSubscribe(s, "chat"); !m.HasSince || m.Since != 3 {
+		t.Fatalf("first chat subscribe %+v", m)
+	}
+	h.keepAlive(s, 2500*time.Millisecond) // no subscribed for chat: resent
+	if m := h.lastSubscribe(s, "chat"); !m.HasSince || m.Since != 3 || h.count(protocol.TypeSubscribe, s) < 3 {
+		t.Fatalf("resent chat subscribe %+v (%d subscribes)", m, h.count(protocol.TypeSubscribe, s))
+	}
+	h.subscribedAt(s, "chat", 4, 5, "C")
+	h.update(s, "chat", 4)
+	h.closed(s)
+	h.advanceToDial()
+	s2 := h.readyAt(1, 0, "A")
+	if m := h.lastSubscribe(s2, "chat"); m.HasSince {
+		t.Fatalf("stage 6 resubscribed chat with since %d after a delivery", m.Since)
+	}
+}

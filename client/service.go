@@ -168,7 +168,7 @@ func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 	// With Resume every subscribe carries the cursor. Before stage 7 only a
 	// since the app gave is sent, and only until something was delivered:
 	// those stages subscribe live after a reconnect.
-	if t.has && (c.cfg.Features.Resume || !t.sentSince && t.Delivered == 0) {
+	if t.has && (c.cfg.Features.Resume || t.Delivered == 0) {
 		m.HasSince, m.Since, m.Stream = true, t.Cursor, t.Stream
 	}
 	t.sentSince = m.HasSince
