@@ -190,21 +190,13 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		m.Stream, err = f.str(fStream, m.Type, false)
 		return err
 	case TypePublish:
-		id, err := f.int(fID, m.Type, true)
-		if err != nil {
+		if err := f.callID(m); err != nil {
 			return err
 		}
-		if id <= 0 {
-			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must be positive"}
-		}
-		m.ID = uint64(id)
 		if err := f.topic(m); err != nil {
 			return err
 		}
-		if f[fData] == nil {
-			return missing("data", m.Type)
-		}
-		m.Data = clone(f[fData])
+		return f.data(m)
 	case TypeUnsubscribed:
 		if err := f.topic(m); err != nil {
 			return err
@@ -220,19 +212,12 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		if m.Seq, err = f.int(fSeq, m.Type, true); err != nil {
 			return err
 		}
-		if f[fData] == nil {
-			return missing("data", m.Type)
-		}
-		m.Data = clone(f[fData])
+		return f.data(m)
 	case TypeRequest:
-		id, err := f.int(fID, m.Type, true)
-		if err != nil {
+		if err := f.callID(m); err != nil {
 			return err
 		}
-		if id <= 0 {
-			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must be positive"}
-		}
-		m.ID = uint64(id)
+		var err *DecodeError
 		if m.Method, err = f.str(fMethod, m.Type, true); err != nil {
 			return err
 		}
@@ -371,6 +356,28 @@ func (f *fields) str(k field, t Type, required bool) (string, *DecodeError) {
 		return "", nil
 	}
 	return asString(fieldNames[k], f[k])
+}
+
+// callID reads a request's or a publish's id: required and positive.
+func (f *fields) callID(m *Message) *DecodeError {
+	id, err := f.int(fID, m.Type, true)
+	if err != nil {
+		return err
+	}
+	if id <= 0 {
+		return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must be positive"}
+	}
+	m.ID = uint64(id)
+	return nil
+}
+
+// data reads a required raw JSON data field (update, publish).
+func (f *fields) data(m *Message) *DecodeError {
+	if f[fData] == nil {
+		return missing("data", m.Type)
+	}
+	m.Data = clone(f[fData])
+	return nil
 }
 
 func (f *fields) topic(m *Message) *DecodeError {
