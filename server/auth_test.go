@@ -129,7 +129,7 @@ func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
 	f.srv.SetShortTokens(false)
 	// End session: 1000 for everyone.
 	p := f.dial()
-	waitFor(t, time.Second, "registered", func() bool { return f.srv.Stats().Open == 1 })
+	f.waitOpen(1)
 	f.srv.EndSession()
 	if code := p.closeCode(2 * time.Second); code != websocket.StatusNormalClosure {
 		t.Fatalf("end session: %d", code)

@@ -45,6 +45,7 @@ func post(t *testing.T, url, ctype string, hdr map[string]string, body string) (
 func TestSwitchesNeedDemoMode(t *testing.T) {
 	f := newFixture(t, nil)
 	f.dial()
+	f.waitOpen(1)
 	for _, path := range []string{"/api/faults", "/api/reset"} {
 		code, msg := post(t, f.hs.URL+path, "application/json", nil, `{"freeze":true}`)
 		if code != http.StatusForbidden || !strings.Contains(msg, "-demo") {
@@ -70,6 +71,7 @@ func TestSwitchesNeedDemoMode(t *testing.T) {
 	}
 	d := newFixture(t, &Options{Demo: true})
 	d.dial()
+	d.waitOpen(1)
 	if st := d.srv.Stats(); !st.Demo || len(st.Connections) != 1 || !strings.HasPrefix(st.Connections[0].Remote, "127.0.0.1:") {
 		t.Fatalf("demo stats: %+v", st)
 	}

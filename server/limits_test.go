@@ -94,7 +94,7 @@ func TestASlowConsumerIsClosedOnceWithoutAGoroutinePerFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Second, "registered", func() bool { return f.srv.Stats().Open == 1 })
+	f.waitOpen(1)
 	before := runtime.NumGoroutine()
 	if err := ws.Write(context.Background(), websocket.MessageText, protocol.Encode(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})); err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestAnUnfinishedMessageClosesTheConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Second, "both registered", func() bool { return f.srv.Stats().Open == 2 })
+	f.waitOpen(2)
 	w, err := ws.Writer(context.Background(), websocket.MessageText)
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,13 @@ func (f *fixture) dial() *peer {
 	return p
 }
 
+// waitOpen waits until the server counts n open connections: a client's
+// dial returns when it has the 101, before the server has registered it.
+func (f *fixture) waitOpen(n int) {
+	f.t.Helper()
+	waitFor(f.t, 2*time.Second, "open connections", func() bool { return f.srv.Stats().Open == n })
+}
+
 func (p *peer) sendRaw(s string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
