@@ -446,6 +446,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		// A browser sees a refused handshake only as a bare 1006: accept
 		// and close with 1008 and a fixed reason the page can show.
 		s.metrics.handshake(outOrigin)
+		// At debug (-v), without the origin or the address: the origin is
+		// the peer's text, and no log line here carries a remote address.
+		s.log.Debug("websocket origin refused")
 		if ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}); err == nil {
 			ws.Close(websocket.StatusPolicyViolation, protocol.ReasonOriginNotAllowed)
 		}
