@@ -137,7 +137,7 @@ func (s *Server) Stats() Stats {
 		until := s.restartUntil
 		st.RestartUntil = &until
 	}
-	st.Auth = s.auth.stats(now, s.opts.RejectionWindow, s.opts.Demo)
+	st.Auth = s.auth.stats(now, s.opts.Demo)
 	st.Auth.Mode = s.opts.Auth
 	st.Faults.Revoked = st.Auth.Revoked
 	for _, c := range s.conns {

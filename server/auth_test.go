@@ -38,7 +38,7 @@ func (f *fixture) token(t *testing.T, id string) (string, int64) {
 
 func TestAuthRequiredServesNothingBeforeAValidTicket(t *testing.T) {
 	var logs syncBuffer
-	f := newFixture(t, &Options{Auth: AuthRequired, AuthTimeout: 300 * time.Millisecond})
+	f := newFixture(t, &Options{Auth: AuthRequired, IssueTickets: true, AuthTimeout: 300 * time.Millisecond})
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tok, exp := f.token(t, "page-1")
 	p := f.dial()
@@ -68,7 +68,7 @@ func TestAuthRequiredServesNothingBeforeAValidTicket(t *testing.T) {
 }
 
 func TestTicketsAreCheckedAndExpireMidConnection(t *testing.T) {
-	f := newFixture(t, &Options{Auth: AuthOptional, TicketLife: 400 * time.Millisecond})
+	f := newFixture(t, &Options{Auth: AuthOptional, IssueTickets: true, TicketLife: 400 * time.Millisecond})
 	tok, _ := f.token(t, "page-2")
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypeAuth, Token: tok})

@@ -49,6 +49,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
 			if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
+				s.log.Debug("cross-origin request refused") // without the origin or the path: the peer's text
 				writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused"})
 				return
 			}

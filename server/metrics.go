@@ -7,7 +7,9 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/wsready/wsready"
 )
 
 // metrics are the server's Prometheus metrics, served at /metrics in the
@@ -23,6 +25,8 @@ type metrics struct {
 	drained    prometheus.Counter
 	requests   prometheus.Histogram
 	published  prometheus.Counter
+
+	publishFailures prometheus.Counter
 }
 
 var knownCodes = map[int]bool{1000: true, 1001: true, 1006: true, 1008: true, 1009: true, 1011: true, 1012: true, 1013: true,
@@ -51,7 +55,17 @@ func newMetrics() *metrics {
 	}
 	m.published = prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_published_total",
 		Help: "Updates clients published through this node."})
-	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests, m.published)
+	m.publishFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_publish_failures_total",
+		Help: "Publishes (clients' and the backend's Server.Publish) the history backend failed to store (an error or HistoryTimeout)."})
+	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests, m.published, m.publishFailures)
+	// The standard collectors: the Go runtime (go_*), this process
+	// (process_*, on Linux and Windows) and the Go build (go_build_info),
+	// plus wsready_build_info with this release's version.
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "wsready_build_info",
+		Help: "Always 1; the version label is the wsready release.", ConstLabels: prometheus.Labels{"version": wsready.Version}})
+	buildInfo.Set(1)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(), buildInfo)
 	for _, o := range outcomes {
 		m.handshakes.WithLabelValues(string(o))
 	}

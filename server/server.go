@@ -118,6 +118,20 @@ type Options struct {
 	AuthKey []byte
 	// TicketLife is how long a ticket from POST /api/token lives. Default 10m.
 	TicketLife time.Duration
+	// IssueTickets turns POST /api/token on outside Demo mode. It hands a
+	// ticket for any client id to anyone who can reach the server (so
+	// AuthRequired then stops nobody): off by default, when it answers 403;
+	// on with Demo. In production the application issues the tickets,
+	// signed with AuthKey (the format is in auth.go).
+	IssueTickets bool
+	// TicketRate and TicketBurst limit POST /api/token per remote address
+	// (an IPv6 /64 is one address), whatever turned it on: beyond them it
+	// answers 429 with Retry-After. At most 10,000 addresses are tracked
+	// (a bucket that has refilled is forgotten; with 10,000 live ones a new
+	// address gets 429). Default 5/s, burst 20: a page fetches one ticket
+	// per lifetime, and wsready storm's clients use none.
+	TicketRate  float64
+	TicketBurst int
 	// ShortTicketLife is their life while the Short tokens switch is on.
 	// Default 5s.
 	ShortTicketLife time.Duration
@@ -125,11 +139,21 @@ type Options struct {
 	// closing with 4003. Default 10s.
 	AuthTimeout time.Duration
 	// RejectionThreshold and RejectionWindow are the backstop for a looping
-	// client: a client id whose tickets were rejected more than
-	// RejectionThreshold times within RejectionWindow is closed with 4003
-	// at once, without validating. Default 20 in 5m.
+	// client: a client id whose tickets (signed by us, refused as revoked
+	// or expired) were rejected more than RejectionThreshold times within
+	// RejectionWindow is closed with 4003 at once. Default 20 in 5m. At
+	// most 10,000 client ids are tracked.
 	RejectionThreshold int
 	RejectionWindow    time.Duration
+	// BadTicketThreshold is the backstop for tickets we did not sign
+	// (garbage, forged, another key's), counted per remote address (an
+	// IPv6 /64 is one), never against the client id they name: an address
+	// that sent more than BadTicketThreshold of them within
+	// RejectionWindow has its next ones closed with 4003 "too many
+	// rejected tickets" without more accounting. Valid tickets from that
+	// address are still accepted. Default 20. At most 10,000 addresses
+	// are tracked.
+	BadTicketThreshold int
 	// OverloadRetryAfter is the retry-after the Overload switch gives.
 	// Default 5s.
 	OverloadRetryAfter time.Duration
@@ -246,6 +270,11 @@ func (o *Options) cloneWithDefaults() *Options {
 		c.RefuseWith = RefuseClose
 	}
 	num(&c.RejectionThreshold, 20)
+	num(&c.BadTicketThreshold, 20)
+	if c.TicketRate <= 0 {
+		c.TicketRate = 5
+	}
+	num(&c.TicketBurst, 20)
 	if c.Auth == "" {
 		c.Auth = AuthOff
 	}
@@ -330,7 +359,7 @@ func New(opts *Options) *Server {
 	o := opts.cloneWithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: newAuthority(o.AuthKey), adm: newAdmission(o), metrics: newMetrics()}
+		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics()}
 	s.counters.resetAt = o.Now()
 	if o.Static != nil {
 		s.static = newStaticHandler(o.Static)
@@ -417,6 +446,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		// A browser sees a refused handshake only as a bare 1006: accept
 		// and close with 1008 and a fixed reason the page can show.
 		s.metrics.handshake(outOrigin)
+		// At debug (-v), without the origin or the address: the origin is
+		// the peer's text, and no log line here carries a remote address.
+		s.log.Debug("websocket origin refused")
 		if ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}); err == nil {
 			ws.Close(websocket.StatusPolicyViolation, protocol.ReasonOriginNotAllowed)
 		}

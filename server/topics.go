@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
@@ -28,6 +29,18 @@ type hub struct {
 
 	mu     sync.Mutex
 	topics map[string]*topic
+
+	pub publishHealth
+}
+
+// publishHealth logs publish failures (a client's or Server.Publish's) as
+// runFeed logs the feed's: one line when they start, one when a publish
+// is stored again, not one per failure while the History is away. Every
+// failure is counted in wsready_publish_failures_total.
+type publishHealth struct {
+	failing atomic.Bool // read without mu on every publish
+	mu      sync.Mutex  // orders the two lines
+	failed  int64       // failures since the start line, under mu
 }
 
 type topic struct {
@@ -328,9 +341,12 @@ func (c *conn) publish(m protocol.Message) {
 	case errors.Is(err, ErrTooManyTopics):
 		fail(protocol.ErrTooManyTopics, "the server's topic cap is reached")
 	case err != nil:
-		s.log.Warn("publish failed", "cause", errKind(err))
+		if c.ctx.Err() == nil { // not the connection ending
+			s.publishFailed(err)
+		}
 		fail(protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 	default:
+		s.publishStored()
 		s.metrics.published.Inc()
 		c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeResponse, ID: m.ID, Result: []byte(`{"seq":` + itoa64(seq) + `}`)}))
 	}
@@ -363,7 +379,45 @@ func (s *Server) Publish(ctx context.Context, topic string, data []byte) (int64,
 	if !protocol.Valid(data) {
 		return 0, errors.New("server: data is not valid JSON")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.HistoryTimeout)
+	actx, cancel := context.WithTimeout(ctx, s.opts.HistoryTimeout)
 	defer cancel()
-	return s.hub.h.Append(ctx, topic, data, true)
+	seq, err := s.hub.h.Append(actx, topic, data, true)
+	switch {
+	case err == nil:
+		s.publishStored()
+	case errors.Is(err, ErrTooManyTopics), ctx.Err() != nil:
+		// The topic cap, or the caller gave up: not the backend failing.
+	default:
+		s.publishFailed(err)
+	}
+	return seq, err
+}
+
+// publishFailed counts a publish the History failed to store, and logs
+// the first of a run of them.
+func (s *Server) publishFailed(err error) {
+	s.metrics.publishFailures.Inc()
+	p := &s.hub.pub
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failed++
+	if !p.failing.Load() {
+		p.failing.Store(true)
+		s.log.Warn("publishes not stored: the history backend failed", "cause", errKind(err))
+	}
+}
+
+// publishStored ends a run of failures, if one was on, with one line.
+func (s *Server) publishStored() {
+	p := &s.hub.pub
+	if !p.failing.Load() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failing.Load() {
+		p.failing.Store(false)
+		s.log.Info("publishes stored again", "failed", p.failed)
+		p.failed = 0
+	}
 }

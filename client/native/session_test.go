@@ -24,6 +24,7 @@ import (
 func authServer(t *testing.T, o server.Options) (*server.Server, string, string) {
 	t.Helper()
 	o.Auth = server.AuthRequired
+	o.IssueTickets = true // the tests fetch tickets from POST /api/token, as a page does from its app
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(&o)
 	hs := httptest.NewServer(srv.Handler())

@@ -55,6 +55,20 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wsready:", err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			os.Exit(2) // the command line was refused, as for an unknown command
+		}
 		os.Exit(1)
 	}
 }
+
+// usageError is a command line a command refuses (a flag that does not
+// parse, or a value it does not accept): the process exits with 2, a
+// failure while running with 1.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }

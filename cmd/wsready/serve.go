@@ -40,7 +40,11 @@ func serve(args []string) error {
 	auth := fs.String("auth", "off", "tickets: off, optional (a client that sends one is checked; the demo) or required")
 	authKeyFile := fs.String("auth-key-file", "", "file holding the ticket signing key (at least 32 bytes); default a random key per process")
 	ticketLife := fs.Duration("ticket-life", 10*time.Minute, "how long a ticket from POST /api/token lives")
-	rejThreshold := fs.Int("rejection-threshold", 20, "a client id with more rejected tickets than this in 5 minutes is refused with 4003 at once")
+	issueTickets := fs.Bool("issue-tickets", false, "POST /api/token issues a ticket for any client id to anyone who asks (on with -demo); off by default: with -auth required your application issues the tickets")
+	ticketRate := fs.Float64("ticket-rate", 5, "POST /api/token requests per second one remote address may make (429 with Retry-After beyond)")
+	ticketBurst := fs.Int("ticket-burst", 20, "burst above -ticket-rate")
+	rejThreshold := fs.Int("rejection-threshold", 20, "a client id whose valid tickets (revoked, expired) were refused more than this in 5 minutes is refused with 4003 at once")
+	badThreshold := fs.Int("bad-ticket-threshold", 20, "a remote address that sent more tickets we did not sign than this in 5 minutes has its next ones refused at once (its valid tickets still get in)")
 	admitRate := fs.Float64("admit-rate", 500, "handshakes per second the whole server admits; reconnect slots are spread at 90% of it")
 	admitBurst := fs.Int("admit-burst", 100, "burst above -admit-rate")
 	tenantRate := fs.Float64("tenant-rate", 20, "handshakes per second one remote IP may make")
@@ -63,22 +67,26 @@ func serve(args []string) error {
 	natsURL := fs.String("nats", "", "keep topics in the JetStream of the NATS server(s) at this URL (comma-separated), shared with every node given the same URL")
 	node := fs.String("node", "", "this node's name in /api/stats and on the page; default the listen address")
 	verbose := fs.Bool("v", false, "debug logs (per-connection events)")
+	logFormat := fs.String("log-format", "text", "log lines as text (logfmt) or json, on stderr")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+		return usagef("serve: unexpected argument %q", fs.Arg(0))
 	}
 	for name, d := range map[string]time.Duration{"ping": *ping, "feed": *feed, "slow": *slow, "restart-downtime": *downtime,
 		"write-timeout": *writeTimeout, "message-timeout": *msgTimeout, "sweep-interval": *sweepInterval,
 		"sweep-grace": *sweepGrace, "drain-window": *drainWindow, "history-age": *histAge} {
 		if d <= 0 {
-			return fmt.Errorf("serve: -%s must be positive, not %v", name, d)
+			return usagef("serve: -%s must be positive, not %v", name, d)
 		}
 	}
 	mode := server.AuthMode(*auth)
 	if mode != server.AuthOff && mode != server.AuthOptional && mode != server.AuthRequired {
-		return fmt.Errorf("serve: -auth must be off, optional or required, not %q", *auth)
+		return usagef("serve: -auth must be off, optional or required, not %q", *auth)
 	}
 	var key []byte
 	if *authKeyFile != "" {
@@ -87,45 +95,53 @@ func serve(args []string) error {
 			return fmt.Errorf("serve: failed to read -auth-key-file: %w", err)
 		}
 		if key = []byte(strings.TrimSpace(string(b))); len(key) < 32 {
-			return fmt.Errorf("serve: the key in -auth-key-file must be at least 32 bytes")
+			return usagef("serve: the key in -auth-key-file must be at least 32 bytes")
 		}
 	}
 	if *ticketLife <= 0 {
-		return fmt.Errorf("serve: -ticket-life must be positive")
+		return usagef("serve: -ticket-life must be positive")
 	}
-	for name, v := range map[string]float64{"admit-rate": *admitRate, "tenant-rate": *tenantRate, "probe-rate": *probeRate} {
+	for name, v := range map[string]float64{"admit-rate": *admitRate, "tenant-rate": *tenantRate, "probe-rate": *probeRate, "ticket-rate": *ticketRate} {
 		if !(v > 0) {
-			return fmt.Errorf("serve: -%s must be positive, not %v", name, v)
+			return usagef("serve: -%s must be positive, not %v", name, v)
 		}
 	}
 	if m := server.RefuseMode(*refuseWith); m != server.RefuseClose && m != server.RefuseHTTP {
-		return fmt.Errorf("serve: -refuse must be close or http, not %q", *refuseWith)
+		return usagef("serve: -refuse must be close or http, not %q", *refuseWith)
 	}
-	for name, n := range map[string]int{"admit-burst": *admitBurst, "tenant-burst": *tenantBurst, "rejection-threshold": *rejThreshold, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending,
+	for name, n := range map[string]int{"admit-burst": *admitBurst, "tenant-burst": *tenantBurst, "rejection-threshold": *rejThreshold, "bad-ticket-threshold": *badThreshold, "ticket-burst": *ticketBurst, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending,
 		"history-msgs": *histMsgs, "history-bytes": *histBytes, "max-topics": *maxTopics, "max-subscriptions": *maxSubs} {
 		if n < 1 {
-			return fmt.Errorf("serve: -%s must be at least 1, not %d", name, n)
+			return usagef("serve: -%s must be at least 1, not %d", name, n)
 		}
 	}
 	if *ping > time.Hour {
-		return fmt.Errorf("serve: -ping must be at most 1h (clients refuse longer intervals)")
+		return usagef("serve: -ping must be at most 1h (clients refuse longer intervals)")
 	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var log *slog.Logger
+	switch hopts := (&slog.HandlerOptions{Level: level}); *logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(os.Stderr, hopts))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
+	default:
+		return usagef("serve: -log-format must be text or json, not %q", *logFormat)
+	}
 	allowed := append([]string{"localhost", "127.0.0.1", "::1"}, split(*hosts)...)
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
-		return fmt.Errorf("serve: bad -addr %q: %w", *addr, err)
+		return usagef("serve: bad -addr %q: %w", *addr, err)
 	}
 	wildcard := host == "" || host == "0.0.0.0" || host == "::"
 	if !wildcard {
 		allowed = append(allowed, host)
 	}
 	if *dataDir != "" && *natsURL != "" {
-		return fmt.Errorf("serve: -data and -nats exclude each other: -data embeds a NATS server, -nats joins one")
+		return usagef("serve: -data and -nats exclude each other: -data embeds a NATS server, -nats joins one")
 	}
 	lim := server.Retention{MaxMsgs: *histMsgs, MaxBytes: *histBytes, MaxAge: *histAge}
 	var history server.History
@@ -164,7 +180,8 @@ func serve(args []string) error {
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
-		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold,
+		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
+		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst,
 		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
 		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
@@ -184,6 +201,7 @@ func serve(args []string) error {
 		store = "jetstream"
 	}
 	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
+		"issueTickets", *demo || *issueTickets,
 		"history", store, "publish", *publish, "feedLeader", *feedLeader)
 	if wildcard && *hosts == "" {
 		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")
