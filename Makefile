@@ -37,11 +37,30 @@ wasm:
 
 test: build chromium vet unit wasm-test fuzz example e2e
 
-vet:
+# The packages compiled into the browser client (the wasm and what it
+# imports from this module): jsguard checks that they call the browser only
+# through safejs. Evaluated only when used. jsguard misses a method called
+# on an expression (js.Global().Get(...) passes), and no browser package
+# needs a raw call today, so vet also refuses any import of syscall/js in
+# them (should a raw call ever have to stay, give it a file of its own,
+# let this check skip that file by name and say why there).
+BROWSER_PKGS = $(shell GOOS=js GOARCH=wasm $(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./wasm | grep '^github.com/wsready/wsready')
+
+vet: bin/jsguard
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./...
+	GOOS=js GOARCH=wasm bin/jsguard $(BROWSER_PKGS)
+	@bad=$$(GOOS=js GOARCH=wasm $(GO) list -f '{{.ImportPath}}: {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' $(BROWSER_PKGS) | grep -E ' syscall/js( |$$)'); \
+	  test -z "$$bad" || { echo "import safejs, not syscall/js, in the browser client:"; echo "$$bad" | cut -d: -f1; exit 1; }
+	cd internal/tools/jsguard && $(GO) vet ./...
 	cd e2e && $(GO) vet ./...
+
+# safejs's jsguard analyzer, built from a module of its own
+# (internal/tools/jsguard: it needs a newer golang.org/x/tools than
+# safejs pins, kept out of wsready's go.mod), for the host.
+bin/jsguard: internal/tools/jsguard/main.go internal/tools/jsguard/go.mod internal/tools/jsguard/go.sum
+	cd internal/tools/jsguard && GOOS=$$($(GO) env GOHOSTOS) GOARCH=$$($(GO) env GOHOSTARCH) $(GO) build -o ../../../bin/jsguard .
 
 unit:
 	$(GO) test -race -count=1 ./...
