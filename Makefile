@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 GOROOT := $(shell $(GO) env GOROOT)
 WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
-STATIC := internal/web/static
+STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
 .PHONY: run cluster jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
@@ -82,11 +82,11 @@ NPMDIR := build/npm
 npm: wasm
 	@command -v npm >/dev/null || { echo "make npm needs Node.js with npm (the machine image has them)"; exit 1; }
 	rm -rf $(NPMDIR) && mkdir -p $(NPMDIR) dist
-	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE internal/web/npm/README.md $(NPMDIR)/
-	sed 's/"version": ".*"/"version": "$(VERSION)"/' internal/web/npm/package.json > $(NPMDIR)/package.json
+	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE web/npm/README.md $(NPMDIR)/
+	sed 's/"version": ".*"/"version": "$(VERSION)"/' web/npm/package.json > $(NPMDIR)/package.json
 	cd $(NPMDIR) && npm pack --silent --pack-destination ../../dist >/dev/null
 	@ls -l dist/wsready-$(VERSION).tgz
-	node internal/web/npm/node-check.mjs $(NPMDIR)/wsready.js
+	node web/npm/node-check.mjs $(NPMDIR)/wsready.js
 
 # The Vite example app, built from the tarball (npm ci for Vite and
 # TypeScript, pinned in its lockfile), and a strict tsc check of a usage file
