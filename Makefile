@@ -76,6 +76,10 @@ e2e: build chromium
 	cd e2e && $(GO) test -count=1 -timeout 20m ./...
 
 # The npm package: dist/wsready-$(VERSION).tgz (npm pack; nothing is published).
+# It ships others' code with their licenses in licenses/: wasm_exec.js and
+# the runtime and standard library in the wasm are Go's (BSD), and safejs is
+# compiled into the wasm (Apache-2.0). Nothing else is: go list -deps ./wasm
+# names only the standard library, safejs and this module.
 VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' version.go)
 NPMDIR := build/npm
 
@@ -83,6 +87,9 @@ npm: wasm
 	@command -v npm >/dev/null || { echo "make npm needs Node.js with npm (the machine image has them)"; exit 1; }
 	rm -rf $(NPMDIR) && mkdir -p $(NPMDIR) dist
 	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE web/npm/README.md $(NPMDIR)/
+	mkdir -p $(NPMDIR)/licenses
+	cp $(GOROOT)/LICENSE $(NPMDIR)/licenses/go-LICENSE
+	cp "$$($(GO) list -m -f '{{.Dir}}' github.com/hack-pad/safejs)/LICENSE" $(NPMDIR)/licenses/safejs-LICENSE
 	sed 's/"version": ".*"/"version": "$(VERSION)"/' web/npm/package.json > $(NPMDIR)/package.json
 	cd $(NPMDIR) && npm pack --silent --pack-destination ../../dist >/dev/null
 	@ls -l dist/wsready-$(VERSION).tgz
