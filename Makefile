@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 GOROOT := $(shell $(GO) env GOROOT)
 WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
-STATIC := internal/web/static
+STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
 .PHONY: run cluster jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
@@ -37,17 +37,36 @@ wasm:
 
 test: build chromium vet unit wasm-test fuzz example e2e
 
-vet:
+# The packages compiled into the browser client (the wasm and what it
+# imports from this module): jsguard checks that they call the browser only
+# through safejs. Evaluated only when used. jsguard misses a method called
+# on an expression (js.Global().Get(...) passes), and no browser package
+# needs a raw call today, so vet also refuses any import of syscall/js in
+# them (should a raw call ever have to stay, give it a file of its own,
+# let this check skip that file by name and say why there).
+BROWSER_PKGS = $(shell GOOS=js GOARCH=wasm $(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./wasm | grep '^github.com/wsready/wsready')
+
+vet: bin/jsguard
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./...
+	GOOS=js GOARCH=wasm bin/jsguard $(BROWSER_PKGS)
+	@bad=$$(GOOS=js GOARCH=wasm $(GO) list -f '{{.ImportPath}}: {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' $(BROWSER_PKGS) | grep -E ' syscall/js( |$$)'); \
+	  test -z "$$bad" || { echo "import safejs, not syscall/js, in the browser client:"; echo "$$bad" | cut -d: -f1; exit 1; }
+	cd internal/tools/jsguard && $(GO) vet ./...
 	cd e2e && $(GO) vet ./...
+
+# safejs's jsguard analyzer, built from a module of its own
+# (internal/tools/jsguard: it needs a newer golang.org/x/tools than
+# safejs pins, kept out of wsready's go.mod), for the host.
+bin/jsguard: internal/tools/jsguard/main.go internal/tools/jsguard/go.mod internal/tools/jsguard/go.sum
+	cd internal/tools/jsguard && GOOS=$$($(GO) env GOHOSTOS) GOARCH=$$($(GO) env GOHOSTARCH) $(GO) build -o ../../../bin/jsguard .
 
 unit:
 	$(GO) test -race -count=1 ./...
 
 wasm-test:
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./internal/bridge
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./internal/bridge ./wasm
 
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 15s
@@ -57,17 +76,24 @@ e2e: build chromium
 	cd e2e && $(GO) test -count=1 -timeout 20m ./...
 
 # The npm package: dist/wsready-$(VERSION).tgz (npm pack; nothing is published).
+# It ships others' code with their licenses in licenses/: wasm_exec.js and
+# the runtime and standard library in the wasm are Go's (BSD), and safejs is
+# compiled into the wasm (Apache-2.0). Nothing else is: go list -deps ./wasm
+# names only the standard library, safejs and this module.
 VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' version.go)
 NPMDIR := build/npm
 
 npm: wasm
 	@command -v npm >/dev/null || { echo "make npm needs Node.js with npm (the machine image has them)"; exit 1; }
 	rm -rf $(NPMDIR) && mkdir -p $(NPMDIR) dist
-	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE internal/web/npm/README.md $(NPMDIR)/
-	sed 's/"version": ".*"/"version": "$(VERSION)"/' internal/web/npm/package.json > $(NPMDIR)/package.json
+	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE web/npm/README.md $(NPMDIR)/
+	mkdir -p $(NPMDIR)/licenses
+	cp $(GOROOT)/LICENSE $(NPMDIR)/licenses/go-LICENSE
+	cp "$$($(GO) list -m -f '{{.Dir}}' github.com/hack-pad/safejs)/LICENSE" $(NPMDIR)/licenses/safejs-LICENSE
+	sed 's/"version": ".*"/"version": "$(VERSION)"/' web/npm/package.json > $(NPMDIR)/package.json
 	cd $(NPMDIR) && npm pack --silent --pack-destination ../../dist >/dev/null
 	@ls -l dist/wsready-$(VERSION).tgz
-	node internal/web/npm/node-check.mjs $(NPMDIR)/wsready.js
+	node web/npm/node-check.mjs $(NPMDIR)/wsready.js
 
 # The Vite example app, built from the tarball (npm ci for Vite and
 # TypeScript, pinned in its lockfile), and a strict tsc check of a usage file

@@ -22,8 +22,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/wsready/wsready/internal/web"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/web"
 )
 
 // Env is one real server on a random loopback port.
@@ -37,7 +37,7 @@ type Env struct {
 // WASM, with the defaults a person gets from make run.
 func StartServer(opts *server.Options) (*Env, error) {
 	if _, err := fs.Stat(web.FS(), "wsready.wasm"); err != nil {
-		return nil, errors.New("internal/web/static/wsready.wasm is missing: run make build first")
+		return nil, errors.New("web/static/wsready.wasm is missing: run make build first")
 	}
 	var o server.Options
 	if opts != nil {

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
-	"github.com/wsready/wsready/internal/jsv"
 )
 
 // driver runs one core in the browser. JS callbacks (socket events, the
@@ -20,36 +20,36 @@ type driver struct {
 	nextURL  int
 	core     *client.Core
 	q        *bridge.Queue[func(now time.Time)]
-	onState  jsv.Value
-	onUpdate jsv.Value
-	onEvent  jsv.Value
-	onRecord jsv.Value
-	onLost   jsv.Value
-	onTopic  jsv.Value
-	tokenFn  jsv.Value
+	onState  safejs.Value
+	onUpdate safejs.Value
+	onEvent  safejs.Value
+	onRecord safejs.Value
+	onLost   safejs.Value
+	onTopic  safejs.Value
+	tokenFn  safejs.Value
 
 	sockets  map[client.SocketID]*jsSocket
-	timerID  jsv.Value
-	timerFn  jsv.Func
+	timerID  safejs.Value
+	timerFn  safejs.Func
 	promises map[uint64]promise
 	tickets  map[float64]uint64 // JS ticket -> request id, while pending
 	aborted  map[float64]bool   // tickets aborted before their request step ran (at most 1024)
-	funcs    []jsv.Func         // released on stop
-	handle   []jsv.Func         // the page's handle: released by its dispose, so state() works after close()
-	netFns   map[string]jsv.Func
-	doc      jsv.Value
-	docFn    jsv.Func
+	funcs    []safejs.Func      // released on stop
+	handle   []safejs.Func      // the page's handle: released by its dispose, so state() works after close()
+	netFns   map[string]safejs.Func
+	doc      safejs.Value
+	docFn    safejs.Func
 	stopped  bool
-	onStop   []jsv.Value // resolve functions of close() promises
+	onStop   []safejs.Value // resolve functions of close() promises
 }
 
 type jsSocket struct {
-	ws    jsv.Value
-	funcs []jsv.Func
+	ws    safejs.Value
+	funcs []safejs.Func
 }
 
 type promise struct {
-	resolve jsv.Value
+	resolve safejs.Value
 	ticket  float64
 }
 
@@ -74,7 +74,7 @@ func (d *driver) cancel(ticket float64, now time.Time) {
 	}
 }
 
-func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, onTopic, tokenFn jsv.Value) (*driver, error) {
+func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, onTopic, tokenFn safejs.Value) (*driver, error) {
 	cfg, err := client.StageConfig(o.Stage, rand.Float64)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, o
 		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, onLost: onLost, onTopic: onTopic, tokenFn: tokenFn,
 		sockets: map[client.SocketID]*jsSocket{}, promises: map[uint64]promise{},
 		tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
-	d.timerFn, err = jsv.FuncOf(func(jsv.Value, []jsv.Value) any {
+	d.timerFn, err = funcOf(func(safejs.Value, []safejs.Value) any {
 		d.q.Push(func(now time.Time) { d.core.Tick(now) })
 		return nil
 	})
@@ -106,11 +106,11 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, o
 	return d, nil
 }
 
-func isFunc(v jsv.Value) bool { return v.Type() == jsv.TypeFunction }
+func isFunc(v safejs.Value) bool { return v.Type() == safejs.TypeFunction }
 
 // watchNetwork feeds window online/offline events to the core.
 func (d *driver) watchNetwork() error {
-	win := jsv.Global()
+	win := safejs.Global()
 	if nav, err := win.Get("navigator"); err == nil && !nav.IsUndefined() {
 		if on, err := nav.Get("onLine"); err == nil {
 			if b, err := on.Bool(); err == nil && !b {
@@ -125,7 +125,7 @@ func (d *driver) watchNetwork() error {
 		"online":  (*client.Core).Online,
 		"offline": (*client.Core).Offline,
 	} {
-		fn, err := jsv.FuncOf(func(jsv.Value, []jsv.Value) any {
+		fn, err := funcOf(func(safejs.Value, []safejs.Value) any {
 			d.q.Push(func(now time.Time) { step(d.core, now) })
 			return nil
 		})
@@ -134,7 +134,7 @@ func (d *driver) watchNetwork() error {
 		}
 		d.funcs = append(d.funcs, fn)
 		if d.netFns == nil {
-			d.netFns = map[string]jsv.Func{}
+			d.netFns = map[string]safejs.Func{}
 		}
 		d.netFns[name] = fn
 		if _, err := win.Call("addEventListener", name, fn.Value()); err != nil {
@@ -147,7 +147,7 @@ func (d *driver) watchNetwork() error {
 // watchVisibility feeds the page's visibility to the core: no reconnect is
 // scheduled while the page is hidden (stage 6).
 func (d *driver) watchVisibility() error {
-	doc, err := jsv.Global().Get("document")
+	doc, err := safejs.Global().Get("document")
 	if err != nil || doc.IsUndefined() || doc.IsNull() {
 		return nil // a worker: no page to be hidden
 	}
@@ -164,7 +164,7 @@ func (d *driver) watchVisibility() error {
 			}
 		})
 	}
-	fn, err := jsv.FuncOf(func(jsv.Value, []jsv.Value) any {
+	fn, err := funcOf(func(safejs.Value, []safejs.Value) any {
 		step()
 		return nil
 	})
@@ -188,7 +188,7 @@ func (d *driver) askToken(force bool) {
 		consoleError("wsready: token hook: " + why)
 		d.q.Push(func(now time.Time) { d.core.TokenFailed(now) })
 	}
-	arg, err := jsv.ValueOf(map[string]any{"force": force})
+	arg, err := safejs.ValueOf(map[string]any{"force": force})
 	if err != nil {
 		failed(err.Error())
 		return
@@ -198,29 +198,29 @@ func (d *driver) askToken(force bool) {
 		failed("it threw")
 		return
 	}
-	ready := func(v jsv.Value) {
-		if v.Type() != jsv.TypeString {
+	ready := func(v safejs.Value) {
+		if v.Type() != safejs.TypeString {
 			failed("it did not give a string")
 			return
 		}
 		tok, _ := v.String()
 		d.q.Push(func(now time.Time) { d.core.TokenReady(tok, now) })
 	}
-	if v.Type() == jsv.TypeString {
+	if v.Type() == safejs.TypeString {
 		ready(v)
 		return
 	}
 	then, err := v.Get("then")
-	if err != nil || then.Type() != jsv.TypeFunction {
+	if err != nil || then.Type() != safejs.TypeFunction {
 		failed("it gave neither a string nor a promise")
 		return
 	}
-	var onOK, onErr jsv.Func
+	var onOK, onErr safejs.Func
 	release := func() {
 		onOK.Release()
 		onErr.Release()
 	}
-	onOK, err = jsv.FuncOf(func(_ jsv.Value, args []jsv.Value) any {
+	onOK, err = funcOf(func(_ safejs.Value, args []safejs.Value) any {
 		release()
 		if len(args) == 0 {
 			failed("it resolved to nothing")
@@ -233,7 +233,7 @@ func (d *driver) askToken(force bool) {
 		failed(err.Error())
 		return
 	}
-	onErr, err = jsv.FuncOf(func(jsv.Value, []jsv.Value) any {
+	onErr, err = funcOf(func(safejs.Value, []safejs.Value) any {
 		release()
 		failed("its promise rejected")
 		return nil
@@ -320,7 +320,7 @@ func (d *driver) event(kind string, s client.SocketID, detail string) {
 
 // call invokes a page callback; a callback that throws is reported on the
 // console, never allowed to stop the driver.
-func (d *driver) call(fn jsv.Value, arg map[string]any) {
+func (d *driver) call(fn safejs.Value, arg map[string]any) {
 	if !isFunc(fn) {
 		return
 	}
@@ -334,10 +334,10 @@ func (d *driver) call(fn jsv.Value, arg map[string]any) {
 }
 
 func (d *driver) setTimer(at time.Time) {
-	win := jsv.Global()
+	win := safejs.Global()
 	if !d.timerID.IsUndefined() && !d.timerID.IsNull() {
 		win.Call("clearTimeout", d.timerID)
-		d.timerID = jsv.Undefined()
+		d.timerID = safejs.Undefined()
 	}
 	if at.IsZero() {
 		return
@@ -360,7 +360,7 @@ func (d *driver) dial(id client.SocketID) {
 	fail := func(reason string) {
 		d.q.Push(func(now time.Time) { d.core.Closed(id, 1006, reason, now) })
 	}
-	ctor, err := jsv.Global().Get("WebSocket")
+	ctor, err := safejs.Global().Get("WebSocket")
 	if err != nil {
 		fail("no WebSocket in this environment")
 		return
@@ -374,8 +374,8 @@ func (d *driver) dial(id client.SocketID) {
 	}
 	s := &jsSocket{ws: ws}
 	d.sockets[id] = s
-	on := func(name string, fn func(args []jsv.Value)) {
-		f, err := jsv.FuncOf(func(_ jsv.Value, args []jsv.Value) any {
+	on := func(name string, fn func(args []safejs.Value)) {
+		f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 			fn(args)
 			return nil
 		})
@@ -385,27 +385,27 @@ func (d *driver) dial(id client.SocketID) {
 		s.funcs = append(s.funcs, f)
 		ws.Set(name, f.Value())
 	}
-	on("onopen", func([]jsv.Value) {
+	on("onopen", func([]safejs.Value) {
 		d.q.Push(func(now time.Time) { d.core.Opened(id, now) })
 	})
-	on("onmessage", func(args []jsv.Value) {
+	on("onmessage", func(args []safejs.Value) {
 		var frame []byte
 		if len(args) > 0 {
-			if data, err := args[0].Get("data"); err == nil && data.Type() == jsv.TypeString {
+			if data, err := args[0].Get("data"); err == nil && data.Type() == safejs.TypeString {
 				str, _ := data.String()
 				frame = []byte(str)
 			}
 		}
 		d.q.Push(func(now time.Time) { d.core.Received(id, frame, now) })
 	})
-	on("onclose", func(args []jsv.Value) {
+	on("onclose", func(args []safejs.Value) {
 		code, reason := 1006, ""
 		if len(args) > 0 {
 			if v, err := args[0].Get("code"); err == nil {
 				code, _ = v.Int()
 			}
-			if v, err := args[0].Get("reason"); err == nil {
-				reason, _ = v.String()
+			if v, err := args[0].Get("reason"); err == nil && v.Type() == safejs.TypeString {
+				reason, _ = v.String() // safejs gives "<T>" for a non-string: checked above
 			}
 		}
 		d.q.Push(func(now time.Time) {
@@ -424,7 +424,7 @@ func (d *driver) forget(id client.SocketID) {
 	}
 	delete(d.sockets, id)
 	for _, name := range []string{"onopen", "onmessage", "onclose"} {
-		s.ws.Set(name, jsv.Null())
+		s.ws.Set(name, safejs.Null())
 	}
 	for _, f := range s.funcs {
 		f.Release()
@@ -443,7 +443,7 @@ func (d *driver) release() {
 		}
 		d.forget(id)
 	}
-	win := jsv.Global()
+	win := safejs.Global()
 	for name, fn := range d.netFns {
 		win.Call("removeEventListener", name, fn.Value())
 	}
@@ -462,10 +462,10 @@ func (d *driver) release() {
 
 // stop asks the core to stop and returns a Promise that resolves once every
 // socket is closed and every callback released.
-func (d *driver) stop() (jsv.Value, error) {
+func (d *driver) stop() (safejs.Value, error) {
 	p, resolve, err := newPromise()
 	if err != nil {
-		return jsv.Undefined(), err
+		return safejs.Undefined(), err
 	}
 	if !d.q.Push(func(now time.Time) {
 		d.onStop = append(d.onStop, resolve)
@@ -486,18 +486,18 @@ func (d *driver) dispose() {
 }
 
 // newPromise returns a Promise and its resolve function.
-func newPromise() (p, resolve jsv.Value, err error) {
-	exec, err := jsv.FuncOf(func(_ jsv.Value, args []jsv.Value) any {
+func newPromise() (p, resolve safejs.Value, err error) {
+	exec, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 		resolve = args[0]
 		return nil
 	})
 	if err != nil {
-		return jsv.Undefined(), jsv.Undefined(), err
+		return safejs.Undefined(), safejs.Undefined(), err
 	}
 	defer exec.Release()
-	ctor, err := jsv.Global().Get("Promise")
+	ctor, err := safejs.Global().Get("Promise")
 	if err != nil {
-		return jsv.Undefined(), jsv.Undefined(), err
+		return safejs.Undefined(), safejs.Undefined(), err
 	}
 	p, err = ctor.New(exec.Value()) // the executor runs synchronously
 	return p, resolve, err
@@ -506,21 +506,21 @@ func newPromise() (p, resolve jsv.Value, err error) {
 // request starts a request and returns a Promise of its settle value.
 // A ticket (chosen by the JS wrapper, non-zero) names the request for an
 // AbortSignal's cancel; the map holds only requests still pending.
-func (d *driver) request(method string, params []byte, timeout time.Duration, ticket float64) (jsv.Value, error) {
+func (d *driver) request(method string, params []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
 	return d.call2(ticket, func(now time.Time) uint64 { return d.core.RequestTimeout(method, params, timeout, now) })
 }
 
 // publish is request's twin for a publish.
-func (d *driver) publish(topic string, data []byte, timeout time.Duration, ticket float64) (jsv.Value, error) {
+func (d *driver) publish(topic string, data []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
 	return d.call2(ticket, func(now time.Time) uint64 { return d.core.Publish(topic, data, timeout, now) })
 }
 
 // call2 starts a request or publish (start returns its id) and returns a
 // Promise of its settle value.
-func (d *driver) call2(ticket float64, start func(now time.Time) uint64) (jsv.Value, error) {
+func (d *driver) call2(ticket float64, start func(now time.Time) uint64) (safejs.Value, error) {
 	p, resolve, err := newPromise()
 	if err != nil {
-		return jsv.Undefined(), err
+		return safejs.Undefined(), err
 	}
 	if !d.q.Push(func(now time.Time) {
 		if ticket != 0 && d.aborted[ticket] {
@@ -539,23 +539,52 @@ func (d *driver) call2(ticket float64, start func(now time.Time) uint64) (jsv.Va
 	return p, nil
 }
 
+// funcOf is safejs.FuncOf for every callback the driver hands to
+// JavaScript, with one thing added: a panic in fn is reported on the
+// console and the call returns undefined. safejs.FuncOf lets a callback's
+// panic through, and one that reaches syscall/js leaves the Go side of the
+// page dead (under Node the JS call never returns): every handle with it.
+func funcOf(fn func(this safejs.Value, args []safejs.Value) any) (safejs.Func, error) {
+	return safejs.FuncOf(func(this safejs.Value, args []safejs.Value) (out any) {
+		defer func() {
+			if r := recover(); r != nil {
+				consoleError("wsready: a callback panicked: " + describe(r))
+				out = safejs.Undefined()
+			}
+		}()
+		return fn(this, args)
+	})
+}
+
+// describe names a recovered panic value without fmt.
+func describe(r any) string {
+	switch x := r.(type) {
+	case error:
+		return x.Error()
+	case string:
+		return x
+	}
+	return "a panic"
+}
+
 func consoleError(msg string) {
-	if c, err := jsv.Global().Get("console"); err == nil {
+	if c, err := safejs.Global().Get("console"); err == nil {
 		c.Call("error", msg)
 	}
 }
 
 // jsObject builds a plain JS object with m's keys in a stable (sorted)
 // order, so state(), stats() and the callbacks' objects always list their
-// keys the same way (jsv.ValueOf ranges over the map).
-func jsObject(m map[string]any) (jsv.Value, error) {
-	ctor, err := jsv.Global().Get("Object")
+// keys the same way (safejs.ValueOf, like js.ValueOf, ranges over the map
+// in random order).
+func jsObject(m map[string]any) (safejs.Value, error) {
+	ctor, err := safejs.Global().Get("Object")
 	if err != nil {
-		return jsv.Undefined(), err
+		return safejs.Undefined(), err
 	}
 	obj, err := ctor.New()
 	if err != nil {
-		return jsv.Undefined(), err
+		return safejs.Undefined(), err
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -564,7 +593,7 @@ func jsObject(m map[string]any) (jsv.Value, error) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if err := obj.Set(k, m[k]); err != nil {
-			return jsv.Undefined(), err
+			return safejs.Undefined(), err
 		}
 	}
 	return obj, nil

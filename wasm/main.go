@@ -2,19 +2,20 @@
 
 // Command wasm is wsready's browser client: the client core driven by the
 // browser's WebSocket, timers and online/offline events, exposed to pages
-// as globalThis.__wsready (wrapped by internal/web/static/wsready.js).
+// as globalThis.__wsready (wrapped by web/static/wsready.js).
 package main
 
 import (
+	"time"
+
+	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready"
 	"github.com/wsready/wsready/internal/bridge"
-	"github.com/wsready/wsready/internal/jsv"
 	"github.com/wsready/wsready/protocol"
-	"time"
 )
 
 func main() {
-	api, err := jsv.Global().Get("Object")
+	api, err := safejs.Global().Get("Object")
 	if err == nil {
 		api, err = api.New()
 	}
@@ -22,7 +23,7 @@ func main() {
 		consoleError("wsready: cannot create the API object: " + err.Error())
 		return
 	}
-	connect, err := jsv.FuncOf(func(_ jsv.Value, args []jsv.Value) any {
+	connect, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 		return connectJS(args)
 	})
 	if err != nil {
@@ -31,16 +32,16 @@ func main() {
 	}
 	api.Set("connect", connect)
 	api.Set("version", wsready.Version)
-	jsv.Global().Set("__wsready", api)
-	if cb, err := jsv.Global().Get("__wsreadyLoaded"); err == nil && isFunc(cb) {
+	safejs.Global().Set("__wsready", api)
+	if cb, err := safejs.Global().Get("__wsreadyLoaded"); err == nil && isFunc(cb) {
 		cb.Invoke()
 	}
 	select {} // keep the callbacks alive
 }
 
-type jsGetter struct{ v jsv.Value }
+type jsGetter struct{ v safejs.Value }
 
-func (g jsGetter) get(name string) (jsv.Value, bool) {
+func (g jsGetter) get(name string) (safejs.Value, bool) {
 	x, err := g.v.Get(name)
 	if err != nil || x.IsUndefined() || x.IsNull() {
 		return x, false
@@ -53,7 +54,7 @@ func (g jsGetter) String(name string) (string, bool, error) {
 	if !ok {
 		return "", false, nil
 	}
-	if x.Type() != jsv.TypeString {
+	if x.Type() != safejs.TypeString {
 		return "", true, errNotA("string")
 	}
 	s, err := x.String()
@@ -65,7 +66,7 @@ func (g jsGetter) Number(name string) (float64, bool, error) {
 	if !ok {
 		return 0, false, nil
 	}
-	if x.Type() != jsv.TypeNumber {
+	if x.Type() != safejs.TypeNumber {
 		return 0, true, errNotA("number")
 	}
 	f, err := x.Float()
@@ -77,15 +78,15 @@ type errNotA string
 func (e errNotA) Error() string { return "not a " + string(e) }
 
 func errorValue(msg string) any {
-	v, _ := jsv.ValueOf(map[string]any{"error": msg})
+	v, _ := safejs.ValueOf(map[string]any{"error": msg})
 	return v
 }
 
 // connectJS implements __wsready.connect({url, stage, onState, onUpdate,
 // onEvent}). It returns a handle {request, state, stats, close} or
 // {error} for bad options; it never throws.
-func connectJS(args []jsv.Value) any {
-	if len(args) < 1 || args[0].Type() != jsv.TypeObject {
+func connectJS(args []safejs.Value) any {
+	if len(args) < 1 || args[0].Type() != safejs.TypeObject {
 		return errorValue("wsready.connect: pass an options object {url, stage}")
 	}
 	g := jsGetter{args[0]}
@@ -93,7 +94,7 @@ func connectJS(args []jsv.Value) any {
 	if err != nil {
 		return errorValue(err.Error())
 	}
-	cb := func(name string) jsv.Value {
+	cb := func(name string) safejs.Value {
 		v, _ := g.get(name)
 		return v
 	}
@@ -101,24 +102,24 @@ func connectJS(args []jsv.Value) any {
 	if err != nil {
 		return errorValue("wsready.connect: " + err.Error())
 	}
-	h, err := jsv.Global().Get("Object")
+	h, err := safejs.Global().Get("Object")
 	if err == nil {
 		h, err = h.New()
 	}
 	if err != nil {
 		return errorValue("wsready.connect: " + err.Error())
 	}
-	fn := func(f func(args []jsv.Value) any) jsv.Func {
-		jf, _ := jsv.FuncOf(func(_ jsv.Value, a []jsv.Value) any { return f(a) })
+	fn := func(f func(args []safejs.Value) any) safejs.Func {
+		jf, _ := funcOf(func(_ safejs.Value, a []safejs.Value) any { return f(a) })
 		d.handle = append(d.handle, jf)
 		return jf
 	}
-	h.Set("request", fn(func(a []jsv.Value) any {
+	h.Set("request", fn(func(a []safejs.Value) any {
 		method, params := "", []byte(nil)
-		if len(a) > 0 && a[0].Type() == jsv.TypeString {
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
 			method, _ = a[0].String()
 		}
-		if len(a) > 1 && a[1].Type() == jsv.TypeString {
+		if len(a) > 1 && a[1].Type() == safejs.TypeString {
 			s, _ := a[1].String()
 			params = []byte(s)
 		}
@@ -129,7 +130,7 @@ func connectJS(args []jsv.Value) any {
 			return errorValue("request: params must be a JSON string")
 		}
 		var timeout time.Duration
-		if len(a) > 2 && a[2].Type() == jsv.TypeNumber {
+		if len(a) > 2 && a[2].Type() == safejs.TypeNumber {
 			ms, _ := a[2].Float()
 			if ms < 0 || ms > 1e9 || ms != float64(int64(ms)) {
 				return errorValue("request: timeoutMs must be a whole number of milliseconds, 0 to 1e9")
@@ -137,7 +138,7 @@ func connectJS(args []jsv.Value) any {
 			timeout = time.Duration(ms) * time.Millisecond
 		}
 		var ticket float64
-		if len(a) > 3 && a[3].Type() == jsv.TypeNumber {
+		if len(a) > 3 && a[3].Type() == safejs.TypeNumber {
 			ticket, _ = a[3].Float()
 		}
 		p, err := d.request(method, params, timeout, ticket)
@@ -146,12 +147,12 @@ func connectJS(args []jsv.Value) any {
 		}
 		return p
 	}))
-	h.Set("publish", fn(func(a []jsv.Value) any {
+	h.Set("publish", fn(func(a []safejs.Value) any {
 		topic, data := "", []byte(nil)
-		if len(a) > 0 && a[0].Type() == jsv.TypeString {
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
 			topic, _ = a[0].String()
 		}
-		if len(a) > 1 && a[1].Type() == jsv.TypeString {
+		if len(a) > 1 && a[1].Type() == safejs.TypeString {
 			s, _ := a[1].String()
 			data = []byte(s)
 		}
@@ -162,7 +163,7 @@ func connectJS(args []jsv.Value) any {
 			return errorValue("publish: data must be a JSON string")
 		}
 		var timeout time.Duration
-		if len(a) > 2 && a[2].Type() == jsv.TypeNumber {
+		if len(a) > 2 && a[2].Type() == safejs.TypeNumber {
 			ms, _ := a[2].Float()
 			if ms < 0 || ms > 1e9 || ms != float64(int64(ms)) {
 				return errorValue("publish: timeoutMs must be a whole number of milliseconds, 0 to 1e9")
@@ -170,7 +171,7 @@ func connectJS(args []jsv.Value) any {
 			timeout = time.Duration(ms) * time.Millisecond
 		}
 		var ticket float64
-		if len(a) > 3 && a[3].Type() == jsv.TypeNumber {
+		if len(a) > 3 && a[3].Type() == safejs.TypeNumber {
 			ticket, _ = a[3].Float()
 		}
 		p, err := d.publish(topic, data, timeout, ticket)
@@ -181,16 +182,16 @@ func connectJS(args []jsv.Value) any {
 	}))
 	// subscribe(topic, since?) and unsubscribe(topic): the JS wrapper keeps
 	// the per-topic callbacks and calls these for the first and the last.
-	h.Set("subscribe", fn(func(a []jsv.Value) any {
+	h.Set("subscribe", fn(func(a []safejs.Value) any {
 		topic := ""
-		if len(a) > 0 && a[0].Type() == jsv.TypeString {
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
 			topic, _ = a[0].String()
 		}
 		if !protocol.ValidTopic(topic) {
 			return errorValue("subscribe: topic must be 1 to 64 of A-Z a-z 0-9 - _")
 		}
 		since, has := int64(0), false
-		if len(a) > 1 && a[1].Type() == jsv.TypeNumber {
+		if len(a) > 1 && a[1].Type() == safejs.TypeNumber {
 			f, _ := a[1].Float()
 			if f < 0 || f > 1<<53 || f != float64(int64(f)) {
 				return errorValue("subscribe: since must be a whole number >= 0")
@@ -200,16 +201,16 @@ func connectJS(args []jsv.Value) any {
 		d.q.Push(func(now time.Time) { d.core.Subscribe(topic, since, has, now) })
 		return nil
 	}))
-	h.Set("unsubscribe", fn(func(a []jsv.Value) any {
-		if len(a) > 0 && a[0].Type() == jsv.TypeString {
+	h.Set("unsubscribe", fn(func(a []safejs.Value) any {
+		if len(a) > 0 && a[0].Type() == safejs.TypeString {
 			topic, _ := a[0].String()
 			d.q.Push(func(now time.Time) { d.core.Unsubscribe(topic, now) })
 		}
 		return nil
 	}))
-	h.Set("topics", fn(func([]jsv.Value) any {
+	h.Set("topics", fn(func([]safejs.Value) any {
 		ts := d.core.Topics()
-		arr, err := jsv.Global().Get("Array")
+		arr, err := safejs.Global().Get("Array")
 		if err == nil {
 			arr, err = arr.New()
 		}
@@ -222,40 +223,40 @@ func connectJS(args []jsv.Value) any {
 		}
 		return arr
 	}))
-	h.Set("cursors", fn(func([]jsv.Value) any {
+	h.Set("cursors", fn(func([]safejs.Value) any {
 		return bridge.FormatCursors(d.core.Cursors())
 	}))
 	// state and stats read the core from the JS thread. In WebAssembly Go
 	// and JS share one thread, and the loop goroutine only runs while JS is
 	// not, so the read cannot race a step. After close they keep returning
 	// the final values (stopped: true).
-	h.Set("state", fn(func([]jsv.Value) any {
+	h.Set("state", fn(func([]safejs.Value) any {
 		v, _ := jsObject(bridge.StateValue(d.core.State()))
 		return v
 	}))
-	h.Set("stats", fn(func([]jsv.Value) any {
+	h.Set("stats", fn(func([]safejs.Value) any {
 		v, _ := jsObject(bridge.StatsValue(d.core.Stats()))
 		return v
 	}))
-	h.Set("close", fn(func([]jsv.Value) any {
+	h.Set("close", fn(func([]safejs.Value) any {
 		p, err := d.stop()
 		if err != nil {
 			return errorValue("close: " + err.Error())
 		}
 		return p
 	}))
-	h.Set("cancel", fn(func(a []jsv.Value) any {
-		if len(a) > 0 && a[0].Type() == jsv.TypeNumber {
+	h.Set("cancel", fn(func(a []safejs.Value) any {
+		if len(a) > 0 && a[0].Type() == safejs.TypeNumber {
 			ticket, _ := a[0].Float()
 			d.q.Push(func(now time.Time) { d.cancel(ticket, now) })
 		}
 		return nil
 	}))
-	h.Set("reconnect", fn(func([]jsv.Value) any {
+	h.Set("reconnect", fn(func([]safejs.Value) any {
 		d.q.Push(func(now time.Time) { d.core.Reconnect(now) })
 		return nil
 	}))
-	h.Set("dispose", fn(func([]jsv.Value) any {
+	h.Set("dispose", fn(func([]safejs.Value) any {
 		d.dispose()
 		return nil
 	}))

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/internal/natsembed"
-	"github.com/wsready/wsready/internal/web"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/web"
 )
 
 func serve(args []string) error {
