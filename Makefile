@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run cluster jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
+.PHONY: release run cluster jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -addr $(ADDR)
@@ -133,6 +133,21 @@ jitter:
 
 measure: build chromium
 	cd e2e && WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
+
+# What a release publishes, built here (publishing happens on the public
+# host: .github/workflows/release.yml): dist/ gets the npm tarball, the
+# wsready binary for linux, darwin and windows on amd64 and arm64 (each
+# with the browser client embedded), and SHA256SUMS over all of them. The
+# version is version.go's; a tag must match it (the workflow checks).
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+release: npm
+	@for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  out=dist/wsready-$(VERSION)-$$os-$$arch$$ext; echo "building $$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags=-s -o $$out ./cmd/wsready || exit 1; \
+	done
+	cd dist && rm -f SHA256SUMS && sha256sum wsready-$(VERSION)-* wsready-$(VERSION).tgz > SHA256SUMS
+	@cat dist/SHA256SUMS
 
 clean:
 	rm -rf bin build dist examples/vite/dist examples/vite/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wsready.wasm.br $(STATIC)/wasm_exec.js
