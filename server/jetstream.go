@@ -638,7 +638,7 @@ type mark struct {
 	loaded  bool       // rec and rev are what the store had, or what this process wrote since
 	rec     markRecord // the durable mark
 	rev     uint64
-	want    int64 // the highest seq asked to be covered
+	want    int64 // the highest seq asked to be covered under rec.Stream
 	checked bool  // the stream was squared with the mark by this process
 }
 
@@ -673,6 +673,11 @@ func (m *mark) snapshot() (markRecord, bool) {
 
 func (m *mark) set(r markRecord, rev uint64) {
 	m.mu.Lock()
+	if r.Stream != m.rec.Stream {
+		// Seqs asked for under another id (before a loss: far past the
+		// stream's new end) must not be written as this id's mark.
+		m.want = r.High
+	}
 	m.rec, m.rev, m.loaded = r, rev, true
 	m.mu.Unlock()
 }
@@ -780,7 +785,7 @@ func (h *jsHistory) raise(ctx context.Context, m *mark, seq int64) error {
 		}
 		// Whatever stream id the mark holds now is the latest word on the
 		// stream's identity; a mark only goes up.
-		r.High, r.Lost = max(r.High, want), false
+		r.High, r.Lost = max(r.High, want, seq), false
 		if err := h.writeLocked(ctx, m, r); !errors.Is(err, errMarkConflict) {
 			return err
 		}

@@ -647,6 +647,14 @@ func TestJetStreamKVMarksCatchAStoreRewoundUnderARunningNode(t *testing.T) {
 	if err != nil || now.Stream == old.Stream {
 		t.Fatalf("after the rewind: %+v, %v; the old stream was %s", now, err, old.Stream)
 	}
+	// Later publishes go on under the new id: the mark under it is the
+	// stream's, not the seqs asked for before the loss.
+	if next := appendN(t, h, "chat", 5); next != seq+5 {
+		t.Fatalf("next seq %d, want %d", next, seq+5)
+	}
+	if again, err := h.Info(context.Background(), "chat"); err != nil || again.Stream != now.Stream || len(lb.lines("ERROR")) != 1 {
+		t.Fatalf("after 5 more publishes: %+v, %v; want stream %s and no other ERROR; log:\n%s", again, err, now.Stream, lb)
+	}
 	// Another node starting now agrees.
 	other, err := n.history(&logBuf{}).Info(context.Background(), "chat")
 	if err != nil || other.Stream != now.Stream {
