@@ -26,7 +26,7 @@ func TestJetStreamNodesShareTopicsAndSurviveANATSRestart(t *testing.T) {
 	defer func() { ns.Shutdown() }()
 	lim := Retention{MaxMsgs: 1000, MaxBytes: 1 << 20, MaxAge: time.Hour}
 	node := func() *fixture {
-		h, err := ConnectJetStream(url, lim, 16)
+		h, err := ConnectJetStream(context.Background(), url, JetStreamOptions{Retention: lim, MaxTopics: 16})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -156,12 +157,15 @@ func serve(args []string) error {
 		if err != nil {
 			return fmt.Errorf("serve: -data: %w", err)
 		}
-		if history, err = server.NewJetStreamHistory(nc, lim, *maxTopics, true); err != nil {
+		// The high-water marks live beside the JetStream store, not in it,
+		// so they outlive its damage (server.JetStreamOptions.MarksDir).
+		if history, err = server.NewJetStreamHistory(context.Background(), nc, server.JetStreamOptions{Retention: lim, MaxTopics: *maxTopics,
+			MarksDir: filepath.Join(*dataDir, "wsready", "marks"), CloseConn: true, Logger: log}); err != nil {
 			nc.Close()
 			return fmt.Errorf("serve: -data: %w", err)
 		}
 	case *natsURL != "":
-		if history, err = server.ConnectJetStream(*natsURL, lim, *maxTopics); err != nil {
+		if history, err = server.ConnectJetStream(context.Background(), *natsURL, server.JetStreamOptions{Retention: lim, MaxTopics: *maxTopics, Logger: log}); err != nil {
 			return fmt.Errorf("serve: -nats: %w", err)
 		}
 	}
