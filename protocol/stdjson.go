@@ -1,0 +1,142 @@
+//go:build !js
+
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The protocol through encoding/json: how the server reads client frames
+// and writes its replies. This file is left out of the browser build
+// (GOOS=js), so the wasm never links encoding/json and keeps the small
+// codec (Decode, Encode). It lives here rather than in the server because
+// it shares the per-type rules with Decode (decodeFields, unexported): one
+// set of rules, two JSON readers, held to the same verdicts and values by
+// FuzzDecodersAgree. Host programs that import protocol (the native client
+// too) link encoding/json with it.
+
+// Frame is a client frame as encoding/json reads it. json.Unmarshal(b, &f)
+// fails only when b is not JSON; on any JSON value, UnmarshalJSON applies
+// the protocol's rules and keeps the verdict in Err (a *DecodeError, nil
+// for a valid message) instead of failing, so a frame that is JSON but not
+// a valid message can be answered with an error frame on a connection that
+// stays. Message holds what was read, as Decode's does (on error: Type,
+// and the ID of a request or publish whose id is valid).
+//
+// Use DecodeJSON, which also applies MaxFrameBytes and maps a syntax error
+// to ErrBadJSON.
+type Frame struct {
+	Message
+	Err error
+}
+
+// UnmarshalJSON decodes one frame that encoding/json has found to be JSON
+// (within its nesting bound, which is the small codec's too). It never
+// fails.
+func (f *Frame) UnmarshalJSON(b []byte) error {
+	f.Message, f.Err = decodeValue(b)
+	return nil
+}
+
+func decodeValue(b []byte) (Message, error) {
+	// encoding/json takes invalid UTF-8 inside a string and reads it as
+	// U+FFFD; the protocol refuses it, as the small codec does (RFC 8259
+	// 8.1: JSON exchanged between systems is UTF-8).
+	if !utf8.Valid(b) {
+		return Message{}, &DecodeError{Code: ErrBadJSON, Detail: "invalid UTF-8"}
+	}
+	s := scanner{b: b}
+	s.skipSpace()
+	if s.pos >= len(b) || b[s.pos] != '{' {
+		return Message{}, &DecodeError{Code: ErrNotObject, Detail: "frame must be a JSON object"}
+	}
+	return decodeObject(b, unquoteJSON)
+}
+
+// unquoteJSON is encoding/json's way from a validated string literal
+// (quotes included) to its value. A literal without escapes is its body.
+func unquoteJSON(lit []byte) string {
+	body := lit[1 : len(lit)-1]
+	for _, c := range body {
+		if c == '\\' {
+			var s string
+			if err := json.Unmarshal(lit, &s); err != nil {
+				return unquote(lit) // not reached: lit was validated
+			}
+			return s
+		}
+	}
+	return string(body)
+}
+
+// DecodeJSON is Decode through encoding/json: json.Unmarshal into a Frame.
+// It gives the same verdict (nil, or a *DecodeError with the same Code and
+// Field) and the same Message as Decode for every input.
+func DecodeJSON(b []byte) (Message, error) {
+	if len(b) > MaxFrameBytes {
+		return Message{}, tooLarge(len(b))
+	}
+	var f Frame
+	if err := json.Unmarshal(b, &f); err != nil {
+		detail := "not JSON"
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			detail += " at offset " + strconv.FormatInt(se.Offset, 10)
+		}
+		return Message{}, &DecodeError{Code: ErrBadJSON, Detail: detail}
+	}
+	return f.Message, f.Err
+}
+
+// Server-to-client frames as encoding/json writes them: the server's
+// replies. Each writes the JSON Encode writes for the same Message, but
+// for a raw field (Result): encoding/json compacts it and escapes <, > and
+// & in its strings, the same JSON value. Type must be the frame's type.
+
+// ResponseFrame answers a request or a publish: exactly one of Result and
+// Error.
+type ResponseFrame struct {
+	Type   Type            `json:"type"` // TypeResponse
+	ID     uint64          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *ErrorBody      `json:"error,omitempty"`
+}
+
+// ErrorFrame says the server could not use a frame.
+type ErrorFrame struct {
+	Type    Type   `json:"type"`         // TypeError
+	ID      uint64 `json:"id,omitempty"` // the request's or publish's
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Topic   string `json:"topic,omitempty"` // about a subscribe
+}
+
+// ProbeAckFrame answers a probe.
+type ProbeAckFrame struct {
+	Type Type   `json:"type"` // TypeProbeAck
+	ID   uint64 `json:"id"`
+}
+
+// SubscribedFrame answers a subscribe.
+type SubscribedFrame struct {
+	Type   Type   `json:"type"` // TypeSubscribed
+	Topic  string `json:"topic"`
+	From   int64  `json:"from,omitempty"`
+	Head   int64  `json:"head,omitempty"`
+	Stream string `json:"stream,omitempty"`
+}
+
+// UnsubscribedFrame answers an unsubscribe, or drops a subscription.
+type UnsubscribedFrame struct {
+	Type   Type   `json:"type"` // TypeUnsubscribed
+	Topic  string `json:"topic"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// AuthenticatedFrame answers an auth frame whose ticket was accepted.
+type AuthenticatedFrame struct {
+	Type      Type  `json:"type"` // TypeAuthenticated
+	ExpiresAt int64 `json:"expiresAt,omitempty"`
+}
