@@ -106,9 +106,10 @@ func seedFuzz(f *testing.F) {
 // (DecodeJSON: the server's). For the same bytes they must give the same
 // verdict (accept, or a *DecodeError with the same code and field) and
 // the same Message, also the partial one an error comes with (the server
-// echoes its id). Both must find JSON exactly where encoding/json does,
-// and an accepted frame must read as encoding/json reads it on its own
-// (a map of raw members: the last of a repeated key wins).
+// echoes its id); so must json.Unmarshal into a Frame. Both must find JSON
+// exactly where encoding/json does, and an accepted frame must read as
+// encoding/json reads it on its own (a map of raw members: the last of a
+// repeated key wins).
 //
 //	go test ./protocol -run '^$' -fuzz FuzzBothDecoders -fuzztime 2m
 func FuzzBothDecoders(f *testing.F) {
@@ -126,11 +127,28 @@ func FuzzBothDecoders(f *testing.F) {
 			if want := utf8.Valid(b) && json.Valid(b); Valid(b) != want {
 				t.Fatalf("%q: Valid %v, encoding/json and utf8 %v", b, !want, want)
 			}
+			unmarshalAgrees(t, b, std, jerr)
 		}
 		if serr == nil {
 			readsAsEncodingJSON(t, b, small)
 		}
 	})
+}
+
+// unmarshalAgrees checks json.Unmarshal into a Frame against DecodeJSON's
+// verdict and Message on b (at most MaxFrameBytes).
+func unmarshalAgrees(t *testing.T, b []byte, m Message, err error) {
+	t.Helper()
+	var f Frame
+	if uerr := json.Unmarshal(b, &f); uerr != nil {
+		if code(t, err) != ErrBadJSON+"/" {
+			t.Fatalf("%q: json.Unmarshal into a Frame: %v; DecodeJSON %v", b, uerr, err)
+		}
+		return
+	}
+	if code(t, f.Err) != code(t, err) || !reflect.DeepEqual(f.Message, m) {
+		t.Fatalf("%q: json.Unmarshal into a Frame read %+v, %v; DecodeJSON %+v, %v", b, f.Message, f.Err, m, err)
+	}
 }
 
 // code is an error's Code and Field ("" for nil).
@@ -253,6 +271,7 @@ func TestBothDecodersAgreeOnTheSeeds(t *testing.T) {
 			t.Errorf("%.80q: Decode %+v %v; DecodeJSON %+v %v", s, small, serr, std, jerr)
 			continue
 		}
+		unmarshalAgrees(t, b, std, jerr)
 		if serr == nil {
 			readsAsEncodingJSON(t, b, small)
 			accepted++
