@@ -153,3 +153,48 @@ func BenchmarkFramePipelined(b *testing.B) {
 	}
 	m.stop(b)
 }
+
+// benchHandle serves frames in turn on a connection without a socket:
+// decoding, the handler and encoding the replies into the send queue
+// (taken at once, as the flusher would). This is the part of a frame's
+// cost the codec decides, without the syscalls and scheduling that make
+// the loopback figures noisy.
+//
+//	go test ./server -run '^$' -bench Handle -count 10
+func benchHandle(b *testing.B, frames ...string) {
+	s := New(&Options{NoFeed: true, Logger: discard()})
+	b.Cleanup(func() { s.Close() })
+	if _, err := s.Publish(context.Background(), "news", []byte(`{"text":"hi"}`)); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	c := &conn{s: s, ctx: ctx, cancel: cancel, q: newSendQueue(1<<20, nil)}
+	bs := make([][]byte, len(frames))
+	for i, f := range frames {
+		bs[i] = []byte(f)
+	}
+	var batch [][]byte
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		c.handle(bs[i%len(bs)])
+		batch = c.q.take(batch)
+		for j, f := range batch {
+			c.q.written(len(f))
+			batch[j] = nil
+		}
+	}
+	c.dropSubscriptions("")
+}
+
+func BenchmarkHandleRequest(b *testing.B) {
+	benchHandle(b, `{"type":"request","id":7,"method":"echo","params":{"text":"hello, world","n":[1,2,3]}}`)
+}
+
+func BenchmarkHandleProbe(b *testing.B) { benchHandle(b, `{"type":"probe","id":4}`) }
+
+func BenchmarkHandleBad(b *testing.B) { benchHandle(b, `{"type":"request","id":9,"method":""}`) }
+
+func BenchmarkHandleSubscribe(b *testing.B) {
+	benchHandle(b, `{"type":"subscribe","topic":"news","since":0}`, `{"type":"unsubscribe","topic":"news"}`)
+}
