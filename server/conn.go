@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,6 +117,14 @@ func (c *conn) readLoop() {
 				c.s.count(func(k *connCounters) { k.peerCloses.add(int(code)) })
 				c.s.metrics.closed(false, int(code))
 			}
+			if unmasked(err) {
+				// RFC 6455 5.1: a server that receives an unmasked frame
+				// closes the connection, and may say 1002 first.
+				// coder/websocket drops the connection without a word
+				// (it does send 1002 for its other protocol errors), so
+				// the close frame is sent here, before run drops it.
+				c.closeWith(int(websocket.StatusProtocolError), "client frames must be masked")
+			}
 			return
 		}
 		c.framesIn.Add(1)
@@ -149,6 +158,14 @@ func (c *conn) readMessage() (websocket.MessageType, []byte, error) {
 		c.s.count(func(k *connCounters) { k.messageTimeouts++ })
 	}
 	return typ, b, err
+}
+
+// unmasked reports whether err is coder/websocket's refusal of an
+// unmasked client frame. The library has no sentinel error for it, only
+// this text (v1.8.15, read.go); TestAnUnmaskedFrameIsAnsweredWith1002
+// fails if an upgrade rewords it.
+func unmasked(err error) bool {
+	return strings.Contains(err.Error(), "received unmasked frame from client")
 }
 
 // handle serves one frame. A panic here is this connection's problem only:
