@@ -3,7 +3,9 @@
 //
 // It has its own small JSON codec instead of encoding/json to keep the
 // browser (WebAssembly) build small; Decode rejects malformed input with a
-// *DecodeError whose Code is stable and safe to send back to a peer.
+// *DecodeError whose Code is stable and safe to send back to a peer. Other
+// builds also have DecodeJSON, Frame and the reply types: the same rules
+// through encoding/json, for the server.
 package protocol
 
 import (
