@@ -11,9 +11,15 @@ import (
 // encoding/json roughly doubles the size of the browser build (reflection
 // and its tables), so the protocol carries its own: it validates the whole
 // frame, reads the top-level keys the protocol knows, and keeps nested values
-// (data, params, result) as raw, validated JSON.
+// (data, params, result) as raw, validated JSON. The server reads frames with
+// encoding/json instead (DecodeJSON, not in the browser build); the two
+// accept the same frames, with the same verdicts and values.
 
-const maxDepth = 64
+// maxDepth bounds how deeply arrays and objects nest: 10,000 levels,
+// encoding/json's own bound, so both decoders draw the line at the same
+// place. The scanner does not recurse, so a deep frame costs no Go stack,
+// only a bit per level.
+const maxDepth = 10000
 
 type scanner struct {
 	b   []byte
@@ -35,105 +41,147 @@ func (s *scanner) errf(msg string) *DecodeError {
 	return &DecodeError{Code: ErrBadJSON, Detail: msg + " at offset " + strconv.Itoa(s.pos)}
 }
 
-// value skips one JSON value, validating it, and returns its span.
-func (s *scanner) value(depth int) (start, end int, err *DecodeError) {
-	if depth > maxDepth {
-		return 0, 0, s.errf("nesting too deep")
+// kinds is the stack of open containers of a value being scanned, one bit
+// per level (1: object, 0: array).
+type kinds struct {
+	n    int
+	head [2]uint64 // the first 128 levels: no allocation for ordinary frames
+	rest []uint64  // deeper levels
+}
+
+func (k *kinds) word(i int) *uint64 {
+	if i < 128 {
+		return &k.head[i/64]
 	}
+	j := (i - 128) / 64
+	for len(k.rest) <= j {
+		k.rest = append(k.rest, 0)
+	}
+	return &k.rest[j]
+}
+
+func (k *kinds) push(object bool) {
+	w, bit := k.word(k.n), uint64(1)<<(k.n%64)
+	if object {
+		*w |= bit
+	} else {
+		*w &^= bit
+	}
+	k.n++
+}
+
+func (k *kinds) topIsObject() bool {
+	return *k.word(k.n - 1)&(uint64(1)<<((k.n-1)%64)) != 0
+}
+
+// value skips one JSON value, validating it, and returns its span. depth is
+// how many containers enclose it already (0 for a whole frame).
+func (s *scanner) value(depth int) (start, end int, err *DecodeError) {
 	s.skipSpace()
 	start = s.pos
-	if s.pos >= len(s.b) {
-		return 0, 0, s.errf("unexpected end of input")
-	}
-	switch c := s.b[s.pos]; {
-	case c == '{':
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.b) && s.b[s.pos] == '}' {
-			s.pos++
-			return start, s.pos, nil
+	var open kinds
+	for {
+		// A value begins at pos.
+		if s.pos >= len(s.b) {
+			return 0, 0, s.errf("unexpected end of input")
 		}
-		for {
-			s.skipSpace()
-			if _, err := s.str(); err != nil {
-				return 0, 0, err
-			}
-			s.skipSpace()
-			if s.pos >= len(s.b) || s.b[s.pos] != ':' {
-				return 0, 0, s.errf("expected ':'")
+		switch c := s.b[s.pos]; {
+		case c == '{' || c == '[':
+			if depth+open.n >= maxDepth {
+				return 0, 0, s.errf("nesting too deep")
 			}
 			s.pos++
-			if _, _, err := s.value(depth + 1); err != nil {
-				return 0, 0, err
+			s.skipSpace()
+			if s.pos < len(s.b) && s.b[s.pos] == c+2 { // '}' is '{'+2, ']' is '['+2
+				s.pos++
+				break // empty: a whole value
+			}
+			open.push(c == '{')
+			if c == '{' {
+				if err := s.key(); err != nil {
+					return 0, 0, err
+				}
 			}
 			s.skipSpace()
-			if s.pos >= len(s.b) {
-				return 0, 0, s.errf("unexpected end of object")
+			continue
+		case c == '"':
+			if _, err := s.stringEnd(); err != nil {
+				return 0, 0, err
 			}
-			if s.b[s.pos] == ',' {
-				s.pos++
-				continue
-			}
-			if s.b[s.pos] == '}' {
-				s.pos++
+		case c == 't':
+			err = s.literal("true")
+		case c == 'f':
+			err = s.literal("false")
+		case c == 'n':
+			err = s.literal("null")
+		case c == '-' || (c >= '0' && c <= '9'):
+			err = s.number()
+		default:
+			return 0, 0, s.errf("unexpected character")
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		// A value ended: close what it ends, or go on to the next member.
+		for {
+			if open.n == 0 {
 				return start, s.pos, nil
 			}
-			return 0, 0, s.errf("expected ',' or '}'")
-		}
-	case c == '[':
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.b) && s.b[s.pos] == ']' {
-			s.pos++
-			return start, s.pos, nil
-		}
-		for {
-			if _, _, err := s.value(depth + 1); err != nil {
-				return 0, 0, err
-			}
 			s.skipSpace()
+			object := open.topIsObject()
 			if s.pos >= len(s.b) {
+				if object {
+					return 0, 0, s.errf("unexpected end of object")
+				}
 				return 0, 0, s.errf("unexpected end of array")
 			}
-			if s.b[s.pos] == ',' {
+			c := s.b[s.pos]
+			if c == ',' {
 				s.pos++
+				if object {
+					if err := s.key(); err != nil {
+						return 0, 0, err
+					}
+				}
+				break
+			}
+			if object && c == '}' || !object && c == ']' {
+				s.pos++
+				open.n--
 				continue
 			}
-			if s.b[s.pos] == ']' {
-				s.pos++
-				return start, s.pos, nil
+			if object {
+				return 0, 0, s.errf("expected ',' or '}'")
 			}
 			return 0, 0, s.errf("expected ',' or ']'")
 		}
-	case c == '"':
-		if _, err := s.str(); err != nil {
-			return 0, 0, err
-		}
-		return start, s.pos, nil
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return s.number()
-	default:
-		return 0, 0, s.errf("unexpected character")
+		s.skipSpace()
 	}
 }
 
-func (s *scanner) literal(lit string) (int, int, *DecodeError) {
-	start := s.pos
+// key reads an object's key and its colon; pos is then at the value.
+func (s *scanner) key() *DecodeError {
+	s.skipSpace()
+	if _, err := s.stringEnd(); err != nil {
+		return err
+	}
+	s.skipSpace()
+	if s.pos >= len(s.b) || s.b[s.pos] != ':' {
+		return s.errf("expected ':'")
+	}
+	s.pos++
+	return nil
+}
+
+func (s *scanner) literal(lit string) *DecodeError {
 	if len(s.b)-s.pos < len(lit) || string(s.b[s.pos:s.pos+len(lit)]) != lit {
-		return 0, 0, s.errf("invalid literal")
+		return s.errf("invalid literal")
 	}
 	s.pos += len(lit)
-	return start, s.pos, nil
+	return nil
 }
 
-func (s *scanner) number() (int, int, *DecodeError) {
-	start := s.pos
+func (s *scanner) number() *DecodeError {
 	if s.b[s.pos] == '-' {
 		s.pos++
 	}
@@ -148,12 +196,12 @@ func (s *scanner) number() (int, int, *DecodeError) {
 	if s.pos < len(s.b) && s.b[s.pos] == '0' {
 		s.pos++
 	} else if digits() == 0 {
-		return 0, 0, s.errf("invalid number")
+		return s.errf("invalid number")
 	}
 	if s.pos < len(s.b) && s.b[s.pos] == '.' {
 		s.pos++
 		if digits() == 0 {
-			return 0, 0, s.errf("invalid number")
+			return s.errf("invalid number")
 		}
 	}
 	if s.pos < len(s.b) && (s.b[s.pos] == 'e' || s.b[s.pos] == 'E') {
@@ -162,62 +210,69 @@ func (s *scanner) number() (int, int, *DecodeError) {
 			s.pos++
 		}
 		if digits() == 0 {
-			return 0, 0, s.errf("invalid number")
+			return s.errf("invalid number")
 		}
 	}
-	return start, s.pos, nil
+	return nil
 }
 
-// str reads a JSON string at pos and returns it unescaped.
-func (s *scanner) str() (string, *DecodeError) {
+// stringEnd validates the JSON string at pos and moves past it. It
+// reports whether the string has escapes (its body is not its value).
+func (s *scanner) stringEnd() (escaped bool, err *DecodeError) {
 	if s.pos >= len(s.b) || s.b[s.pos] != '"' {
-		return "", s.errf("expected string")
+		return false, s.errf("expected string")
 	}
 	s.pos++
-	start := s.pos
-	simple := true
 	for {
 		if s.pos >= len(s.b) {
-			return "", s.errf("unterminated string")
+			return false, s.errf("unterminated string")
 		}
 		c := s.b[s.pos]
 		switch {
 		case c == '"':
-			raw := s.b[start:s.pos]
 			s.pos++
-			if simple {
-				return string(raw), nil
-			}
-			return unescape(raw), nil
+			return escaped, nil
 		case c == '\\':
-			simple = false
+			escaped = true
 			s.pos++
 			if s.pos >= len(s.b) {
-				return "", s.errf("unterminated string")
+				return false, s.errf("unterminated string")
 			}
 			switch s.b[s.pos] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.pos++
 			case 'u':
 				if len(s.b)-s.pos < 5 || !isHex4(s.b[s.pos+1:s.pos+5]) {
-					return "", s.errf("invalid unicode escape")
+					return false, s.errf("invalid unicode escape")
 				}
 				s.pos += 5
 			default:
-				return "", s.errf("invalid escape")
+				return false, s.errf("invalid escape")
 			}
 		case c < 0x20:
-			return "", s.errf("control character in string")
+			return false, s.errf("control character in string")
 		case c < utf8.RuneSelf:
 			s.pos++
 		default:
 			r, size := utf8.DecodeRune(s.b[s.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return "", s.errf("invalid UTF-8")
+				return false, s.errf("invalid UTF-8")
 			}
 			s.pos += size
 		}
 	}
+}
+
+// unquote is the small codec's way from a validated string literal (quotes
+// included) to its value.
+func unquote(lit []byte) string {
+	body := lit[1 : len(lit)-1]
+	for _, c := range body {
+		if c == '\\' {
+			return unescape(body)
+		}
+	}
+	return string(body)
 }
 
 func isHex4(b []byte) bool {

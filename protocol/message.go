@@ -3,7 +3,9 @@
 //
 // It has its own small JSON codec instead of encoding/json to keep the
 // browser (WebAssembly) build small; Decode rejects malformed input with a
-// *DecodeError whose Code is stable and safe to send back to a peer.
+// *DecodeError whose Code is stable and safe to send back to a peer. Other
+// builds also have DecodeJSON, Frame and the reply types: the same rules
+// through encoding/json, for the server.
 package protocol
 
 import (
@@ -66,8 +68,8 @@ func ValidTopic(name string) bool {
 
 // ErrorBody is the error of a response or an error frame.
 type ErrorBody struct {
-	Code    string
-	Message string
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Message is one decoded frame. Which fields are set depends on Type; the
@@ -107,31 +109,51 @@ const MaxIntervalMs = 3_600_000
 // and ID for a request whose id is valid), so a server can echo the id in
 // its error frame.
 func Decode(b []byte) (Message, error) {
-	var m Message
 	if len(b) > MaxFrameBytes {
-		return m, &DecodeError{Code: ErrTooLarge, Detail: "frame of " + strconv.Itoa(len(b)) + " bytes exceeds " + strconv.Itoa(MaxFrameBytes)}
+		return Message{}, tooLarge(len(b))
 	}
 	s := scanner{b: b}
 	s.skipSpace()
 	if s.pos >= len(b) || b[s.pos] != '{' {
-		if !Valid(b) {
-			return m, s.errf("not JSON")
-		}
-		return m, &DecodeError{Code: ErrNotObject, Detail: "frame must be a JSON object"}
+		return Message{}, notAnObject(b)
 	}
-	if !Valid(b) {
-		return m, firstError(b)
+	return decodeObject(b, unquote)
+}
+
+func tooLarge(n int) *DecodeError {
+	return &DecodeError{Code: ErrTooLarge, Detail: "frame of " + strconv.Itoa(n) + " bytes exceeds " + strconv.Itoa(MaxFrameBytes)}
+}
+
+// notAnObject is the verdict on a frame that does not begin with '{':
+// not_object if it is JSON (at any depth up to the bound both decoders
+// share), bad_json if it is not.
+func notAnObject(b []byte) *DecodeError {
+	s := scanner{b: b}
+	if _, _, err := s.value(0); err != nil {
+		return err
 	}
-	var f fields
-	eachField(b, func(key string, val []byte) {
-		if k := fieldOf(key); k != fNone {
-			f[k] = val
-		}
-	})
-	if f[fType] == nil {
+	s.skipSpace()
+	if s.pos != len(b) {
+		return s.errf("trailing data after JSON value")
+	}
+	return &DecodeError{Code: ErrNotObject, Detail: "frame must be a JSON object"}
+}
+
+// decodeObject decodes a frame that begins (after space) with '{': it
+// reads and validates the whole object, keeping the raw value of every key
+// the protocol defines, then reads the fields the frame's type defines.
+// unq turns a validated string literal into its value: the two decoders
+// differ there (and in how they validate), never in the rules below.
+func decodeObject(b []byte, unq func([]byte) string) (Message, error) {
+	var m Message
+	f := fields{unquote: unq}
+	if err := f.read(b); err != nil {
+		return m, err
+	}
+	if f.raw[fType] == nil {
 		return m, &DecodeError{Code: ErrMissingField, Field: "type", Detail: "every frame needs a type"}
 	}
-	typ, err := asString("type", f[fType])
+	typ, err := f.str(fType, "", true)
 	if err != nil {
 		return m, err
 	}
@@ -158,7 +180,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		if err := f.topic(m); err != nil {
 			return err
 		}
-		if f[fSince] != nil {
+		if f.raw[fSince] != nil {
 			n, err := f.int(fSince, m.Type, true)
 			if err != nil {
 				return err
@@ -224,7 +246,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		if m.Method == "" {
 			return &DecodeError{Code: ErrWrongType, Field: "method", Detail: "must not be empty"}
 		}
-		m.Params = clone(f[fParams])
+		m.Params = clone(f.raw[fParams])
 	case TypeResponse:
 		id, err := f.int(fID, m.Type, true)
 		if err != nil {
@@ -234,14 +256,14 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must not be negative"}
 		}
 		m.ID = uint64(id)
-		if (f[fResult] == nil) == (f[fError] == nil) {
+		if (f.raw[fResult] == nil) == (f.raw[fError] == nil) {
 			return &DecodeError{Code: ErrMissingField, Field: "result", Detail: "response needs exactly one of result and error"}
 		}
-		if f[fError] != nil {
-			m.Error, err = decodeErrorBody(f[fError])
+		if f.raw[fError] != nil {
+			m.Error, err = f.errorBody(f.raw[fError])
 			return err
 		}
-		m.Result = clone(f[fResult])
+		m.Result = clone(f.raw[fResult])
 	case TypeAuth:
 		var err *DecodeError
 		if m.Token, err = f.str(fToken, m.Type, true); err != nil {
@@ -321,41 +343,161 @@ const (
 
 var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt", "since", "stream", "from", "head"}
 
-func fieldOf(key string) field {
-	for i := fType; i < nFields; i++ {
-		if fieldNames[i] == key {
-			return i
-		}
+// fieldOf names the field a key (a string literal's body, unescaped)
+// stands for. A switch on string(b) does not allocate.
+func fieldOf(key []byte) field {
+	switch string(key) {
+	case "type":
+		return fType
+	case "intervalMs":
+		return fIntervalMs
+	case "seq":
+		return fSeq
+	case "id":
+		return fID
+	case "topic":
+		return fTopic
+	case "reason":
+		return fReason
+	case "method":
+		return fMethod
+	case "data":
+		return fData
+	case "params":
+		return fParams
+	case "result":
+		return fResult
+	case "error":
+		return fError
+	case "code":
+		return fCode
+	case "message":
+		return fMessage
+	case "token":
+		return fToken
+	case "expiresAt":
+		return fExpiresAt
+	case "since":
+		return fSince
+	case "stream":
+		return fStream
+	case "from":
+		return fFrom
+	case "head":
+		return fHead
 	}
 	return fNone
 }
 
-// fields holds the raw (validated) value of each known key; nil if absent.
-// A repeated key keeps its last value.
-type fields [nFields][]byte
+// fields holds the raw (validated) value of each known key of a frame; nil
+// if absent. A repeated key keeps its last value, as encoding/json does.
+type fields struct {
+	raw     [nFields][]byte
+	unquote func(lit []byte) string // a validated string literal, quotes included, to its value
+}
+
+// read reads the object b (a whole frame: trailing space allowed, nothing
+// else), validating all of it.
+func (f *fields) read(b []byte) *DecodeError {
+	s := scanner{b: b}
+	err := s.members(0, func(key, val []byte) {
+		if k := f.keyOf(key); k != fNone {
+			f.raw[k] = val
+		}
+	})
+	if err != nil {
+		return err
+	}
+	s.skipSpace()
+	if s.pos != len(b) {
+		return s.errf("trailing data after JSON value")
+	}
+	return nil
+}
+
+// keyOf names the field of a key literal (quotes included).
+func (f *fields) keyOf(lit []byte) field {
+	body := lit[1 : len(lit)-1]
+	for _, c := range body {
+		if c == '\\' {
+			return fieldOf([]byte(f.unquote(lit)))
+		}
+	}
+	return fieldOf(body)
+}
+
+// members reads the object at pos, which depth containers enclose, and
+// validates it, calling fn with each member's key literal (quotes
+// included) and the span of its value, in order.
+func (s *scanner) members(depth int, fn func(key, val []byte)) *DecodeError {
+	s.skipSpace()
+	if s.pos >= len(s.b) || s.b[s.pos] != '{' {
+		return s.errf("expected '{'")
+	}
+	if depth >= maxDepth {
+		return s.errf("nesting too deep")
+	}
+	s.pos++
+	s.skipSpace()
+	if s.pos < len(s.b) && s.b[s.pos] == '}' {
+		s.pos++
+		return nil
+	}
+	for {
+		s.skipSpace()
+		k := s.pos
+		if _, err := s.stringEnd(); err != nil {
+			return err
+		}
+		key := s.b[k:s.pos]
+		s.skipSpace()
+		if s.pos >= len(s.b) || s.b[s.pos] != ':' {
+			return s.errf("expected ':'")
+		}
+		s.pos++
+		start, end, err := s.value(depth + 1)
+		if err != nil {
+			return err
+		}
+		fn(key, s.b[start:end])
+		s.skipSpace()
+		if s.pos >= len(s.b) {
+			return s.errf("unexpected end of object")
+		}
+		switch s.b[s.pos] {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return nil
+		default:
+			return s.errf("expected ',' or '}'")
+		}
+	}
+}
 
 func missing(name string, t Type) *DecodeError {
 	return &DecodeError{Code: ErrMissingField, Field: name, Detail: string(t) + " needs " + name}
 }
 
 func (f *fields) int(k field, t Type, required bool) (int64, *DecodeError) {
-	if f[k] == nil {
+	if f.raw[k] == nil {
 		if required {
 			return 0, missing(fieldNames[k], t)
 		}
 		return 0, nil
 	}
-	return asInt(fieldNames[k], f[k])
+	return asInt(fieldNames[k], f.raw[k])
 }
 
 func (f *fields) str(k field, t Type, required bool) (string, *DecodeError) {
-	if f[k] == nil {
+	if f.raw[k] == nil {
 		if required {
 			return "", missing(fieldNames[k], t)
 		}
 		return "", nil
 	}
-	return asString(fieldNames[k], f[k])
+	return f.asString(fieldNames[k], f.raw[k])
 }
 
 // callID reads a request's or a publish's id: required and positive.
@@ -373,10 +515,10 @@ func (f *fields) callID(m *Message) *DecodeError {
 
 // data reads a required raw JSON data field (update, publish).
 func (f *fields) data(m *Message) *DecodeError {
-	if f[fData] == nil {
+	if f.raw[fData] == nil {
 		return missing("data", m.Type)
 	}
-	m.Data = clone(f[fData])
+	m.Data = clone(f.raw[fData])
 	return nil
 }
 
@@ -401,57 +543,36 @@ func clone(b []byte) []byte {
 	return append([]byte(nil), b...)
 }
 
-// eachField calls fn for every key of the JSON object obj, which must
-// already be valid, with the raw span of its value.
-func eachField(obj []byte, fn func(key string, val []byte)) {
-	s := scanner{b: obj}
-	s.skipSpace()
-	s.pos++ // '{'
-	for {
-		s.skipSpace()
-		if obj[s.pos] == '}' {
-			return
-		}
-		key, _ := s.str()
-		s.skipSpace()
-		s.pos++ // ':'
-		start, end, _ := s.value(0)
-		fn(key, obj[start:end])
-		s.skipSpace()
-		if obj[s.pos] == ',' {
-			s.pos++
-		}
-	}
-}
-
-func firstError(b []byte) error {
-	s := scanner{b: b}
-	if _, _, err := s.value(0); err != nil {
-		return err
-	}
-	s.skipSpace()
-	return s.errf("trailing data after JSON value")
-}
-
-func decodeErrorBody(val []byte) (*ErrorBody, *DecodeError) {
+// errorBody reads a response's error object: code (a non-empty string)
+// and message (optional). As at the top level, other keys are ignored and
+// a repeated key keeps its last value.
+func (f *fields) errorBody(val []byte) (*ErrorBody, *DecodeError) {
 	if val[0] != '{' {
 		return nil, &DecodeError{Code: ErrWrongType, Field: "error", Detail: "must be an object"}
 	}
-	eb := &ErrorBody{}
-	var err *DecodeError
-	eachField(val, func(key string, v []byte) {
-		if err != nil {
-			return
-		}
-		switch key {
-		case "code":
-			eb.Code, err = asString("error.code", v)
-		case "message":
-			eb.Message, err = asString("error.message", v)
+	var code, msg []byte
+	s := scanner{b: val}
+	err := s.members(1, func(key, v []byte) {
+		switch f.keyOf(key) {
+		case fCode:
+			code = v
+		case fMessage:
+			msg = v
 		}
 	})
 	if err != nil {
 		return nil, err
+	}
+	eb := &ErrorBody{}
+	if code != nil {
+		if eb.Code, err = f.asString("error.code", code); err != nil {
+			return nil, err
+		}
+	}
+	if msg != nil {
+		if eb.Message, err = f.asString("error.message", msg); err != nil {
+			return nil, err
+		}
 	}
 	if eb.Code == "" {
 		return nil, &DecodeError{Code: ErrMissingField, Field: "error.code"}
@@ -466,13 +587,11 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-func asString(field string, val []byte) (string, *DecodeError) {
+func (f *fields) asString(field string, val []byte) (string, *DecodeError) {
 	if val[0] != '"' {
 		return "", &DecodeError{Code: ErrWrongType, Field: field, Detail: "must be a string"}
 	}
-	s := scanner{b: val}
-	str, err := s.str()
-	return str, err
+	return f.unquote(val), nil
 }
 
 func asInt(field string, val []byte) (int64, *DecodeError) {

@@ -91,7 +91,9 @@ func TestDecodeRejectsBadInputWithStableCode(t *testing.T) {
 		{`{"type":"publish","id":1,"topic":"x>","data":1}`, ErrInvalidTopic, "topic"},
 		{`{"type":"subscribed","topic":"feed","from":-2}`, ErrWrongType, "from"},
 		{"{\"type\":\"subscribe\",\"topic\":\"\xff\"}", ErrBadJSON, ""},
-		{strings.Repeat("[", 100) + strings.Repeat("]", 100), ErrBadJSON, ""},
+		{strings.Repeat("[", 100) + strings.Repeat("]", 100), ErrNotObject, ""},
+		{strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1), ErrBadJSON, ""},
+		{strings.Repeat("[", 100) + strings.Repeat("]", 99), ErrBadJSON, ""},
 		{`{"type":"subscribe","topic":"` + strings.Repeat("x", MaxFrameBytes) + `"}`, ErrTooLarge, ""},
 	}
 	for _, c := range cases {
@@ -132,7 +134,11 @@ func TestStringUnescapeMatchesEncodingJSON(t *testing.T) {
 		var want string
 		jerr := json.Unmarshal([]byte(s), &want)
 		sc := scanner{b: []byte(s)}
-		got, err := sc.str()
+		_, err := sc.stringEnd()
+		var got string
+		if err == nil {
+			got = unquote([]byte(s))
+		}
 		if (jerr == nil) != (err == nil) {
 			t.Errorf("%s: encoding/json err %v, ours %v", s, jerr, err)
 			continue
@@ -252,5 +258,28 @@ func TestABadRequestStillYieldsItsID(t *testing.T) {
 	}
 	if m, err := Decode([]byte(`{"type":"error","id":9,"code":"missing_field","message":"x"}`)); err != nil || m.ID != 9 {
 		t.Fatalf("error frame with id: %+v %v", m, err)
+	}
+}
+
+// A repeated key counts with its last value, at every level: in a
+// response's error object too, where the first value used to decide.
+func TestDecodeRepeatedKeysKeepTheLast(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Message
+	}{
+		{`{"type":"probe","id":1,"id":2}`, Message{Type: TypeProbe, ID: 2}},
+		{`{"type":"probe","id":"x","id":2}`, Message{Type: TypeProbe, ID: 2}},
+		{`{"type":"response","id":1,"error":{"code":1,"code":"x"}}`, Message{Type: TypeResponse, ID: 1, Error: &ErrorBody{Code: "x"}}},
+		{`{"type":"response","id":1,"error":{"message":2,"code":"x","message":"m"}}`, Message{Type: TypeResponse, ID: 1, Error: &ErrorBody{Code: "x", Message: "m"}}},
+	}
+	for _, c := range cases {
+		got, err := Decode([]byte(c.in))
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Decode(%s) = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+	if _, err := Decode([]byte(`{"type":"response","id":1,"error":{"code":"x","code":1}}`)); err == nil {
+		t.Error("a bad last value was accepted")
 	}
 }

@@ -462,7 +462,7 @@ func (c *conn) authenticate(m protocol.Message) bool {
 	s.mu.Unlock()
 	c.armExpiry(exp)
 	c.authed()
-	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeAuthenticated, ExpiresAt: exp.UnixMilli()}))
+	c.reply(protocol.AuthenticatedFrame{Type: protocol.TypeAuthenticated, ExpiresAt: exp.UnixMilli()})
 	return true
 }
 

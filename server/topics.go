@@ -212,7 +212,7 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 		}
 		from = max(since+1, t.first())
 	}
-	c.offer(protocol.Encode(protocol.Message{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
+	c.offer(c.encode(protocol.SubscribedFrame{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
 	for _, u := range t.ring {
 		if u.seq >= from {
 			c.offer(u.frame)
@@ -287,7 +287,7 @@ func (c *conn) unsubscribe(m protocol.Message) {
 	if t != nil {
 		t.remove(c)
 	}
-	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeUnsubscribed, Topic: m.Topic, Reason: "requested"}))
+	c.reply(protocol.UnsubscribedFrame{Type: protocol.TypeUnsubscribed, Topic: m.Topic, Reason: "requested"})
 }
 
 // dropSubscriptions removes every subscription of c; with a reason it
@@ -301,7 +301,7 @@ func (c *conn) dropSubscriptions(reason string) int {
 	for name, t := range subs {
 		t.remove(c)
 		if reason != "" {
-			c.offer(protocol.Encode(protocol.Message{Type: protocol.TypeUnsubscribed, Topic: name, Reason: reason}))
+			c.offer(c.encode(protocol.UnsubscribedFrame{Type: protocol.TypeUnsubscribed, Topic: name, Reason: reason}))
 		}
 	}
 	return len(subs)
@@ -318,7 +318,7 @@ func (c *conn) subscriptions() int {
 func (c *conn) publish(m protocol.Message) {
 	s := c.s
 	fail := func(code, msg string) {
-		c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{Code: code, Message: msg}}))
+		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{Code: code, Message: msg}})
 	}
 	if !s.opts.Publish {
 		fail(protocol.ErrForbidden, "publishing is off on this server (wsready serve -publish)")
@@ -348,7 +348,7 @@ func (c *conn) publish(m protocol.Message) {
 	default:
 		s.publishStored()
 		s.metrics.published.Inc()
-		c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeResponse, ID: m.ID, Result: []byte(`{"seq":` + itoa64(seq) + `}`)}))
+		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Result: []byte(`{"seq":` + itoa64(seq) + `}`)})
 	}
 }
 
@@ -366,7 +366,7 @@ func errKind(err error) string {
 
 func (c *conn) sendTopicError(topic, code, msg string) {
 	c.errorsOut.Add(1)
-	c.reply(protocol.Encode(protocol.Message{Type: protocol.TypeError, Topic: topic, Error: &protocol.ErrorBody{Code: code, Message: msg}}))
+	c.reply(protocol.ErrorFrame{Type: protocol.TypeError, Topic: topic, Code: code, Message: msg})
 }
 
 // Publish appends data (valid JSON) to topic from the backend's side, as
