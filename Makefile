@@ -69,7 +69,8 @@ wasm-test:
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./internal/bridge ./wasm
 
 fuzz:
-	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 15s
+	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 10s
+	$(GO) test ./protocol -run '^$$' -fuzz FuzzBothDecoders -fuzztime 10s
 
 # The browser suite: the smoke test and the CI subset of the measurements.
 e2e: build chromium
