@@ -13,12 +13,17 @@ import (
 )
 
 // leanServer is the baseline the product is measured against: the same
-// protocol subset (ping every second, a subscribe answered with subscribed,
-// an update every 250 ms) with the least machinery: one goroutine per
-// connection (its reader), one shared ticker that writes every ping and
-// update to every subscribed connection in turn. No queues, no limits, no
-// switches, no stats: it is not a product, only a yardstick.
+// protocol subset (a ping to every connection every ping interval, a
+// subscribe answered with subscribed, an update every 250 ms to every
+// subscriber) with the least machinery: one goroutine per connection (its
+// reader) and one goroutine that writes every ping and update to every
+// connection in turn. No queues, no limits, no switches, no stats: it is not
+// a product, only a yardstick.
 type leanServer struct {
+	ping    time.Duration
+	updates bool
+	pingMsg []byte
+
 	mu    sync.Mutex
 	conns map[*leanConn]struct{}
 }
@@ -28,10 +33,10 @@ type leanConn struct {
 	subscribed bool // guarded by leanServer.mu
 }
 
-func newLeanServer(ctx context.Context) *leanServer {
-	s := &leanServer{conns: map[*leanConn]struct{}{}}
-	go s.tick(ctx)
-	return s
+// newLeanServer returns the baseline; run writes its pings and updates.
+func newLeanServer(ping time.Duration, updates bool) *leanServer {
+	return &leanServer{ping: ping, updates: updates, conns: map[*leanConn]struct{}{},
+		pingMsg: []byte(`{"type":"ping","intervalMs":` + strconv.FormatInt(ping.Milliseconds(), 10) + `}`)}
 }
 
 func (s *leanServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +55,7 @@ func (s *leanServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws.CloseNow()
 	}()
 	ctx := r.Context()
-	s.write(c, []byte(`{"type":"ping","intervalMs":1000}`))
+	s.write(c, s.pingMsg) // the first ping at once, as wsready sends it
 	for {
 		_, b, err := ws.Read(ctx)
 		if err != nil {
@@ -81,35 +86,44 @@ func (s *leanServer) write(c *leanConn, frame []byte) {
 	c.ws.Write(ctx, websocket.MessageText, frame)
 }
 
-// tick writes a ping every second and an update every 250 ms to every
-// subscribed connection, from this one goroutine.
-func (s *leanServer) tick(ctx context.Context) {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
+// run writes a ping every ping interval to every connection and, with
+// updates on, an update every 250 ms to every subscriber, from this one
+// goroutine, until ctx ends.
+func (s *leanServer) run(ctx context.Context) {
+	pt := time.NewTicker(s.ping)
+	defer pt.Stop()
+	var updates <-chan time.Time // nil with updates off: never ready
+	if s.updates {
+		ut := time.NewTicker(250 * time.Millisecond)
+		defer ut.Stop()
+		updates = ut.C
+	}
 	var seq int64
-	for n := 0; ; n++ {
+	var targets []*leanConn
+	for {
+		var frame []byte
+		subscribersOnly := true
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-pt.C:
+			frame, subscribersOnly = s.pingMsg, false
+		case now := <-updates:
 			seq++
-			update := []byte(`{"type":"update","topic":"feed","seq":` + strconv.FormatInt(seq, 10) + `,"data":{"ts":` +
+			frame = []byte(`{"type":"update","topic":"feed","seq":` + strconv.FormatInt(seq, 10) + `,"data":{"ts":` +
 				strconv.FormatInt(now.UnixMilli(), 10) + `,"value":` + strconv.FormatInt(50+(seq*37)%50, 10) + `}}`)
-			ping := n%4 == 0
-			s.mu.Lock()
-			targets := make([]*leanConn, 0, len(s.conns))
-			for c := range s.conns {
-				if c.subscribed {
-					targets = append(targets, c)
-				}
-			}
-			s.mu.Unlock()
-			for _, c := range targets {
-				if ping {
-					s.write(c, []byte(`{"type":"ping","intervalMs":1000}`))
-				}
-				s.write(c, update)
+		}
+		s.mu.Lock()
+		targets = targets[:0]
+		for c := range s.conns {
+			if c.subscribed || !subscribersOnly {
+				targets = append(targets, c)
 			}
 		}
+		s.mu.Unlock()
+		for _, c := range targets {
+			s.write(c, frame)
+		}
+		clear(targets)
 	}
 }
