@@ -225,7 +225,7 @@ func TestClientsSpeakCentrifugesProtocol(t *testing.T) {
 		t.Fatalf("counts %+v: messages and frames disagree", s)
 	}
 	var hs serverStats
-	if err := getJSON("http://"+c.addr+"/bench/stats?mem=1", &hs); err != nil || hs.Goroutines < 3 || hs.HeapInuse <= 0 {
+	if err := getJSON("http://"+c.addr+"/bench/stats?mem=1", &hs); err != nil || hs.Goroutines < 3 || hs.PeakGoroutines < hs.Goroutines || hs.HeapInuse <= 0 {
 		t.Fatalf("/bench/stats = %+v, %v", hs, err)
 	}
 }
@@ -281,5 +281,26 @@ func TestCentrifugePeerRefusesBadFlags(t *testing.T) {
 		if out, err := exec.Command(bin, args...).CombinedOutput(); err == nil {
 			t.Errorf("%v: accepted (%s)", args, out)
 		}
+	}
+}
+
+func TestStatsEndpointReportsTheHighWaterMark(t *testing.T) {
+	var g goroutineWatch
+	g.see(1 << 20) // as if a burst had happened since the last read
+	hs := httptest.NewServer(http.HandlerFunc(g.serveStats))
+	defer hs.Close()
+	var s serverStats
+	if err := getJSON(hs.URL+"?mem=1", &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.PeakGoroutines != 1<<20 || s.Goroutines < 1 || s.HeapInuse <= 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	var s2 serverStats
+	if err := getJSON(hs.URL, &s2); err != nil {
+		t.Fatal(err)
+	}
+	if s2.PeakGoroutines >= 1<<20 || s2.HeapInuse != 0 {
+		t.Fatalf("the second read: %+v (the mark did not restart, or the heap was read without ?mem=1)", s2)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -191,13 +192,21 @@ type Window struct {
 	Seconds    float64 `json:"seconds"`
 	RSS        Series  `json:"rssBytes"`   // every sample period, from /proc
 	Goroutines Series  `json:"goroutines"` // every goroutine period, from the server
-	CPUSeconds float64 `json:"cpuSeconds"` // user + system through the window
+	// GoroutinesPeak is the server's own high-water mark through the
+	// window (it looks every millisecond: a burst of short-lived
+	// goroutines can fall between two samples from outside); the sampled
+	// peak where the server keeps none.
+	GoroutinesPeak float64 `json:"goroutinesPeak"`
+	CPUSeconds     float64 `json:"cpuSeconds"` // user + system through the window
 }
 
 // sampler reads one server process.
 type sampler struct {
-	pid        int
-	goroutines func() (int, error) // nil: not sampled
+	pid int
+	// goroutines reads the server's goroutine count now and its most since
+	// the previous read (the count itself where it keeps no high-water
+	// mark); nil: not sampled.
+	goroutines func() (now, peak int, err error)
 }
 
 func (s sampler) cpu() (time.Duration, error) { return readCPU(s.pid) }
@@ -213,6 +222,7 @@ func (s sampler) window(d, rssEvery, gEvery time.Duration) (Window, error) {
 	start := time.Now()
 	maxSamples := int(d/rssEvery) + 2 // the loop's bound beside its deadline
 	var rss, gs []float64
+	hwm := math.NaN()
 	t := time.NewTicker(rssEvery)
 	defer t.Stop()
 	every := max(1, int(gEvery/rssEvery))
@@ -223,11 +233,18 @@ func (s sampler) window(d, rssEvery, gEvery time.Duration) (Window, error) {
 		}
 		rss = append(rss, float64(r))
 		if s.goroutines != nil && i%every == 0 {
-			g, err := s.goroutines()
+			g, peak, err := s.goroutines()
 			if err != nil {
 				return Window{}, err
 			}
 			gs = append(gs, float64(g))
+			// The first read's peak covers the time before the window.
+			if i == 0 {
+				peak = g
+			}
+			if math.IsNaN(hwm) || float64(peak) > hwm {
+				hwm = float64(peak)
+			}
 		}
 		if time.Since(start) >= d {
 			break
@@ -238,28 +255,34 @@ func (s sampler) window(d, rssEvery, gEvery time.Duration) (Window, error) {
 	if err != nil {
 		return Window{}, err
 	}
-	return Window{Seconds: time.Since(start).Seconds(), RSS: summarise(rss), Goroutines: summarise(gs), CPUSeconds: (c1 - c0).Seconds()}, nil
+	w := Window{Seconds: time.Since(start).Seconds(), RSS: summarise(rss), Goroutines: summarise(gs), CPUSeconds: (c1 - c0).Seconds()}
+	if !math.IsNaN(hwm) {
+		w.GoroutinesPeak = hwm
+	}
+	return w, nil
 }
 
-// benchGoroutines reads the goroutine count from a /bench/stats endpoint.
-func benchGoroutines(base string) func() (int, error) {
-	return func() (int, error) {
+// benchGoroutines reads the goroutine count and the high-water mark from
+// a /bench/stats endpoint.
+func benchGoroutines(base string) func() (int, int, error) {
+	return func() (int, int, error) {
 		var s serverStats
 		err := getJSON(base+"/bench/stats", &s)
-		return s.Goroutines, err
+		return s.Goroutines, s.PeakGoroutines, err
 	}
 }
 
 // metricsGoroutines reads go_goroutines from a Prometheus /metrics page
 // (wsready serve's).
-func metricsGoroutines(base string) func() (int, error) {
-	return func() (int, error) {
+func metricsGoroutines(base string) func() (int, int, error) {
+	return func() (int, int, error) {
 		resp, err := statsClient.Get(base + "/metrics")
 		if err != nil {
-			return 0, fmt.Errorf("failed to get the metrics: %w", err)
+			return 0, 0, fmt.Errorf("failed to get the metrics: %w", err)
 		}
 		defer resp.Body.Close()
-		return parseGoGoroutines(resp.Body)
+		n, err := parseGoGoroutines(resp.Body)
+		return n, n, err
 	}
 }
 

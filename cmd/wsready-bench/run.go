@@ -328,7 +328,7 @@ func (s *liveServer) point() (point, error) {
 	if err != nil {
 		return point{}, err
 	}
-	g, err := s.sampler.goroutines()
+	g, _, err := s.sampler.goroutines()
 	return point{rss: float64(r), goroutines: float64(g), cpu: c}, err
 }
 
@@ -392,7 +392,7 @@ func (e *env) measureServer(kind string, trial int) (ServerRun, error) {
 		r.RSSPerConnBytes = (w.RSS.Mean - p0.rss) / n
 		r.RSSPeakPerConnBytes = (w.RSS.Peak - p0.rss) / n
 		r.GoroutinesMeanPerConn = (w.Goroutines.Mean - p0.goroutines) / n
-		r.GoroutinesPeakPerConn = (w.Goroutines.Peak - p0.goroutines) / n
+		r.GoroutinesPeakPerConn = (w.GoroutinesPeak - p0.goroutines) / n
 		r.HeapInuseBytes = float64(hs.HeapInuse)
 		msgs, updates := float64(s1.Msgs-s0.Msgs), float64(s1.Updates-s0.Updates)
 		if msgs > 0 {
@@ -453,7 +453,7 @@ func (e *env) measureServer(kind string, trial int) (ServerRun, error) {
 		}
 		r.Rest = w
 		r.RestRSSPerConnBytes = (w.RSS.Mean - p0.rss) / n
-		r.RestGoroutinesPeakPerConn = (w.Goroutines.Peak - p0.goroutines) / n
+		r.RestGoroutinesPeakPerConn = (w.GoroutinesPeak - p0.goroutines) / n
 		r.RestPingsPerConnPerSec = float64(s1.Pings-s0.Pings) / n / w.Seconds
 		r.RestDropped = s1.Dropped
 		return nil

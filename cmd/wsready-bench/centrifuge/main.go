@@ -8,9 +8,9 @@
 // github.com/wsready/wsready never depends on centrifuge.
 //
 // It prints "listening ADDR" as its first line on stdout and serves
-// /connection/websocket and /bench/stats (the goroutine count and, with
-// ?mem=1, the heap, as the harness's own server children do). SIGINT or
-// SIGTERM stops it.
+// /connection/websocket and /bench/stats (the goroutine count, its
+// high-water mark since the previous request and, with ?mem=1, the heap,
+// as the harness's own server children do). SIGINT or SIGTERM stops it.
 package main
 
 import (
@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,8 +55,14 @@ func run(args []string) error {
 	if *ping <= 0 || *pong <= 0 || *pong >= *ping || *feed <= 0 {
 		return fmt.Errorf("-ping, -pong and -feed must be positive and -pong below -ping (got %v, %v, %v)", *ping, *pong, *feed)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// ctx also ends when run returns early, so the goroutines below end.
+	ctx, cancel := context.WithCancel(sig)
+	var watch goroutineWatch
+	watched := make(chan struct{})
+	go func() { defer close(watched); watch.run(ctx) }()
+	defer func() { cancel(); <-watched }()
 
 	node, err := centrifuge.New(centrifuge.Config{LogLevel: centrifuge.LogLevelNone})
 	if err != nil {
@@ -83,7 +90,7 @@ func run(args []string) error {
 	mux.Handle("/connection/websocket", centrifuge.NewWebsocketHandler(node, centrifuge.WebsocketConfig{
 		PingPongConfig: centrifuge.PingPongConfig{PingInterval: *ping, PongTimeout: *pong},
 	}))
-	mux.HandleFunc("/bench/stats", serveStats)
+	mux.HandleFunc("/bench/stats", watch.serveStats)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("failed to listen: %w", err)
@@ -127,15 +134,45 @@ func publish(ctx context.Context, node *centrifuge.Node, interval time.Duration)
 	}
 }
 
-// stats is what /bench/stats answers; the harness reads RSS and CPU time
-// from /proc itself.
+// stats is what /bench/stats answers (the harness's own server children
+// answer the same); the harness reads RSS and CPU time from /proc itself.
 type stats struct {
-	Goroutines int   `json:"goroutines"`
-	HeapInuse  int64 `json:"heapInuse,omitempty"` // with ?mem=1 only: ReadMemStats stops the world
+	Goroutines int `json:"goroutines"`
+	// PeakGoroutines is the most goroutines seen since the previous
+	// request (looked at every millisecond by goroutineWatch).
+	PeakGoroutines int   `json:"peakGoroutines"`
+	HeapInuse      int64 `json:"heapInuse,omitempty"` // with ?mem=1 only: ReadMemStats stops the world
 }
 
-func serveStats(w http.ResponseWriter, r *http.Request) {
-	s := stats{Goroutines: runtime.NumGoroutine()}
+// goroutineWatch keeps the goroutine count's high-water mark, looking
+// every millisecond (about a thousand timer wake-ups a second, as in the
+// harness's own server children): a burst of short-lived goroutines falls
+// between the harness's samples.
+type goroutineWatch struct{ peak atomic.Int64 }
+
+func (g *goroutineWatch) run(ctx context.Context) {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n := int64(runtime.NumGoroutine())
+			for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+			}
+		}
+	}
+}
+
+// take returns the high-water mark and starts a new one from now.
+func (g *goroutineWatch) take() int {
+	now := int64(runtime.NumGoroutine())
+	return int(max(g.peak.Swap(now), now))
+}
+
+func (g *goroutineWatch) serveStats(w http.ResponseWriter, r *http.Request) {
+	s := stats{Goroutines: runtime.NumGoroutine(), PeakGoroutines: g.take()}
 	if r.URL.Query().Get("mem") == "1" {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
