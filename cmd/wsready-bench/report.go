@@ -18,6 +18,8 @@ type ServerRun struct {
 	Kind  string `json:"kind"`
 	Trial int    `json:"trial"`
 	Conns int    `json:"conns"`
+	// Error is why the run failed; its figures are then left out.
+	Error string `json:"error,omitempty"`
 
 	// Subscribed, the feed running: Conns clients subscribed, then a
 	// window of -steady.
@@ -68,6 +70,7 @@ type IdleRun struct {
 	CPUCores       float64 `json:"cpuCores"`
 	PingsPerConn   float64 `json:"pingsPerConn"` // since connecting, to show the pings ran
 	Dropped        int64   `json:"dropped"`
+	Error          string  `json:"error,omitempty"` // why the run failed; its figures are then left out
 }
 
 // IdleFigures is the idle row: every run, the medians, the goals.
@@ -102,7 +105,8 @@ const sseNotMeasured = "not measured: the HTTP transport does not exist yet"
 type RatioRun struct {
 	Wsready float64 `json:"wsready"`
 	Other   float64 `json:"other"`
-	Ratio   float64 `json:"ratio"` // wsready / other
+	Ratio   float64 `json:"ratio"`            // wsready / other
+	Failed  string  `json:"failed,omitempty"` // a server's run failed: no figures
 }
 
 // Row is one figure with its goal, run by run.
@@ -271,8 +275,16 @@ func (r *Report) finish(runs map[string][]ServerRun, notes map[string]string) {
 			row := Row{Key: other + "." + g.key, Figure: f.label, Unit: f.unit, Absolute: g.absolute, Goal: g.goal, Stretch: g.stretch}
 			var xs []float64
 			for i := range runs["wsready"] {
-				w, o := f.get(runs["wsready"][i]), f.get(runs[other][i])
+				wr, or := runs["wsready"][i], runs[other][i]
+				if wr.Error != "" || or.Error != "" && !g.absolute {
+					row.Runs = append(row.Runs, RatioRun{Ratio: math.NaN(), Failed: failedKinds(wr, or)})
+					continue
+				}
+				w, o := f.get(wr), f.get(or)
 				rr := RatioRun{Wsready: w, Other: o, Ratio: ratio(w, o)}
+				if or.Error != "" {
+					rr.Ratio, rr.Failed = math.NaN(), failedKinds(wr, or)
+				}
 				row.Runs = append(row.Runs, rr)
 				if g.absolute {
 					xs = append(xs, w)
@@ -290,12 +302,25 @@ func (r *Report) finish(runs map[string][]ServerRun, notes map[string]string) {
 	if n := len(r.Idle.Runs); n > 0 {
 		var rss, cores []float64
 		for _, x := range r.Idle.Runs {
-			rss, cores = append(rss, x.Window.RSS.Peak), append(cores, x.CPUCores)
+			if x.Error == "" {
+				rss, cores = append(rss, x.Window.RSS.Peak), append(cores, x.CPUCores)
+			}
 		}
 		r.Idle.MedianPeakRSSBytes, r.Idle.MedianCPUCores = median(rss), median(cores)
 		r.Idle.VerdictRSS = verdictAtMost(r.Idle.MedianPeakRSSBytes, r.Idle.GoalRSSBytes, 0)
 		r.Idle.VerdictCPU = verdictAtMost(r.Idle.MedianCPUCores, r.Idle.GoalCores, 0)
 	}
+}
+
+// failedKinds names the servers whose run failed.
+func failedKinds(runs ...ServerRun) string {
+	var k []string
+	for _, r := range runs {
+		if r.Error != "" {
+			k = append(k, r.Kind)
+		}
+	}
+	return strings.Join(k, " and ") + " failed"
 }
 
 // ratio is a / b to two places; NaN when b is 0 (nothing to compare).
@@ -481,6 +506,14 @@ func (r *Report) markdown() string {
 			}
 			fmt.Fprintf(&b, "| %s | %s |", label, goal)
 			for _, rr := range row.Runs {
+				if rr.Failed != "" {
+					if row.Absolute && !strings.HasPrefix(rr.Failed, "wsready") {
+						fmt.Fprintf(&b, " %s (%s failed) |", num(rr.Wsready, row.Unit), c.Against)
+					} else {
+						fmt.Fprintf(&b, " %s |", rr.Failed)
+					}
+					continue
+				}
 				if row.Absolute {
 					fmt.Fprintf(&b, " %s (%s %s) |", num(rr.Wsready, row.Unit), c.Against, num(rr.Other, row.Unit))
 				} else {
@@ -522,6 +555,10 @@ func (r *Report) markdown() string {
 			fmt.Fprintf(&b, "| %s |", f.label)
 			var xs []float64
 			for _, run := range runs {
+				if run.Error != "" {
+					b.WriteString(" failed |")
+					continue
+				}
 				x := f.get(run)
 				xs = append(xs, x)
 				fmt.Fprintf(&b, " %s |", num(x, f.unit))
@@ -532,11 +569,16 @@ func (r *Report) markdown() string {
 		for _, run := range runs {
 			fmt.Fprintf(&b, " %.0f / %.0f / %.0f MB |", run.Steady.RSS.Mean/1e6, run.Steady.RSS.Peak/1e6, run.Steady.RSS.End/1e6)
 		}
-		b.WriteString(" |\n| goroutines through the window, mean / peak / end |")
+		b.WriteString(" |\n| goroutines sampled through the window, mean / peak / end; the server's high-water mark |")
 		for _, run := range runs {
-			fmt.Fprintf(&b, " %.0f / %.0f / %.0f |", run.Steady.Goroutines.Mean, run.Steady.Goroutines.Peak, run.Steady.Goroutines.End)
+			fmt.Fprintf(&b, " %.0f / %.0f / %.0f; %.0f |", run.Steady.Goroutines.Mean, run.Steady.Goroutines.Peak, run.Steady.Goroutines.End, run.Steady.GoroutinesPeak)
 		}
 		b.WriteString(" |\n")
+		for _, run := range runs {
+			if run.Error != "" {
+				fmt.Fprintf(&b, "\nRun %d failed: %s\n", run.Trial, run.Error)
+			}
+		}
 	}
 
 	if len(r.Idle.Runs) > 0 {
@@ -546,6 +588,10 @@ func (r *Report) markdown() string {
 			x.Command, r.Params.IdleWindowSecs, p.SampleMs)
 		b.WriteString("| run | total RSS, mean / peak / end | before the clients | server CPU through the window | goroutines, peak | pings per connection | dropped |\n|---|---|---|---|---|---|---|\n")
 		for _, x := range r.Idle.Runs {
+			if x.Error != "" {
+				fmt.Fprintf(&b, "| %d | failed: %s | | | | | |\n", x.Trial, x.Error)
+				continue
+			}
 			fmt.Fprintf(&b, "| %d | %.0f / %.0f / %.0f MB | %.0f MB | %.3f cores | %.0f | %.1f | %d |\n", x.Trial, x.Window.RSS.Mean/1e6, x.Window.RSS.Peak/1e6, x.Window.RSS.End/1e6,
 				x.BaseRSSBytes/1e6, x.CPUCores, x.Window.Goroutines.Peak, x.PingsPerConn, x.Dropped)
 		}
@@ -570,6 +616,9 @@ func (r *Report) markdown() string {
 
 	s := r.Sim
 	b.WriteString("\n## The simulator beside the Python model, as whole processes\n\n")
+	if s.Error != "" {
+		fmt.Fprintf(&b, "**The comparison failed: %s.** What it measured before is below.\n\n", s.Error)
+	}
 	fmt.Fprintf(&b, "Scenario: %s. The simulator: `%s` (the built binary; its four policies side by side: the model's three and random-start linear, which the model does not run). ", s.Scenario, s.SimCommand)
 	if s.NotMeasured != "" {
 		fmt.Fprintf(&b, "The Python model: **not measured: %s**.\n\n", s.NotMeasured)
@@ -587,10 +636,11 @@ func (r *Report) markdown() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "The model: `python3 %s`. Each run starts the process and waits for its end; the two take turns.\n\n| | ", s.ModelPath)
-	for i := range s.SimRuns {
+	cols := max(len(s.SimRuns), len(s.ModelRuns))
+	for i := range cols {
 		fmt.Fprintf(&b, "run %d | ", i+1)
 	}
-	b.WriteString("median |\n|---|" + strings.Repeat("---|", len(s.SimRuns)+1) + "\n")
+	b.WriteString("median |\n|---|" + strings.Repeat("---|", cols+1) + "\n")
 	line := func(label string, get func(ProcRun) float64, runs []ProcRun, unit string, places int) {
 		fmt.Fprintf(&b, "| %s |", label)
 		var xs []float64

@@ -217,3 +217,34 @@ func TestAReportWithARatioOfNothingEncodes(t *testing.T) {
 		t.Fatalf("decoded row %+v", lean)
 	}
 }
+
+// A run that failed is shown as failed, left out of the medians, and the
+// report still encodes.
+func TestAFailedRunIsShownAndLeftOut(t *testing.T) {
+	runs := testRuns()
+	runs["lean"][2] = ServerRun{Kind: "lean", Trial: 3, Conns: 10000, Error: "subscribing 10000: 3 connections failed and 0 dropped"}
+	runs["centrifuge"][0] = ServerRun{Kind: "centrifuge", Trial: 1, Conns: 10000, Error: "boom"}
+	r := newReport(nil, params{Conns: 10000, Connect: 19000, Trials: 3, Servers: allServers, SampleMs: 100})
+	r.Idle.Runs = []IdleRun{{Trial: 1, Conns: 19500, Error: "connecting 19500: timeout"}, {Trial: 2, Conns: 19500, Window: Window{RSS: Series{Peak: 400e6}}, CPUCores: 0.05}}
+	r.finish(runs, nil)
+	// Ratios 1.00 and 1.10 remain: the median is their mean.
+	if row := findRow(t, r, "lean", "rssPerConn"); row.Median != 1.05 || row.Runs[2].Failed != "lean failed" || !math.IsNaN(row.Runs[2].Ratio) {
+		t.Fatalf("lean row %+v", row)
+	}
+	// wsready's own figure stands when centrifuge's run failed.
+	if g := findRow(t, r, "centrifuge", "goroutinesPeakPerConn"); g.Median != 1.9 || g.Runs[0].Failed != "centrifuge failed" || g.Runs[0].Wsready != 1.97 {
+		t.Fatalf("goroutine row %+v", g)
+	}
+	if r.Idle.MedianPeakRSSBytes != 400e6 || r.Idle.VerdictRSS != "met" {
+		t.Fatalf("idle %+v", r.Idle)
+	}
+	md := r.markdown()
+	for _, want := range []string{"| lean failed |", "1.97 (centrifuge failed)", "Run 3 failed: subscribing 10000", "| 1 | failed: connecting 19500: timeout |", "**1.05** | missed"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -136,13 +136,19 @@ func runBench(args []string) error {
 	// The servers take turns, their order turning by one every trial, so
 	// the machine's drift falls on each alike.
 	runs := map[string][]ServerRun{}
+	var failures []error
 	for tr := range p.Trials {
 		for i := range p.Servers {
 			kind := p.Servers[(i+tr)%len(p.Servers)]
 			logf("trial %d/%d: %s, %d connections, then %d", tr+1, p.Trials, kind, p.Conns, p.Connect)
+			// A run that fails is recorded as failed (its figures
+			// dropped) and the others go on: one bad run must not cost
+			// the other twenty minutes.
 			r, err := e.measureServer(kind, tr+1)
 			if err != nil {
-				return fmt.Errorf("failed to measure %s (trial %d): %w", kind, tr+1, err)
+				failures = append(failures, fmt.Errorf("failed to measure %s (trial %d): %w", kind, tr+1, err))
+				logf("%v", failures[len(failures)-1])
+				r = ServerRun{Kind: kind, Trial: tr + 1, Conns: p.Conns, ConnectMany: p.Connect, Error: err.Error()}
 			}
 			runs[kind] = append(runs[kind], r)
 		}
@@ -150,14 +156,18 @@ func runBench(args []string) error {
 			logf("trial %d/%d: wsready serve, %d idle connections at %v pings, %v window", tr+1, p.Trials, p.Idle, p.idlePing, p.idleWindow)
 			r, err := e.measureIdle(tr + 1)
 			if err != nil {
-				return fmt.Errorf("failed to measure the idle row (trial %d): %w", tr+1, err)
+				failures = append(failures, fmt.Errorf("failed to measure the idle row (trial %d): %w", tr+1, err))
+				logf("%v", failures[len(failures)-1])
+				r = IdleRun{Trial: tr + 1, Conns: p.Idle, PingSeconds: p.idlePing.Seconds(), Command: r.Command, Error: err.Error()}
 			}
 			rep.Idle.Runs = append(rep.Idle.Runs, r)
 		}
 	}
 	logf("the simulator beside the Python model")
 	if rep.Sim, err = measureSim(e.wsreadyBin, *model, p.Trials); err != nil {
-		return err
+		failures = append(failures, err)
+		logf("%v", err)
+		rep.Sim.Error = err.Error()
 	}
 	rep.finish(runs, notes)
 	rep.Machine.LoadEnd = loadAverage()
@@ -176,6 +186,9 @@ func runBench(args []string) error {
 		return fmt.Errorf("failed to write bench.json: %w", err)
 	}
 	logf("done in %v", time.Since(started).Round(time.Second))
+	if len(failures) > 0 {
+		return fmt.Errorf("%d measurements failed (the report shows which): %w", len(failures), errors.Join(failures...))
+	}
 	return nil
 }
 

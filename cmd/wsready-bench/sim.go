@@ -78,6 +78,7 @@ type SimFigures struct {
 	Goal        float64            `json:"goal"`
 	Verdict     string             `json:"verdict"`
 	Figures     []PolicyComparison `json:"figures,omitempty"`
+	Error       string             `json:"error,omitempty"` // the comparison failed: the runs before it are kept
 }
 
 const simScenario = "100,000 clients lose their connection at t=0; at most 5,000 handshakes accepted per one-second window (no downtime); first attempt after the policy's first delay; fixed 1 s, exponential without jitter and full jitter from base 1 s, cap 60 s; seed 7; to completion"
