@@ -98,7 +98,7 @@ storm: build
 # centrifuge (cmd/wsready-bench/centrifuge, a module of its own), the idle
 # row (wsready serve, 19,500 connections at 25 s pings), and the simulator
 # beside the published Python model (MODEL=path; when it is missing the
-# report says so), three runs each on this machine: about 20 minutes.
+# report says so), three runs each on this machine: about 15-20 minutes.
 # Writes docs/bench.md and docs/bench.json; FINDINGS (a JSON object by row
 # key) are printed beside the figures.
 MODEL ?= ../shared/anchors/fleet_model.py
