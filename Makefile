@@ -121,11 +121,17 @@ sim:
 storm: build
 	./bin/wsready storm -compare -clients 5000 -json docs/storm.json -md docs/storm.md
 
-# The server against a lean baseline (bench/lean.go) and the simulator
-# against the published Python model, on this machine, in one run: about 4
-# minutes. Writes docs/bench.md and docs/bench.json.
+# The server beside a lean baseline (cmd/wsready-bench/lean.go) and
+# centrifuge (cmd/wsready-bench/centrifuge, a module of its own), the idle
+# row (wsready serve, 19,500 connections at 25 s pings), and the simulator
+# beside the published Python model (MODEL=path; when it is missing the
+# report says so), three runs each on this machine: about 15-20 minutes.
+# Writes docs/bench.md and docs/bench.json; FINDINGS (a JSON object by row
+# key) are printed beside the figures.
+MODEL ?= ../shared/anchors/fleet_model.py
+FINDINGS ?= docs/bench-findings.json
 bench:
-	$(GO) run ./bench run -conns 10000 -connect 19000 -steady 10s -out docs
+	$(GO) run ./cmd/wsready-bench run -conns 10000 -connect 19000 -steady 10s -model $(MODEL) -findings $(FINDINGS) -out docs
 
 # Five minutes of the Jitter switch (pings delayed 0-800 ms) against stage 6
 # clients at 1 s pings: none may leave READY (CI runs 20 s of it).
