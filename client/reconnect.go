@@ -27,7 +27,10 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 	waitVisible := c.cfg.Features.Session && c.hidden
 	var d Decision
 	if waitOnline || waitVisible {
-		d = Decision{Class: Classify(cause), BudgetLeft: -1, WindowLeft: -1}
+		// Nothing is spent while the client waits, but a terminal close
+		// is terminal here too: a revoked user must not come back on the
+		// next online or visible.
+		d = Decision{Class: Classify(cause), Terminal: c.rc.terminal(now, cause), BudgetLeft: -1, WindowLeft: -1}
 		if !c.cfg.Features.Session {
 			d.Class = ClassBackoff
 		}

@@ -88,21 +88,13 @@ func (rc *Reconnector) Failed(now time.Time, c Cause, r float64) Decision {
 		return d
 	}
 	d.Class = Classify(c)
-	switch d.Class {
-	case ClassEnded:
-		d.Terminal = Ended
+	if d.Terminal = rc.terminal(now, c); d.Terminal != NotEnded {
 		return d
-	case ClassForbidden:
-		d.Terminal = Forbidden
-		return d
-	case ClassTokenExpired:
+	}
+	if d.Class == ClassTokenExpired {
 		// An orderly close, not a failure of the connection: it neither
 		// starts a run nor spends the budget, but refreshes that never get
-		// back to READY are bounded.
-		if rc.refreshes >= rc.MaxRefreshes {
-			d.Terminal = RefreshExhausted
-			return d
-		}
+		// back to READY are bounded (terminal).
 		rc.refreshes++
 		d.Refresh = true
 		d.BudgetLeft, d.WindowLeft = rc.left(now)
@@ -110,14 +102,6 @@ func (rc *Reconnector) Failed(now time.Time, c Cause, r float64) Decision {
 	}
 	if rc.failingSince.IsZero() {
 		rc.failingSince = now
-	}
-	if rc.windowOver || (rc.Window > 0 && !now.Before(rc.failingSince.Add(rc.Window))) {
-		d.Terminal = GaveUp
-		return d
-	}
-	if rc.Budget > 0 && rc.attempts >= rc.Budget {
-		d.Terminal = GaveUp
-		return d
 	}
 	rc.attempts++
 	d.Delay = rc.nextAt(now, r)
@@ -131,6 +115,36 @@ func (rc *Reconnector) Failed(now time.Time, c Cause, r float64) Decision {
 	}
 	d.BudgetLeft, d.WindowLeft = rc.left(now)
 	return d
+}
+
+// terminal reports the terminal state a failure at now leads to, or
+// NotEnded, and changes nothing: Failed asks it first, and so does a
+// failure that waits (offline, hidden) instead of being retried, because
+// terminal means terminal in every state.
+func (rc *Reconnector) terminal(now time.Time, c Cause) Terminal {
+	if !rc.Classify {
+		return NotEnded
+	}
+	switch Classify(c) {
+	case ClassEnded:
+		return Ended
+	case ClassForbidden:
+		return Forbidden
+	case ClassTokenExpired:
+		if rc.refreshes >= rc.MaxRefreshes {
+			return RefreshExhausted
+		}
+		return NotEnded
+	}
+	// A run that has not begun begins now, and a window cannot be over at
+	// its first instant.
+	if rc.windowOver || (rc.Window > 0 && !rc.failingSince.IsZero() && !now.Before(rc.failingSince.Add(rc.Window))) {
+		return GaveUp
+	}
+	if rc.Budget > 0 && rc.attempts >= rc.Budget {
+		return GaveUp
+	}
+	return NotEnded
 }
 
 // nextAt draws the next delay with the cap the run's length allows.
