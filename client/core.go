@@ -54,8 +54,9 @@ type Core struct {
 	rc  Reconnector
 
 	started bool
-	ended   Terminal // set: the session is over (stopped included)
-	endCode int      // the close code that ended it, if one did
+	origin  time.Time // the Reconnector's instants are durations since (the first Start)
+	ended   Terminal  // set: the session is over (stopped included)
+	endCode int       // the close code that ended it, if one did
 	online  bool
 	hidden  bool
 	session string // the session ref for records: random, opaque
@@ -111,16 +112,7 @@ func New(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg, online: true, pending: map[uint64]*pendingRequest{}}
-	if cfg.Features.Backoff {
-		c.rc.Backoff = Backoff{Policy: cfg.Policy, Cooldown: cfg.Cooldown}
-	} else {
-		c.rc.Backoff = Backoff{Policy: Fixed{D: cfg.NaiveDelay}}
-	}
-	if cfg.Features.Session {
-		c.rc.Classify = true
-		c.rc.Budget, c.rc.Window, c.rc.CapGrowth, c.rc.MaxRefreshes = cfg.Budget, cfg.Window, cfg.CapGrowth, cfg.MaxRefreshes
-	}
+	c := &Core{cfg: cfg, rc: reconnectorOf(cfg), online: true, pending: map[uint64]*pendingRequest{}}
 	c.session = sessionRef(cfg.Rand)
 	c.initTopics()
 	return c, nil
@@ -157,6 +149,7 @@ func (c *Core) Start(now time.Time) {
 		return
 	}
 	c.started = true
+	c.at(now)
 	c.dial(now)
 	c.after(now)
 }
@@ -361,6 +354,15 @@ func (c *Core) after(now time.Time) {
 		c.armed = next
 		c.emit(Effect{Kind: EffTimer, At: next})
 	}
+}
+
+// at turns an instant into the Reconnector's: a duration since the origin,
+// which the first call sets (Start makes that the first).
+func (c *Core) at(now time.Time) time.Duration {
+	if c.origin.IsZero() {
+		c.origin = now
+	}
+	return now.Sub(c.origin)
 }
 
 // earliest returns the earlier of two deadlines; zero means unset.

@@ -478,8 +478,14 @@ func TestFullJitterDelaysStayInRange(t *testing.T) {
 	if got := (Exponential{Base: time.Second, Cap: 30 * time.Second}).Delay(200, 0, 0); got != 30*time.Second {
 		t.Fatalf("exponential(200) = %v", got)
 	}
-	b := Backoff{Policy: RandomStartLinear{Step: time.Second}}
-	got := []time.Duration{b.Next(0.25), b.Next(0.9), b.Next(0.1)}
+	b, err := NewReconnector(Config{Features: Features{Backoff: true}, Policy: RandomStartLinear{Step: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for _, r := range []float64{0.25, 0.9, 0.1} {
+		got = append(got, b.Failed(0, Cause{By: ByNetwork, Code: 1006}, func() float64 { return r }).Delay)
+	}
 	want := []time.Duration{250 * time.Millisecond, 1250 * time.Millisecond, 2250 * time.Millisecond}
 	for i := range want {
 		if got[i] != want[i] {

@@ -25,7 +25,7 @@ var deadlineFired = [numDeadlines]func(*Core, time.Time){
 	dlConnect:   (*Core).connectTimedOut,
 	dlWatchdog:  (*Core).watchdogFired,
 	dlSubscribe: (*Core).subscribeTimedOut,
-	dlCooldown:  func(c *Core, _ time.Time) { c.cooldownDone() },
+	dlCooldown:  (*Core).cooldownDone,
 	dlToken:     (*Core).tokenTimedOut,
 	dlWindow:    (*Core).windowRanOut,
 }

@@ -104,7 +104,6 @@ func (c *Core) noteState(now time.Time) {
 	if st.Ready && !c.lastState.Ready {
 		c.readySince = now
 		c.onReady(now)
-		c.rc.Ready()
 		c.noteRecovery(now)
 	}
 	if !st.Ready && c.lastState.Ready {

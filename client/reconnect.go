@@ -30,12 +30,12 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		// Nothing is spent while the client waits, but a terminal close
 		// is terminal here too: a revoked user must not come back on the
 		// next online or visible.
-		d = Decision{Class: Classify(cause), Terminal: c.rc.terminal(now, cause), BudgetLeft: -1, WindowLeft: -1}
+		d = Decision{Class: Classify(cause), Terminal: c.rc.terminal(c.at(now), cause), BudgetLeft: -1, WindowLeft: -1}
 		if !c.cfg.Features.Session {
 			d.Class = ClassBackoff
 		}
 	} else {
-		d = c.rc.Failed(now, cause, c.cfg.Rand())
+		d = c.rc.Failed(c.at(now), cause, c.cfg.Rand)
 	}
 	if cause.By == ByClient && cause.Code == protocol.CloseHeartbeatTimeout && !c.cfg.Features.Backoff {
 		d.Delay = 0 // stages 2-4: the watchdog reconnects at once
@@ -148,9 +148,11 @@ func (c *Core) reconnectSoon(now time.Time) {
 	c.reconnects = append(c.reconnects[:0], now.Add(d))
 }
 
+// onReady starts the cooldown (the Reconnector's rule) for a client READY
+// from now.
 func (c *Core) onReady(now time.Time) {
-	if at, ok := c.rc.ResetDue(now); ok {
-		c.dl[dlCooldown] = at
+	if due, ok := c.rc.Ready(c.at(now), c.at(now)); ok {
+		c.dl[dlCooldown] = c.origin.Add(due)
 	}
 }
 
@@ -159,8 +161,13 @@ func (c *Core) onNotReady(now time.Time) {
 	c.lostReadyAt = now
 }
 
-func (c *Core) cooldownDone() {
-	c.rc.Stable()
+// cooldownDone: READY since readySince for the cooldown, which the
+// Reconnector's rule confirms.
+func (c *Core) cooldownDone(now time.Time) {
+	if due, ok := c.rc.Ready(c.at(c.readySince), c.at(now)); ok {
+		c.dl[dlCooldown] = c.origin.Add(due) // the rule says not yet: wait for it
+		return
+	}
 	c.dl[dlWindow] = time.Time{}
 	c.trace("backoff-reset", c.current, "ready for "+c.cfg.Cooldown.String()+": backoff reset")
 }

@@ -90,7 +90,7 @@ func (c *Core) tokenLost(now time.Time) {
 // armWindow keeps the window deadline in step with the Reconnector's run.
 func (c *Core) armWindow() {
 	if at, ok := c.rc.WindowEnds(); ok {
-		c.dl[dlWindow] = at
+		c.dl[dlWindow] = c.origin.Add(at)
 	}
 }
 
