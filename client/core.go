@@ -57,9 +57,7 @@ type Core struct {
 	origin  time.Time // the Reconnector's instants are durations since (the first Start)
 	ended   Terminal  // set: the session is over (stopped included)
 	endCode int       // the close code that ended it, if one did
-	online  bool
-	hidden  bool
-	session string // the session ref for records: random, opaque
+	session string    // the session ref for records: random, opaque
 
 	nextSocket SocketID
 	current    SocketID // 0: none
@@ -112,7 +110,7 @@ func New(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg, rc: reconnectorOf(cfg), online: true, pending: map[uint64]*pendingRequest{}}
+	c := &Core{cfg: cfg, rc: reconnectorOf(cfg), pending: map[uint64]*pendingRequest{}}
 	c.session = sessionRef(cfg.Rand)
 	c.initTopics()
 	return c, nil

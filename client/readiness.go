@@ -73,7 +73,7 @@ func ready(t, p, s Level) bool {
 // above it: protocol and service are Down whenever transport is not Up.
 func (c *Core) state() State {
 	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: c.nextSocket,
-		Online: c.online, Attempt: c.rc.Attempt(), Stopped: c.ended == Stopped, Ended: c.ended, EndCode: c.endCode}
+		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Stopped: c.ended == Stopped, Ended: c.ended, EndCode: c.endCode}
 	if c.cfg.Features.Heartbeat {
 		st.Protocol = c.protocol
 		if c.transport != Up {

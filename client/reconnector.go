@@ -4,14 +4,19 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/wsready/wsready/protocol"
 )
 
 // Reconnector holds every reconnect rule in one pure value: the delay
-// policy and its reset rule (on open, or after Cooldown of READY), and at
-// stage 6 the close classification, the retry-after floor, token
-// refreshes, the attempt budget, the reconnect window and the cap that
-// grows under sustained failure. The Core holds one; the simulator runs one
-// per simulated client, so no rule is written twice.
+// policy and its reset rule (on open, or after Cooldown of READY), the
+// immediate reconnect after the watchdog (stages 2-4), the waits for the
+// network (stage 5) and for a visible page (stage 6), and at stage 6 the
+// close classification, the retry-after floor, token refreshes, the
+// attempt budget, the reconnect window and the cap that grows under
+// sustained failure. The Core holds one and carries out its decisions; the
+// simulator runs one per simulated client, so no rule is written twice and
+// no path can skip one.
 //
 // NewReconnector builds it from a Config. The rules are fixed then and
 // shared by every copy of the value; each copy has its own state, 40 bytes,
@@ -32,6 +37,8 @@ type Reconnector struct {
 	refreshes    int32         // token refreshes since the last READY
 	failing      bool          // a run of failures is under way
 	windowOver   bool          // the window ran out while the client was READY
+	offline      bool          // the platform reports no network
+	hidden       bool          // the page is hidden
 }
 
 // reconnectRules are a Reconnector's rules, from the Config; never changed
@@ -44,14 +51,19 @@ type reconnectRules struct {
 	window       time.Duration // 0: unbounded
 	capGrowth    []CapStep
 	maxRefreshes int
+	waitOnline   bool          // stage 5: nothing is dialled while offline; online resets and reconnects soon
+	waitVisible  bool          // stage 6: nothing is dialled while hidden; visible resets and reconnects soon
+	watchdogNow  bool          // before stage 5: the watchdog reconnects at once
+	soon         time.Duration // the most a reconnect waits once the network or the page is back
 }
 
 // NewReconnector returns the reconnect value cfg describes, with the
 // Config's defaults: Features.Backoff chooses Policy and Cooldown (or
-// ResetOnOpen) over NaiveDelay with a reset on open, and Features.Session
+// ResetOnOpen) and the wait for the network over NaiveDelay with a reset on
+// open and an immediate reconnect after the watchdog, and Features.Session
 // turns on the classification with Budget, Window, CapGrowth and
-// MaxRefreshes. Rand is not needed: the caller hands each decision its
-// random draw.
+// MaxRefreshes, and the wait for a visible page. Rand is not needed: the
+// caller hands each decision its random draw.
 func NewReconnector(cfg Config) (Reconnector, error) {
 	cfg, err := cfg.defaults()
 	if err != nil {
@@ -62,15 +74,15 @@ func NewReconnector(cfg Config) (Reconnector, error) {
 
 // reconnectorOf builds the value from a config with its defaults in.
 func reconnectorOf(cfg Config) Reconnector {
-	r := &reconnectRules{policy: Fixed{D: cfg.NaiveDelay}}
+	r := &reconnectRules{policy: Fixed{D: cfg.NaiveDelay}, watchdogNow: true, soon: cfg.OnlineDelay}
 	if cfg.Features.Backoff {
-		r.policy = cfg.Policy
+		r.policy, r.waitOnline, r.watchdogNow = cfg.Policy, true, false
 		if !cfg.ResetOnOpen {
 			r.cooldown = cfg.Cooldown
 		}
 	}
 	if cfg.Features.Session {
-		r.classify = true
+		r.classify, r.waitVisible = true, true
 		r.budget, r.window, r.capGrowth, r.maxRefreshes = cfg.Budget, cfg.Window, cfg.CapGrowth, cfg.MaxRefreshes
 	}
 	return Reconnector{r: r}
@@ -111,38 +123,74 @@ const (
 
 // Decision is what to do after a failure.
 type Decision struct {
-	Class      Class
-	Delay      time.Duration // before the next dial
+	Class Class
+	// Outcome: reconnect after Delay; refresh (a forced fresh token, then a
+	// dial at once); wait for online or for a visible page (nothing is
+	// dialled until then); or a terminal state (Ends).
+	Outcome    Outcome
+	Delay      time.Duration // before the next dial (reconnect)
 	RetryAfter time.Duration // the server's, if any
-	Refresh    bool          // fetch a fresh token first (forced)
-	Terminal   Terminal      // set: stop here
 	BudgetLeft int           // attempts left after this one; -1: unbounded
 	WindowLeft time.Duration // -1: unbounded
 }
 
-// Failed decides what follows a failure at instant at. rand returns a
-// uniform number in [0, 1) for the backoff's draw; it is called exactly
-// once.
+// Ends returns the terminal state the decision ends the session in, or
+// NotEnded.
+func (d Decision) Ends() Terminal {
+	switch d.Outcome {
+	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible:
+		return NotEnded
+	}
+	return Terminal(d.Outcome)
+}
+
+// Failed decides what follows a failure at instant at. A terminal close is
+// terminal in every state, waiting or not. A failure while the client
+// waits (offline, or hidden) spends nothing and draws nothing: the wait
+// ends with Online or Visible. Otherwise rand, a uniform number in [0, 1)
+// for the backoff's draw, is called exactly once (a terminal decision
+// included, so a fleet's draws stay in step with its failures).
 func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) Decision {
-	r := rand()
 	d := Decision{Class: ClassBackoff, BudgetLeft: -1, WindowLeft: -1}
-	if !rc.r.classify {
+	if rc.r.classify {
+		d.Class = Classify(c)
+	}
+	wait := rc.waitFor()
+	var r float64
+	if wait == "" {
+		r = rand()
+	}
+	if t := rc.terminal(at, c); t != NotEnded {
+		d.Outcome = Outcome(t)
+		return d
+	}
+	if wait != "" {
+		d.Outcome = wait
+		return d
+	}
+	d.Outcome = OutcomeReconnect
+	switch {
+	case !rc.r.classify:
 		d.Delay = rc.next(r)
-		return d
-	}
-	d.Class = Classify(c)
-	if d.Terminal = rc.terminal(at, c); d.Terminal != NotEnded {
-		return d
-	}
-	if d.Class == ClassTokenExpired {
+	case d.Class == ClassTokenExpired:
 		// An orderly close, not a failure of the connection: it neither
 		// starts a run nor spends the budget, but refreshes that never get
 		// back to READY are bounded (terminal).
 		rc.refreshes++
-		d.Refresh = true
+		d.Outcome = OutcomeRefresh
 		d.BudgetLeft, d.WindowLeft = rc.left(at)
 		return d
+	default:
+		rc.fail(at, c, r, &d)
 	}
+	if rc.r.watchdogNow && c.By == ByClient && c.Code == protocol.CloseHeartbeatTimeout {
+		d.Delay = 0 // before stage 5 the watchdog reconnects at once, not waiting for the close
+	}
+	return d
+}
+
+// fail spends one attempt of the run (stage 6) and draws its delay.
+func (rc *Reconnector) fail(at time.Duration, c Cause, r float64, d *Decision) {
 	if !rc.failing {
 		rc.failing, rc.failingSince = true, at
 	}
@@ -157,13 +205,11 @@ func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) De
 		d.Delay = max(d.Delay, c.RetryAfter+jitter)
 	}
 	d.BudgetLeft, d.WindowLeft = rc.left(at)
-	return d
 }
 
 // terminal reports the terminal state a failure at instant at leads to, or
-// NotEnded, and changes nothing: Failed asks it first, and so does a
-// failure that waits (offline, hidden) instead of being retried, because
-// terminal means terminal in every state.
+// NotEnded, and changes nothing. Failed asks it before anything else,
+// before the waits too: terminal means terminal in every state.
 func (rc *Reconnector) terminal(at time.Duration, c Cause) Terminal {
 	if !rc.r.classify {
 		return NotEnded
@@ -235,6 +281,72 @@ func (rc *Reconnector) left(at time.Duration) (budget int, window time.Duration)
 	return budget, window
 }
 
+// waitFor says what the client waits for before it may dial again, if
+// anything: the network first, then a visible page.
+func (rc *Reconnector) waitFor() Outcome {
+	switch {
+	case rc.r.waitOnline && rc.offline:
+		return OutcomeWaitOnline
+	case rc.r.waitVisible && rc.hidden:
+		return OutcomeWaitVisible
+	}
+	return ""
+}
+
+// Offline notes that the platform lost the network. It reports whether a
+// scheduled reconnect is cancelled: with Backoff nothing is dialled while
+// offline.
+func (rc *Reconnector) Offline() bool {
+	rc.offline = true
+	return rc.r.waitOnline
+}
+
+// Online notes that the network is back. With Backoff the backoff starts
+// over, and Online reports whether a client that is down reconnects after
+// a Soon delay (not while the page still hides it).
+func (rc *Reconnector) Online() bool {
+	rc.offline = false
+	if !rc.r.waitOnline {
+		return false
+	}
+	rc.reset()
+	return rc.mayDial()
+}
+
+// Hidden notes that the page was hidden. It reports whether a scheduled
+// reconnect is cancelled: with Session nothing is dialled while hidden.
+func (rc *Reconnector) Hidden() bool {
+	rc.hidden = true
+	return rc.r.waitVisible
+}
+
+// Visible notes that the page is visible again. With Session the backoff
+// starts over, and Visible reports whether a client that is down
+// reconnects after a Soon delay (not while it is offline).
+func (rc *Reconnector) Visible() bool {
+	rc.hidden = false
+	if !rc.r.waitVisible {
+		return false
+	}
+	rc.reset()
+	return rc.mayDial()
+}
+
+func (rc *Reconnector) mayDial() bool { return !rc.offline && !(rc.r.waitVisible && rc.hidden) }
+
+// IsOnline reports the network as the platform last reported it.
+func (rc *Reconnector) IsOnline() bool { return !rc.offline }
+
+// IsHidden reports whether the page is hidden.
+func (rc *Reconnector) IsHidden() bool { return rc.hidden }
+
+// Soon is the delay before the reconnect that follows Online or Visible,
+// for r uniform in [0, 1): at most OnlineDelay, so a fleet whose network
+// comes back does not dial in the same instant.
+func (rc *Reconnector) Soon(r float64) time.Duration {
+	return time.Duration(r * float64(rc.r.soon))
+}
+
 // Opened applies the reset rule to a socket that opened: without a
 // cooldown the backoff starts over.
 func (rc *Reconnector) Opened() {
@@ -275,14 +387,12 @@ func (rc *Reconnector) WindowEnds() (time.Duration, bool) {
 // next failure before a stable READY gives up at once.
 func (rc *Reconnector) WindowOver() { rc.windowOver = true }
 
-// Fresh starts a new session: everything starts over.
+// Fresh starts a new session: everything starts over but what the platform
+// reported (online, hidden).
 func (rc *Reconnector) Fresh() {
 	rc.reset()
 	rc.failing, rc.failingSince, rc.attempts, rc.windowOver, rc.refreshes = false, 0, 0, false, 0
 }
-
-// Reset starts the policy over (attempt 0).
-func (rc *Reconnector) Reset() { rc.reset() }
 
 func (rc *Reconnector) reset() { rc.attempt, rc.prev = 0, 0 }
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/wsready/wsready/protocol"
 )
 
 // The simulator keeps one Reconnector per simulated client: a million fit
@@ -25,10 +27,10 @@ func TestReconnectorCopiesKeepTheirOwnState(t *testing.T) {
 	half := func() float64 { return 0.5 }
 	a.Failed(0, lost, half)
 	a.Failed(time.Second, lost, half)
-	if d := a.Failed(2*time.Second, lost, half); d.Terminal != GaveUp {
+	if d := a.Failed(2*time.Second, lost, half); d.Ends() != GaveUp {
 		t.Fatalf("a: %+v", d)
 	}
-	if d := b.Failed(0, lost, half); d.Terminal != NotEnded || d.BudgetLeft != 1 || b.Attempt() != 1 {
+	if d := b.Failed(0, lost, half); d.Ends() != NotEnded || d.BudgetLeft != 1 || b.Attempt() != 1 {
 		t.Fatalf("b: %+v attempt %d", d, b.Attempt())
 	}
 }
@@ -49,11 +51,11 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 	expired := Cause{By: ByServer, Code: 4001}
 	zero := func() float64 { return 0 }
 	for i := range 2 {
-		if d := rc.Failed(0, expired, zero); !d.Refresh {
+		if d := rc.Failed(0, expired, zero); d.Outcome != OutcomeRefresh {
 			t.Fatalf("refresh %d: %+v", i, d)
 		}
 	}
-	if d := rc.Failed(0, expired, zero); d.Terminal != RefreshExhausted {
+	if d := rc.Failed(0, expired, zero); d.Ends() != RefreshExhausted {
 		t.Fatalf("third 4001: %+v", d)
 	}
 	// Without Backoff: NaiveDelay every time, reset on open.
@@ -97,5 +99,64 @@ func TestTheCooldownRuleIsTheValuesOwnStep(t *testing.T) {
 		if _, ok := rc.Ready(time.Second, 6*time.Second); ok || rc.Attempt() != 0 {
 			t.Fatal("no reset after the cooldown")
 		}
+	}
+}
+
+// The waits are the value's decisions: a failure while offline (stage 5)
+// or hidden (stage 6) waits, spending and drawing nothing; a terminal close
+// is terminal while waiting too; online or visible start the backoff over.
+func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
+	lost := Cause{By: ByNetwork, Code: 1006}
+	never := func() float64 { t.Fatal("a wait drew a random number"); return 0 }
+	stage := func(n int) Reconnector {
+		f, _ := StageFeatures(n)
+		rc, err := NewReconnector(Config{Features: f, Budget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc
+	}
+	rc := stage(6)
+	rc.Failed(0, lost, func() float64 { return 0.5 })
+	if rc.Offline() != true || rc.IsOnline() {
+		t.Fatal("offline at stage 6 does not cancel")
+	}
+	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline || d.BudgetLeft != -1 || rc.Attempt() != 1 {
+		t.Fatalf("offline: %+v attempt %d", d, rc.Attempt())
+	}
+	rc.Hidden()
+	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline {
+		t.Fatalf("offline and hidden: the network comes first: %+v", d)
+	}
+	if rc.Online() {
+		t.Fatal("online while hidden asks for a reconnect")
+	}
+	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitVisible || rc.Attempt() != 0 {
+		t.Fatalf("hidden: %+v attempt %d", d, rc.Attempt())
+	}
+	if d := rc.Failed(time.Second, Cause{By: ByServer, Code: 4003}, never); d.Ends() != Forbidden {
+		t.Fatalf("4003 while hidden: %+v", d)
+	}
+	if !rc.Visible() {
+		t.Fatal("visible and online: no reconnect")
+	}
+	// Stage 4 ignores both and reconnects at once after the watchdog.
+	rc = stage(4)
+	if rc.Offline() || rc.Hidden() {
+		t.Fatal("stage 4 cancels on offline or hidden")
+	}
+	half := func() float64 { return 0.5 }
+	if d := rc.Failed(0, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 0 {
+		t.Fatalf("stage 4 watchdog: %+v", d)
+	}
+	if d := rc.Failed(0, lost, half); d.Delay != time.Second {
+		t.Fatalf("stage 4 close: %+v", d)
+	}
+	// Stage 5 waits for the network but not for a visible page, and backs
+	// off after the watchdog like after any failure.
+	rc = stage(5)
+	rc.Hidden()
+	if d := rc.Failed(0, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 500*time.Millisecond {
+		t.Fatalf("stage 5 watchdog while hidden: %+v", d)
 	}
 }

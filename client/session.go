@@ -134,11 +134,10 @@ func (c *Core) Reconnect(now time.Time) {
 // Hidden reports that the page was hidden (Session): no reconnect is
 // scheduled while it is; the watchdog keeps running.
 func (c *Core) Hidden(now time.Time) {
-	if c.ended != NotEnded || c.hidden {
+	if c.ended != NotEnded || c.rc.IsHidden() {
 		return
 	}
-	c.hidden = true
-	if c.cfg.Features.Session && len(c.reconnects) > 0 {
+	if c.rc.Hidden() && len(c.reconnects) > 0 {
 		c.reconnects = nil
 		c.trace("reconnect-cancelled", 0, "scheduled reconnect cancelled while the page is hidden")
 	}
@@ -149,12 +148,10 @@ func (c *Core) Hidden(now time.Time) {
 // resets to attempt 0 and a client that is down reconnects after a small
 // random delay.
 func (c *Core) Visible(now time.Time) {
-	if c.ended != NotEnded || !c.hidden {
+	if c.ended != NotEnded || !c.rc.IsHidden() {
 		return
 	}
-	c.hidden = false
-	if c.cfg.Features.Session {
-		c.rc.Reset()
+	if c.rc.Visible() {
 		c.reconnectSoon(now)
 	}
 	c.after(now)
