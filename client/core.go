@@ -65,9 +65,8 @@ type Core struct {
 	protocol   Level
 	service    Level
 
-	// dl holds the named deadlines; zero means not armed. The driver holds
-	// one timer for the earliest of them (and of the scheduled reconnects
-	// and the request deadlines).
+	// dl holds the deadlines kept in a slot (deadlines.go); zero means not
+	// armed. The driver holds one timer for the earliest deadline.
 	dl [numDeadlines]time.Time
 	// reconnects are the scheduled dials. With StaleFilter there is at most
 	// one; without it every accepted close schedules its own, as a naive
@@ -247,16 +246,10 @@ func (c *Core) Tick(now time.Time) {
 	}
 	c.armed = time.Time{}
 	for d := range numDeadlines {
-		if c.ended == NotEnded && due(c.dl[d], now) {
+		if c.ended == NotEnded && due(c.deadlineAt(d), now) {
 			c.dl[d] = time.Time{}
-			deadlineFired[d](c, now)
+			deadlines[d].fire(c, now)
 		}
-		if d == dlSubscribe {
-			c.expireRequests(now) // in the order they always ran: after the socket's own deadlines
-		}
-	}
-	if c.ended == NotEnded {
-		c.dialDue(now)
 	}
 	c.after(now)
 }
@@ -294,8 +287,8 @@ func (c *Core) dial(now time.Time) {
 	c.current = c.nextSocket
 	c.transport = Pending
 	c.protocol, c.service = Down, Down
+	c.clearScope(scopeSocket)
 	c.dl[dlConnect] = now.Add(c.cfg.ConnectTimeout)
-	c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}
 	c.stats.Dials++
 	c.trace("dial", c.current, "opening socket "+utoa(c.current)+" (attempt "+strconv.Itoa(c.rc.Attempt())+")")
 	c.emit(Effect{Kind: EffDial, Socket: c.current})
@@ -308,7 +301,7 @@ func (c *Core) lost(now time.Time, cause Cause) {
 	c.transport = Down
 	c.current = 0
 	c.probing = false
-	c.dl[dlConnect], c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}, time.Time{}
+	c.clearScope(scopeSocket)
 	c.rejectAll("connection lost", false)
 	c.lastErr = failureOf(cause)
 	c.trace("error", 0, c.lastErr.Message())
@@ -341,12 +334,9 @@ func (c *Core) send(m protocol.Message) {
 // timer for the earliest deadline.
 func (c *Core) after(now time.Time) {
 	c.noteState(now)
-	next := c.nextRequestDeadline()
-	for _, t := range c.dl {
-		next = earliest(next, t)
-	}
-	for _, t := range c.reconnects {
-		next = earliest(next, t)
+	var next time.Time
+	for d := range numDeadlines {
+		next = earliest(next, c.deadlineAt(d))
 	}
 	if !next.Equal(c.armed) {
 		c.armed = next

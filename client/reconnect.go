@@ -53,6 +53,15 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 	}
 }
 
+// nextDial is the earliest scheduled reconnect (zero: none).
+func (c *Core) nextDial() time.Time {
+	var next time.Time
+	for _, t := range c.reconnects {
+		next = earliest(next, t)
+	}
+	return next
+}
+
 // dialDue opens a socket for every scheduled reconnect that is due.
 func (c *Core) dialDue(now time.Time) {
 	kept := c.reconnects[:0]
