@@ -151,28 +151,37 @@ func (d Decision) Ends() Terminal {
 // for the backoff's draw, is called exactly once (a terminal decision
 // included, so a fleet's draws stay in step with its failures).
 func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) Decision {
-	d := Decision{Class: ClassBackoff, BudgetLeft: -1, WindowLeft: -1}
+	class := ClassBackoff
 	if rc.r.classify {
-		d.Class = Classify(c)
+		class = Classify(c)
 	}
 	wait := rc.waitFor()
 	var r float64
 	if wait == "" {
 		r = rand()
 	}
-	if t := rc.terminal(at, c); t != NotEnded {
-		d.Outcome = Outcome(t)
-		return d
+	if rc.r.classify { // before stage 6 nothing is terminal
+		if t := rc.terminal(at, c); t != NotEnded {
+			return Decision{Class: class, Outcome: Outcome(t), BudgetLeft: -1, WindowLeft: -1}
+		}
 	}
 	if wait != "" {
-		d.Outcome = wait
-		return d
+		return Decision{Class: class, Outcome: wait, BudgetLeft: -1, WindowLeft: -1}
 	}
-	d.Outcome = OutcomeReconnect
-	switch {
-	case !rc.r.classify:
-		d.Delay = rc.next(r)
-	case d.Class == ClassTokenExpired:
+	if !rc.r.classify {
+		d := rc.next(r)
+		if rc.atOnce(c) {
+			d = 0
+		}
+		return Decision{Class: class, Outcome: OutcomeReconnect, Delay: d, BudgetLeft: -1, WindowLeft: -1}
+	}
+	return rc.failed(at, c, class, r)
+}
+
+// failed decides a stage 6 failure that is neither terminal nor a wait.
+func (rc *Reconnector) failed(at time.Duration, c Cause, class Class, r float64) Decision {
+	d := Decision{Class: class, Outcome: OutcomeReconnect}
+	if class == ClassTokenExpired {
 		// An orderly close, not a failure of the connection: it neither
 		// starts a run nor spends the budget, but refreshes that never get
 		// back to READY are bounded (terminal).
@@ -180,23 +189,13 @@ func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) De
 		d.Outcome = OutcomeRefresh
 		d.BudgetLeft, d.WindowLeft = rc.left(at)
 		return d
-	default:
-		rc.fail(at, c, r, &d)
 	}
-	if rc.r.watchdogNow && c.By == ByClient && c.Code == protocol.CloseHeartbeatTimeout {
-		d.Delay = 0 // before stage 5 the watchdog reconnects at once, not waiting for the close
-	}
-	return d
-}
-
-// fail spends one attempt of the run (stage 6) and draws its delay.
-func (rc *Reconnector) fail(at time.Duration, c Cause, r float64, d *Decision) {
 	if !rc.failing {
 		rc.failing, rc.failingSince = true, at
 	}
 	rc.attempts = inc(rc.attempts)
 	d.Delay = rc.nextAt(at, r)
-	if d.Class == ClassRetryAfter && c.RetryAfter > 0 {
+	if class == ClassRetryAfter && c.RetryAfter > 0 {
 		// The server's time (a reconnect slot) plus a small jitter, so a
 		// fleet does not lean on clocks being in step: at most 5% of it
 		// and 250 ms. The backoff's draw wins if it is longer.
@@ -204,7 +203,18 @@ func (rc *Reconnector) fail(at time.Duration, c Cause, r float64, d *Decision) {
 		d.RetryAfter = c.RetryAfter
 		d.Delay = max(d.Delay, c.RetryAfter+jitter)
 	}
+	if rc.atOnce(c) {
+		d.Delay = 0
+	}
 	d.BudgetLeft, d.WindowLeft = rc.left(at)
+	return d
+}
+
+// atOnce says the watchdog's reconnect is immediate: before stage 5 the
+// client reconnects as soon as its watchdog gives up, not waiting for the
+// close event (which a browser may report a minute later).
+func (rc *Reconnector) atOnce(c Cause) bool {
+	return rc.r.watchdogNow && c.By == ByClient && c.Code == protocol.CloseHeartbeatTimeout
 }
 
 // terminal reports the terminal state a failure at instant at leads to, or
