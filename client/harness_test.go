@@ -105,7 +105,7 @@ func (h *harness) drain() {
 		case EffContinuityLost:
 			h.lost = append(h.lost, e.Lost)
 		case EffTopicError:
-			h.topicErrs = append(h.topicErrs, e.Update.Topic+":"+e.Reason)
+			h.topicErrs = append(h.topicErrs, e.TopicError.Topic+":"+e.TopicError.Code)
 		}
 	}
 }

@@ -309,7 +309,7 @@ func (d *driver) apply() {
 		case client.EffContinuityLost:
 			d.call(d.onLost, bridge.LostValue(e.Lost))
 		case client.EffTopicError:
-			d.call(d.onTopic, map[string]any{"topic": e.Update.Topic, "code": e.Reason})
+			d.call(d.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
 		}
 	}
 }
