@@ -234,7 +234,7 @@ func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
 	}
 	c.stats.Closes++
 	c.trace("close", s, "socket "+utoa(s)+" closed with "+strconv.Itoa(code))
-	c.lost(now, causeOf(code, reason))
+	c.connectionLost(now, causeOf(code, reason))
 	c.after(now)
 }
 
@@ -294,10 +294,10 @@ func (c *Core) dial(now time.Time) {
 	c.emit(Effect{Kind: EffDial, Socket: c.current})
 }
 
-// lost handles the loss of the current socket (or of an attempt): every
+// connectionLost handles the loss of the current socket (or of an attempt): every
 // layer goes down, the registry rejects what was in flight, and the
 // reconnect rules decide what comes next.
-func (c *Core) lost(now time.Time, cause Cause) {
+func (c *Core) connectionLost(now time.Time, cause Cause) {
 	c.transport = Down
 	c.current = 0
 	c.probing = false

@@ -104,5 +104,5 @@ func (c *Core) watchdogFired(now time.Time) {
 	c.probing = false
 	c.trace("watchdog", s, "watchdog fired on socket "+utoa(s)+": "+what+"; closing it")
 	c.emit(Effect{Kind: EffClose, Socket: s, Code: protocol.CloseHeartbeatTimeout, Reason: "heartbeat timeout"})
-	c.lost(now, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat})
+	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat})
 }

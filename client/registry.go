@@ -25,12 +25,12 @@ type pendingRequest struct {
 // old request matches nothing and is dropped. A client that is not READY
 // settles the request at once with ErrNotReady: it was never sent.
 func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
-	return c.RequestTimeout(method, params, 0, now)
+	return c.RequestWithTimeout(method, params, 0, now)
 }
 
-// RequestTimeout is Request with a timeout of its own (with Registry); 0
+// RequestWithTimeout is Request with a timeout of its own (with Registry); 0
 // means Config.RequestTimeout, a negative one is invalid.
-func (c *Core) RequestTimeout(method string, params []byte, timeout time.Duration, now time.Time) uint64 {
+func (c *Core) RequestWithTimeout(method string, params []byte, timeout time.Duration, now time.Time) uint64 {
 	invalid := ""
 	switch {
 	case method == "":

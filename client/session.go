@@ -84,7 +84,7 @@ func (c *Core) tokenTimedOut(now time.Time) {
 
 func (c *Core) tokenLost(now time.Time) {
 	c.stats.TokenFailures++
-	c.lost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailToken})
+	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailToken})
 }
 
 // armWindow keeps the window deadline in step with the Reconnector's run.
