@@ -160,7 +160,7 @@ func (c *Core) Opened(s SocketID, now time.Time) {
 	c.transport = Up
 	c.dl[dlConnect] = time.Time{}
 	c.rc.Opened()
-	c.trace("open", s, "socket "+utoa(s)+" open")
+	c.trace("open", s, "socket "+s.String()+" open")
 	if c.token != "" {
 		// The ticket goes first, before anything else, and is not kept.
 		c.send(protocol.Message{Type: protocol.TypeAuth, Token: c.token})
@@ -233,7 +233,7 @@ func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
 		return
 	}
 	c.stats.Closes++
-	c.trace("close", s, "socket "+utoa(s)+" closed with "+strconv.Itoa(code))
+	c.trace("close", s, "socket "+s.String()+" closed with "+strconv.Itoa(code))
 	c.connectionLost(now, causeOf(code, reason))
 	c.after(now)
 }
@@ -290,7 +290,7 @@ func (c *Core) dial(now time.Time) {
 	c.clearScope(scopeSocket)
 	c.dl[dlConnect] = now.Add(c.cfg.ConnectTimeout)
 	c.stats.Dials++
-	c.trace("dial", c.current, "opening socket "+utoa(c.current)+" (attempt "+strconv.Itoa(c.rc.Attempt())+")")
+	c.trace("dial", c.current, "opening socket "+c.current.String()+" (attempt "+strconv.Itoa(c.rc.Attempt())+")")
 	c.emit(Effect{Kind: EffDial, Socket: c.current})
 }
 

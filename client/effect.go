@@ -37,8 +37,11 @@ const (
 )
 
 // SocketID names a socket the core asked a driver to open. IDs increase by
-// one per socket and double as the connection epoch.
-type SocketID = uint64
+// one per socket and double as the connection epoch (State.Epoch,
+// Update.Epoch and Record.Epoch carry it as a number).
+type SocketID uint64
+
+func (s SocketID) String() string { return utoa(uint64(s)) }
 
 // Effect is one thing the core asks its driver to do. Which fields are set
 // depends on Kind.

@@ -18,7 +18,7 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		return
 	}
 	d := c.rc.Failed(c.at(now), cause, c.cfg.Rand)
-	c.record(Record{Session: c.session, Epoch: c.nextSocket, Attempt: c.rc.Attempt(), Class: d.Class, By: cause.By,
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: d.Class, By: cause.By,
 		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: d.BudgetLeft, WindowLeft: d.WindowLeft,
 		Outcome: d.Outcome})
 	switch d.Outcome {

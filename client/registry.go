@@ -12,7 +12,7 @@ import (
 
 type pendingRequest struct {
 	id       uint64
-	epoch    uint64
+	epoch    SocketID
 	deadline time.Time // zero without Registry
 	done     bool
 }
@@ -138,7 +138,7 @@ func (c *Core) expireRequests(now time.Time) {
 		p.done = true
 		delete(c.pending, p.id)
 		c.trace("request-timeout", c.current, "request "+utoa(p.id)+" timed out after "+c.cfg.RequestTimeout.String())
-		c.settleErr(p.id, &RequestError{Kind: ErrRequestTimeout, ID: p.id, Epoch: p.epoch})
+		c.settleErr(p.id, &RequestError{Kind: ErrRequestTimeout, ID: p.id, Epoch: uint64(p.epoch)})
 	}
 	if len(c.queue) == 0 {
 		c.queue = nil // let the backing array go
@@ -161,7 +161,7 @@ func (c *Core) rejectAll(detail string, stopping bool) {
 		p := c.pending[id]
 		p.done = true
 		delete(c.pending, id)
-		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: p.epoch, Detail: detail})
+		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: uint64(p.epoch), Detail: detail})
 	}
 	c.queue = nil
 }

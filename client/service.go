@@ -312,7 +312,7 @@ func (c *Core) onUpdate(s SocketID, m protocol.Message) {
 		c.stats.Updates++
 		c.stats.LastSeq = t.Cursor
 	}
-	c.emit(Effect{Kind: EffUpdate, Update: Update{Topic: m.Topic, Seq: m.Seq, Data: m.Data, Epoch: s}})
+	c.emit(Effect{Kind: EffUpdate, Update: Update{Topic: m.Topic, Seq: m.Seq, Data: m.Data, Epoch: uint64(s)}})
 }
 
 // initTopics makes the service topic (first, always wanted) and takes

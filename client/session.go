@@ -103,7 +103,7 @@ func (c *Core) windowRanOut(now time.Time) {
 		c.rc.WindowOver()
 		return
 	}
-	c.record(Record{Session: c.session, Epoch: c.nextSocket, Attempt: c.rc.Attempt(), Class: ClassBackoff, By: ByClient,
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: ClassBackoff, By: ByClient,
 		Code: protocol.CloseAbnormal, BudgetLeft: -1, WindowLeft: 0, Outcome: Outcome(GaveUp)})
 	if c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})

@@ -296,7 +296,7 @@ func (d *driver) apply() {
 			}
 		case client.EffState:
 			d.call(d.onState, bridge.StateValue(e.State))
-			if e.State.Stopped {
+			if e.State.Ended == client.Stopped {
 				d.stopped = true
 			}
 		case client.EffUpdate:
