@@ -2,6 +2,7 @@ package client
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -83,7 +84,7 @@ func reconnectorOf(cfg Config) Reconnector {
 	}
 	if cfg.Features.Session {
 		r.classify, r.waitVisible = true, true
-		r.budget, r.window, r.capGrowth, r.maxRefreshes = cfg.Budget, cfg.Window, cfg.CapGrowth, cfg.MaxRefreshes
+		r.budget, r.window, r.capGrowth, r.maxRefreshes = cfg.Budget, cfg.Window, slices.Clone(cfg.CapGrowth), cfg.MaxRefreshes
 	}
 	return Reconnector{r: r}
 }
