@@ -125,6 +125,8 @@ func (c *Core) reconnectSoon(now time.Time) {
 	c.reconnects = append(c.reconnects[:0], now.Add(d))
 }
 
+// onReady starts the cooldown (the Reconnector's rule) for a client READY
+// from now; without a cooldown there is nothing to wait for.
 func (c *Core) onReady(now time.Time) {
 	if due, ok := c.rc.Ready(c.at(now), c.at(now)); ok {
 		c.dl[dlCooldown] = c.origin.Add(due)
@@ -136,8 +138,8 @@ func (c *Core) onNotReady(now time.Time) {
 	c.lostReadyAt = now
 }
 
-// cooldownDone: READY since readySince for the cooldown, which the
-// Reconnector's rule confirms.
+// cooldownDone: the client has been READY since readySince for the
+// cooldown; the Reconnector's rule resets the backoff and ends the run.
 func (c *Core) cooldownDone(now time.Time) {
 	if due, ok := c.rc.Ready(c.at(c.readySince), c.at(now)); ok {
 		c.dl[dlCooldown] = c.origin.Add(due) // the rule says not yet: wait for it
