@@ -10,7 +10,8 @@ import (
 // fires it. after() arms the timer for the earliest of them, Tick fires the
 // due ones in this order (the order is the effects' order: tests pin it), a
 // dial or the loss of a socket clears the socket's by scope, and end()
-// clears them all. A new deadline is one line here and a slot it sets.
+// clears them all. A new deadline is a name and a row here: Tick, after(),
+// dial, loss and end need no edit.
 type deadline uint8
 
 const (
