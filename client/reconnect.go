@@ -18,8 +18,12 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		return
 	}
 	d := c.rc.Failed(c.at(now), cause, c.cfg.Rand)
-	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: d.Class, By: cause.By,
-		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: d.BudgetLeft, WindowLeft: d.WindowLeft,
+	budget, window := -1, time.Duration(-1) // a wait or an end says nothing of the run
+	if d.Outcome == OutcomeReconnect || d.Outcome == OutcomeRefresh {
+		budget, window = c.rc.Left(c.at(now))
+	}
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: c.rc.Class(cause), By: cause.By,
+		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: budget, WindowLeft: window,
 		Outcome: d.Outcome})
 	switch d.Outcome {
 	case OutcomeWaitOnline, OutcomeWaitVisible:
@@ -49,7 +53,7 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 			c.reconnects = append(c.reconnects, now.Add(d.Delay))
 		}
 	default:
-		c.end(now, d.Ends(), cause.Code)
+		c.end(now, d.Outcome.Terminal(), cause.Code)
 	}
 }
 

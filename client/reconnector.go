@@ -122,27 +122,29 @@ const (
 	OutcomeWaitVisible Outcome = "wait_visible" // the page is hidden: nothing until visible
 )
 
-// Decision is what to do after a failure.
+// Decision is what to do after a failure. It is small on purpose (four
+// words): the compiler keeps a struct that small in registers, and the
+// simulator takes a hundred million decisions in a million-client day.
+// What the disconnect meant is Class's to say, what is left of the budget
+// and the window Left's.
 type Decision struct {
-	Class Class
 	// Outcome: reconnect after Delay; refresh (a forced fresh token, then a
 	// dial at once); wait for online or for a visible page (nothing is
-	// dialled until then); or a terminal state (Ends).
+	// dialled until then); or a terminal state (Outcome.Terminal).
 	Outcome    Outcome
 	Delay      time.Duration // before the next dial (reconnect)
-	RetryAfter time.Duration // the server's, if any
-	BudgetLeft int           // attempts left after this one; -1: unbounded
-	WindowLeft time.Duration // -1: unbounded
+	RetryAfter time.Duration // the server's, when it set the delay's floor
 }
 
-// Ends returns the terminal state the decision ends the session in, or
-// NotEnded.
-func (d Decision) Ends() Terminal {
-	switch d.Outcome {
+// Terminal returns the terminal state an outcome ends the session in, or
+// NotEnded. (A method of Outcome, not of Decision: the simulator asks it
+// once per decision, and a Decision is too large to copy cheaply.)
+func (o Outcome) Terminal() Terminal {
+	switch o {
 	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible:
 		return NotEnded
 	}
-	return Terminal(d.Outcome)
+	return Terminal(o)
 }
 
 // Failed decides what follows a failure at instant at. A terminal close is
@@ -152,10 +154,6 @@ func (d Decision) Ends() Terminal {
 // for the backoff's draw, is called exactly once (a terminal decision
 // included, so a fleet's draws stay in step with its failures).
 func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) Decision {
-	class := ClassBackoff
-	if rc.r.classify {
-		class = Classify(c)
-	}
 	wait := rc.waitFor()
 	var r float64
 	if wait == "" {
@@ -163,32 +161,41 @@ func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) De
 	}
 	if rc.r.classify { // before stage 6 nothing is terminal
 		if t := rc.terminal(at, c); t != NotEnded {
-			return Decision{Class: class, Outcome: Outcome(t), BudgetLeft: -1, WindowLeft: -1}
+			return Decision{Outcome: Outcome(t)}
 		}
 	}
 	if wait != "" {
-		return Decision{Class: class, Outcome: wait, BudgetLeft: -1, WindowLeft: -1}
+		return Decision{Outcome: wait}
 	}
 	if !rc.r.classify {
 		d := rc.next(r)
 		if rc.atOnce(c) {
 			d = 0
 		}
-		return Decision{Class: class, Outcome: OutcomeReconnect, Delay: d, BudgetLeft: -1, WindowLeft: -1}
+		return Decision{Outcome: OutcomeReconnect, Delay: d}
 	}
-	return rc.failed(at, c, class, r)
+	return rc.failed(at, c, r)
+}
+
+// Class says what a disconnect means under these rules: Classify's class
+// at stage 6, ClassBackoff before (every failure backs off).
+func (rc *Reconnector) Class(c Cause) Class {
+	if !rc.r.classify {
+		return ClassBackoff
+	}
+	return Classify(c)
 }
 
 // failed decides a stage 6 failure that is neither terminal nor a wait.
-func (rc *Reconnector) failed(at time.Duration, c Cause, class Class, r float64) Decision {
-	d := Decision{Class: class, Outcome: OutcomeReconnect}
+func (rc *Reconnector) failed(at time.Duration, c Cause, r float64) Decision {
+	d := Decision{Outcome: OutcomeReconnect}
+	class := Classify(c)
 	if class == ClassTokenExpired {
 		// An orderly close, not a failure of the connection: it neither
 		// starts a run nor spends the budget, but refreshes that never get
 		// back to READY are bounded (terminal).
 		rc.refreshes++
 		d.Outcome = OutcomeRefresh
-		d.BudgetLeft, d.WindowLeft = rc.left(at)
 		return d
 	}
 	if !rc.failing {
@@ -207,7 +214,6 @@ func (rc *Reconnector) failed(at time.Duration, c Cause, class Class, r float64)
 	if rc.atOnce(c) {
 		d.Delay = 0
 	}
-	d.BudgetLeft, d.WindowLeft = rc.left(at)
 	return d
 }
 
@@ -281,7 +287,10 @@ func (rc *Reconnector) nextAt(at time.Duration, r float64) time.Duration {
 	return rc.draw(capped.WithCap(cap), r)
 }
 
-func (rc *Reconnector) left(at time.Duration) (budget int, window time.Duration) {
+// Left returns what is left of the current run of failures at instant at:
+// reconnect attempts (the budget) and time (the window), -1 for either
+// when it is unbounded.
+func (rc *Reconnector) Left(at time.Duration) (budget int, window time.Duration) {
 	budget, window = -1, -1
 	if rc.r.budget > 0 {
 		budget = rc.r.budget - int(rc.attempts)

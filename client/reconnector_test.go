@@ -27,11 +27,14 @@ func TestReconnectorCopiesKeepTheirOwnState(t *testing.T) {
 	half := func() float64 { return 0.5 }
 	a.Failed(0, lost, half)
 	a.Failed(time.Second, lost, half)
-	if d := a.Failed(2*time.Second, lost, half); d.Ends() != GaveUp {
+	if d := a.Failed(2*time.Second, lost, half); d.Outcome.Terminal() != GaveUp {
 		t.Fatalf("a: %+v", d)
 	}
-	if d := b.Failed(0, lost, half); d.Ends() != NotEnded || d.BudgetLeft != 1 || b.Attempt() != 1 {
+	if d := b.Failed(0, lost, half); d.Outcome.Terminal() != NotEnded || b.Attempt() != 1 {
 		t.Fatalf("b: %+v attempt %d", d, b.Attempt())
+	}
+	if budget, window := b.Left(0); budget != 1 || window != -1 {
+		t.Fatalf("b: left %d %v, want 1 attempt and no window", budget, window)
 	}
 }
 
@@ -55,7 +58,7 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 			t.Fatalf("refresh %d: %+v", i, d)
 		}
 	}
-	if d := rc.Failed(0, expired, zero); d.Ends() != RefreshExhausted {
+	if d := rc.Failed(0, expired, zero); d.Outcome.Terminal() != RefreshExhausted {
 		t.Fatalf("third 4001: %+v", d)
 	}
 	// Without Backoff: NaiveDelay every time, reset on open.
@@ -121,7 +124,7 @@ func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
 	if rc.Offline() != true || rc.IsOnline() {
 		t.Fatal("offline at stage 6 does not cancel")
 	}
-	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline || d.BudgetLeft != -1 || rc.Attempt() != 1 {
+	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline || rc.Attempt() != 1 {
 		t.Fatalf("offline: %+v attempt %d", d, rc.Attempt())
 	}
 	rc.Hidden()
@@ -134,7 +137,7 @@ func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
 	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitVisible || rc.Attempt() != 0 {
 		t.Fatalf("hidden: %+v attempt %d", d, rc.Attempt())
 	}
-	if d := rc.Failed(time.Second, Cause{By: ByServer, Code: 4003}, never); d.Ends() != Forbidden {
+	if d := rc.Failed(time.Second, Cause{By: ByServer, Code: 4003}, never); d.Outcome.Terminal() != Forbidden {
 		t.Fatalf("4003 while hidden: %+v", d)
 	}
 	if !rc.Visible() {

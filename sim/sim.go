@@ -185,7 +185,7 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 	draw := rng.Float64 // one draw per decision, as the core makes
 	fail := func(i int32, t time.Duration, c client.Cause) (time.Duration, bool) {
 		d := fleet[i].Failed(t, c, draw)
-		return d.Delay, d.Ends() != client.NotEnded
+		return d.Delay, d.Outcome.Terminal() != client.NotEnded
 	}
 	cal := newCalendar(cfg.Horizon)
 	// What a refusal looks like to a client: an HTTP refusal (1006 to a
