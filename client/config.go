@@ -73,6 +73,10 @@ type Config struct {
 	// Cooldown is how long the client must stay READY before the backoff
 	// resets (Backoff). Default 5s.
 	Cooldown time.Duration
+	// ResetOnOpen resets the backoff when a socket opens instead of after
+	// Cooldown of READY (Backoff): the rule stage 5 replaced, kept so the
+	// two can be compared (the simulator's Flapping table). Default off.
+	ResetOnOpen bool
 	// OnlineDelay is the upper bound of the random delay before reconnecting
 	// when the network comes back (Backoff), or the page becomes visible
 	// again (Session). Default 500ms.
@@ -162,6 +166,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Rand == nil {
 		return c, errors.New("client: Config.Rand is required")
 	}
+	return c.defaults()
+}
+
+// defaults fills in the defaults; unlike withDefaults it does not need
+// Rand (NewReconnector takes each draw from its caller).
+func (c Config) defaults() (Config, error) {
 	if c.Topic == "" {
 		c.Topic = protocol.DefaultTopic
 	}

@@ -54,11 +54,10 @@ type Core struct {
 	rc  Reconnector
 
 	started bool
-	ended   Terminal // set: the session is over (stopped included)
-	endCode int      // the close code that ended it, if one did
-	online  bool
-	hidden  bool
-	session string // the session ref for records: random, opaque
+	origin  time.Time // the Reconnector's instants are durations since (the first Start)
+	ended   Terminal  // set: the session is over (stopped included)
+	endCode int       // the close code that ended it, if one did
+	session string    // the session ref for records: random, opaque
 
 	nextSocket SocketID
 	current    SocketID // 0: none
@@ -66,9 +65,8 @@ type Core struct {
 	protocol   Level
 	service    Level
 
-	// dl holds the named deadlines; zero means not armed. The driver holds
-	// one timer for the earliest of them (and of the scheduled reconnects
-	// and the request deadlines).
+	// dl holds the deadlines kept in a slot (deadlines.go); zero means not
+	// armed. The driver holds one timer for the earliest deadline.
 	dl [numDeadlines]time.Time
 	// reconnects are the scheduled dials. With StaleFilter there is at most
 	// one; without it every accepted close schedules its own, as a naive
@@ -111,16 +109,7 @@ func New(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg, online: true, pending: map[uint64]*pendingRequest{}}
-	if cfg.Features.Backoff {
-		c.rc.Backoff = Backoff{Policy: cfg.Policy, Cooldown: cfg.Cooldown}
-	} else {
-		c.rc.Backoff = Backoff{Policy: Fixed{D: cfg.NaiveDelay}}
-	}
-	if cfg.Features.Session {
-		c.rc.Classify = true
-		c.rc.Budget, c.rc.Window, c.rc.CapGrowth, c.rc.MaxRefreshes = cfg.Budget, cfg.Window, cfg.CapGrowth, cfg.MaxRefreshes
-	}
+	c := &Core{cfg: cfg, rc: reconnectorOf(cfg), pending: map[uint64]*pendingRequest{}}
 	c.session = sessionRef(cfg.Rand)
 	c.initTopics()
 	return c, nil
@@ -157,6 +146,7 @@ func (c *Core) Start(now time.Time) {
 		return
 	}
 	c.started = true
+	c.at(now)
 	c.dial(now)
 	c.after(now)
 }
@@ -170,7 +160,7 @@ func (c *Core) Opened(s SocketID, now time.Time) {
 	c.transport = Up
 	c.dl[dlConnect] = time.Time{}
 	c.rc.Opened()
-	c.trace("open", s, "socket "+utoa(s)+" open")
+	c.trace("open", s, "socket "+s.String()+" open")
 	if c.token != "" {
 		// The ticket goes first, before anything else, and is not kept.
 		c.send(protocol.Message{Type: protocol.TypeAuth, Token: c.token})
@@ -243,8 +233,8 @@ func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
 		return
 	}
 	c.stats.Closes++
-	c.trace("close", s, "socket "+utoa(s)+" closed with "+strconv.Itoa(code))
-	c.lost(now, causeOf(code, reason))
+	c.trace("close", s, "socket "+s.String()+" closed with "+strconv.Itoa(code))
+	c.connectionLost(now, causeOf(code, reason))
 	c.after(now)
 }
 
@@ -256,16 +246,10 @@ func (c *Core) Tick(now time.Time) {
 	}
 	c.armed = time.Time{}
 	for d := range numDeadlines {
-		if c.ended == NotEnded && due(c.dl[d], now) {
+		if c.ended == NotEnded && due(c.deadlineAt(d), now) {
 			c.dl[d] = time.Time{}
-			deadlineFired[d](c, now)
+			deadlines[d].fire(c, now)
 		}
-		if d == dlSubscribe {
-			c.expireRequests(now) // in the order they always ran: after the socket's own deadlines
-		}
-	}
-	if c.ended == NotEnded {
-		c.dialDue(now)
 	}
 	c.after(now)
 }
@@ -303,21 +287,21 @@ func (c *Core) dial(now time.Time) {
 	c.current = c.nextSocket
 	c.transport = Pending
 	c.protocol, c.service = Down, Down
+	c.clearScope(scopeSocket)
 	c.dl[dlConnect] = now.Add(c.cfg.ConnectTimeout)
-	c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}
 	c.stats.Dials++
-	c.trace("dial", c.current, "opening socket "+utoa(c.current)+" (attempt "+strconv.Itoa(c.rc.Attempt())+")")
+	c.trace("dial", c.current, "opening socket "+c.current.String()+" (attempt "+strconv.Itoa(c.rc.Attempt())+")")
 	c.emit(Effect{Kind: EffDial, Socket: c.current})
 }
 
-// lost handles the loss of the current socket (or of an attempt): every
+// connectionLost handles the loss of the current socket (or of an attempt): every
 // layer goes down, the registry rejects what was in flight, and the
 // reconnect rules decide what comes next.
-func (c *Core) lost(now time.Time, cause Cause) {
+func (c *Core) connectionLost(now time.Time, cause Cause) {
 	c.transport = Down
 	c.current = 0
 	c.probing = false
-	c.dl[dlConnect], c.dl[dlWatchdog], c.dl[dlSubscribe] = time.Time{}, time.Time{}, time.Time{}
+	c.clearScope(scopeSocket)
 	c.rejectAll("connection lost", false)
 	c.lastErr = failureOf(cause)
 	c.trace("error", 0, c.lastErr.Message())
@@ -350,17 +334,23 @@ func (c *Core) send(m protocol.Message) {
 // timer for the earliest deadline.
 func (c *Core) after(now time.Time) {
 	c.noteState(now)
-	next := c.nextRequestDeadline()
-	for _, t := range c.dl {
-		next = earliest(next, t)
-	}
-	for _, t := range c.reconnects {
-		next = earliest(next, t)
+	var next time.Time
+	for d := range numDeadlines {
+		next = earliest(next, c.deadlineAt(d))
 	}
 	if !next.Equal(c.armed) {
 		c.armed = next
 		c.emit(Effect{Kind: EffTimer, At: next})
 	}
+}
+
+// at turns an instant into the Reconnector's: a duration since the origin,
+// which the first call sets (Start makes that the first).
+func (c *Core) at(now time.Time) time.Duration {
+	if c.origin.IsZero() {
+		c.origin = now
+	}
+	return now.Sub(c.origin)
 }
 
 // earliest returns the earlier of two deadlines; zero means unset.

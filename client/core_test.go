@@ -322,7 +322,7 @@ func TestStage3IgnoresTheLateCloseOfAReplacedSocket(t *testing.T) {
 	s2 := h.ready()
 	h.closed(1)
 	h.frame(1, protocol.Message{Type: protocol.TypeUpdate, Topic: "feed", Seq: 9, Data: []byte(`1`)})
-	if st := h.state(); !st.Ready || st.Epoch != s2 {
+	if st := h.state(); !st.Ready || st.Epoch != uint64(s2) {
 		t.Fatalf("stage 3 let a stale event change state: %+v", st)
 	}
 	h.advance(10 * time.Second / 10)
@@ -478,8 +478,14 @@ func TestFullJitterDelaysStayInRange(t *testing.T) {
 	if got := (Exponential{Base: time.Second, Cap: 30 * time.Second}).Delay(200, 0, 0); got != 30*time.Second {
 		t.Fatalf("exponential(200) = %v", got)
 	}
-	b := Backoff{Policy: RandomStartLinear{Step: time.Second}}
-	got := []time.Duration{b.Next(0.25), b.Next(0.9), b.Next(0.1)}
+	b, err := NewReconnector(Config{Features: Features{Backoff: true}, Policy: RandomStartLinear{Step: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for _, r := range []float64{0.25, 0.9, 0.1} {
+		got = append(got, b.Failed(0, Cause{By: ByNetwork, Code: 1006}, func() float64 { return r }).Delay)
+	}
 	want := []time.Duration{250 * time.Millisecond, 1250 * time.Millisecond, 2250 * time.Millisecond}
 	for i := range want {
 		if got[i] != want[i] {
@@ -569,7 +575,7 @@ func TestStopLeavesNoArmedTimer(t *testing.T) {
 	if e := h.settled[id]; !errors.Is(e.Err, ErrConnectionClosed) {
 		t.Fatalf("request: %+v", e)
 	}
-	if st := h.state(); !st.Stopped || st.Ready {
+	if st := h.state(); st.Ended != Stopped || st.Ready {
 		t.Fatalf("%+v", st)
 	}
 	// Events after stop are ignored; requests are refused.
@@ -588,7 +594,7 @@ func TestUpdatesAreTaggedWithTheEpochAndGapsCounted(t *testing.T) {
 	for _, n := range []int64{5, 6, 8} {
 		h.frame(s, protocol.Message{Type: protocol.TypeUpdate, Topic: "feed", Seq: n, Data: []byte(`{}`)})
 	}
-	if len(h.updates) != 3 || h.updates[2].Epoch != s || h.c.Stats().SeqGaps != 1 {
+	if len(h.updates) != 3 || h.updates[2].Epoch != uint64(s) || h.c.Stats().SeqGaps != 1 {
 		t.Fatalf("updates %+v stats %+v", h.updates, h.c.Stats())
 	}
 }

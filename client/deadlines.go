@@ -6,32 +6,86 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// The named deadlines. Each is one slot in Core.dl that after() scans,
-// Tick dispatches (in this order) through deadlineFired, and lost() or
-// end() clears: a new timer is one entry here.
+// The deadlines the one timer serves, one row each: its scope and what
+// fires it. after() arms the timer for the earliest of them, Tick fires the
+// due ones in this order (the order is the effects' order: tests pin it), a
+// dial or the loss of a socket clears the socket's by scope, and end()
+// clears them all. A new deadline is a name and a row here: Tick, after(),
+// dial, loss and end need no edit.
 type deadline uint8
 
 const (
 	dlConnect   deadline = iota // the socket must open by then
-	dlWatchdog                  // a ping must arrive by then (heartbeat.go)
+	dlWatchdog                  // a ping (or a probe's answer) must arrive by then (heartbeat.go)
 	dlSubscribe                 // "subscribed" must arrive by then (service.go)
+	dlRequest                   // the earliest pending request times out then (registry.go)
 	dlCooldown                  // READY this long resets the backoff (reconnect.go)
 	dlToken                     // the token hook must answer by then (session.go)
 	dlWindow                    // the run of failures gives up then (session.go)
+	dlReconnect                 // the earliest scheduled dial (reconnect.go)
 	numDeadlines
 )
 
-var deadlineFired = [numDeadlines]func(*Core, time.Time){
-	dlConnect:   (*Core).connectTimedOut,
-	dlWatchdog:  (*Core).watchdogFired,
-	dlSubscribe: (*Core).subscribeTimedOut,
-	dlCooldown:  func(c *Core, _ time.Time) { c.cooldownDone() },
-	dlToken:     (*Core).tokenTimedOut,
-	dlWindow:    (*Core).windowRanOut,
+// scope says what a deadline belongs to, and so what clears it.
+type scope uint8
+
+const (
+	// scopeSocket: the current socket's. A dial or a loss clears it.
+	scopeSocket scope = iota + 1
+	// scopeSession: outlives sockets. It is met or cancelled by its own
+	// rule, or cleared when the session ends.
+	scopeSession
+	// scopeRequest: the requests' own, kept in their queue in deadline
+	// order (registry.go), not in a slot. Their registry settles them.
+	scopeRequest
+)
+
+// deadlineRow is one deadline: its scope, what fires it, and, if set, where
+// its instant lives instead of the slot (the request queue, the list of
+// scheduled dials).
+type deadlineRow struct {
+	scope scope
+	fire  func(*Core, time.Time)
+	at    func(*Core) time.Time
+}
+
+// deadlines is the table, filled in by init: the handlers it names clear
+// deadlines by scope through it, a cycle a package-level initializer may
+// not have.
+var deadlines [numDeadlines]deadlineRow
+
+func init() {
+	deadlines = [numDeadlines]deadlineRow{
+		dlConnect:   {scope: scopeSocket, fire: (*Core).connectTimedOut},
+		dlWatchdog:  {scope: scopeSocket, fire: (*Core).watchdogFired},
+		dlSubscribe: {scope: scopeSocket, fire: (*Core).subscribeTimedOut},
+		dlRequest:   {scope: scopeRequest, fire: (*Core).expireRequests, at: (*Core).nextRequestDeadline},
+		dlCooldown:  {scope: scopeSession, fire: (*Core).cooldownDone},
+		dlToken:     {scope: scopeSession, fire: (*Core).tokenTimedOut},
+		dlWindow:    {scope: scopeSession, fire: (*Core).windowRanOut},
+		dlReconnect: {scope: scopeSession, fire: (*Core).dialDue, at: (*Core).nextDial},
+	}
+}
+
+// deadlineAt returns deadline d's instant; zero: not armed.
+func (c *Core) deadlineAt(d deadline) time.Time {
+	if at := deadlines[d].at; at != nil {
+		return at(c)
+	}
+	return c.dl[d]
+}
+
+// clearScope disarms every deadline of scope s kept in a slot.
+func (c *Core) clearScope(s scope) {
+	for d := range numDeadlines {
+		if deadlines[d].scope == s {
+			c.dl[d] = time.Time{}
+		}
+	}
 }
 
 func (c *Core) connectTimedOut(now time.Time) {
-	c.trace("connect-timeout", c.current, "socket "+utoa(c.current)+" did not open within "+c.cfg.ConnectTimeout.String())
+	c.trace("connect-timeout", c.current, "socket "+c.current.String()+" did not open within "+c.cfg.ConnectTimeout.String())
 	c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "connect timeout"})
-	c.lost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailTimeout})
+	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailTimeout})
 }

@@ -147,10 +147,10 @@ func TestRequestsHaveTimeoutsOfTheirOwn(t *testing.T) {
 	h := newHarness(t, 5)
 	h.start()
 	h.ready()
-	long := h.c.RequestTimeout("echo", nil, 4*time.Second, h.now)
-	short := h.c.RequestTimeout("echo", nil, time.Second, h.now)
+	long := h.c.RequestWithTimeout("echo", nil, 4*time.Second, h.now)
+	short := h.c.RequestWithTimeout("echo", nil, time.Second, h.now)
 	def := h.c.Request("echo", nil, h.now)
-	bad := h.c.RequestTimeout("echo", nil, -time.Second, h.now)
+	bad := h.c.RequestWithTimeout("echo", nil, -time.Second, h.now)
 	h.drain()
 	if !errors.Is(h.settled[bad].Err, ErrInvalidRequest) {
 		t.Fatalf("negative timeout: %+v", h.settled[bad])

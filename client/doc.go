@@ -19,9 +19,12 @@
 //	heartbeat.go   stage 2: server pings and the watchdog
 //	stale.go       stage 3: events from replaced sockets are ignored
 //	service.go     stage 4: subscribe, resubscribe, service level
-//	reconnect.go   stage 5: backoff with jitter, cooldown reset, offline/online
+//	reconnector.go stages 0-6: every reconnect rule in one pure value, shared with the simulator:
+//	               the delay and its reset, the watchdog's immediate reconnect, the waits for
+//	               online and a visible page (stage 5: backoff with jitter, cooldown; stage 6:
+//	               budget, window, refreshes, terminal states)
+//	reconnect.go   carries out the Reconnector's decisions: records, dials, offline/online
 //	classify.go    stage 6: what each close means
-//	reconnector.go stage 6: every reconnect rule in one pure value, shared with the simulator
 //	session.go     stage 6: tokens, the window, terminal states, records, Reconnect, visibility
 //	deadlines.go   the named deadlines the one timer serves
 //	policy.go      the delay policies, shared with the simulator

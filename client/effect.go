@@ -31,15 +31,17 @@ const (
 	// EffContinuityLost: updates of a topic the client will never deliver
 	// (Lost).
 	EffContinuityLost
-	// EffTopicError: the server refused a subscribe to Update.Topic; Reason
-	// is its error code (unknown_topic, too_many_subscriptions, ...). The
+	// EffTopicError: the server refused a subscribe (TopicError). The
 	// subscribe is retried at the subscribe deadline (Service).
 	EffTopicError
 )
 
 // SocketID names a socket the core asked a driver to open. IDs increase by
-// one per socket and double as the connection epoch.
-type SocketID = uint64
+// one per socket and double as the connection epoch (State.Epoch,
+// Update.Epoch and Record.Epoch carry it as a number).
+type SocketID uint64
+
+func (s SocketID) String() string { return utoa(uint64(s)) }
 
 // Effect is one thing the core asks its driver to do. Which fields are set
 // depends on Kind.
@@ -48,7 +50,7 @@ type Effect struct {
 	Socket SocketID       // EffDial, EffSend, EffClose
 	Frame  []byte         // EffSend
 	Code   int            // EffClose
-	Reason string         // EffClose; EffTopicError: the error code
+	Reason string         // EffClose
 	At     time.Time      // EffTimer
 	ID     uint64         // EffSettle
 	Result []byte         // EffSettle: raw JSON on success
@@ -59,6 +61,16 @@ type Effect struct {
 	Force  bool           // EffToken
 	Record Record         // EffRecord
 	Lost   ContinuityLost // EffContinuityLost
+	// TopicError is EffTopicError's: which topic, and the server's code.
+	TopicError TopicError
+}
+
+// TopicError is the server's refusal of a subscribe to Topic. Code is its
+// stable error code (unknown_topic, too_many_subscriptions,
+// too_many_topics, unavailable); the server's message is not kept.
+type TopicError struct {
+	Topic string
+	Code  string
 }
 
 // Update is a feed item, tagged with the epoch of the socket it came on.

@@ -26,6 +26,9 @@ type harness struct {
 	lost      []ContinuityLost
 	topicErrs []string // topic + ":" + code
 	rand      *seq
+	// seen, if set, hears of every effect in order before the harness
+	// carries it out (the scenario scripts print them).
+	seen func(Effect)
 }
 
 type fakeSocket struct {
@@ -68,6 +71,9 @@ func newHarness(t *testing.T, stage int, tweak ...func(*Config)) *harness {
 
 func (h *harness) drain() {
 	for _, e := range h.c.Effects() {
+		if h.seen != nil {
+			h.seen(e)
+		}
 		switch e.Kind {
 		case EffDial:
 			h.sockets[e.Socket] = &fakeSocket{}
@@ -105,7 +111,7 @@ func (h *harness) drain() {
 		case EffContinuityLost:
 			h.lost = append(h.lost, e.Lost)
 		case EffTopicError:
-			h.topicErrs = append(h.topicErrs, e.Update.Topic+":"+e.Reason)
+			h.topicErrs = append(h.topicErrs, e.TopicError.Topic+":"+e.TopicError.Code)
 		}
 	}
 }

@@ -102,7 +102,7 @@ func (c *Core) watchdogFired(now time.Time) {
 		what = "no answer to a probe within " + c.probeTimeout().String()
 	}
 	c.probing = false
-	c.trace("watchdog", s, "watchdog fired on socket "+utoa(s)+": "+what+"; closing it")
+	c.trace("watchdog", s, "watchdog fired on socket "+s.String()+": "+what+"; closing it")
 	c.emit(Effect{Kind: EffClose, Socket: s, Code: protocol.CloseHeartbeatTimeout, Reason: "heartbeat timeout"})
-	c.lost(now, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat})
+	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat})
 }

@@ -1,16 +1,14 @@
 package client
 
-import (
-	"strconv"
-	"time"
-)
+import "time"
 
 // Policy chooses the delay before a reconnect attempt. It is pure: attempt
 // counts the attempts since the last backoff reset (0 for the first), prev
 // is the delay this policy chose for the previous attempt (0 for the first)
 // and r is a uniform random number in [0, 1) supplied by the caller.
 //
-// The simulator (package sim) runs these very values over a fleet.
+// The simulator (package sim) runs these very values over a fleet, inside
+// the core's own Reconnector.
 type Policy interface {
 	Delay(attempt int, prev time.Duration, r float64) time.Duration
 	String() string
@@ -88,58 +86,4 @@ func expCap(base, cap time.Duration, attempt int) time.Duration {
 		return cap
 	}
 	return d
-}
-
-// Backoff applies a Policy across attempts and owns the reset rule. The
-// core uses one per client; the simulator uses one per simulated client.
-type Backoff struct {
-	Policy Policy
-	// Cooldown is the reset rule: 0 resets the backoff when a socket opens;
-	// a positive value resets it only after that long of continuous READY.
-	Cooldown time.Duration
-
-	attempt int
-	prev    time.Duration
-}
-
-// Next returns the delay before the next attempt and counts the attempt.
-func (b *Backoff) Next(r float64) time.Duration {
-	d := b.Policy.Delay(b.attempt, b.prev, r)
-	if d < 0 {
-		d = 0
-	}
-	b.attempt++
-	b.prev = d
-	return d
-}
-
-// Attempt is the number of attempts since the last reset.
-func (b *Backoff) Attempt() int { return b.attempt }
-
-// Reset starts the policy over.
-func (b *Backoff) Reset() { b.attempt, b.prev = 0, 0 }
-
-// Opened applies the reset rule for a socket that opened: it resets the
-// backoff only when Cooldown is 0.
-func (b *Backoff) Opened() {
-	if b.Cooldown == 0 {
-		b.Reset()
-	}
-}
-
-// ResetDue returns when the backoff resets for a client READY since
-// readySince, and false when the rule does not wait for readiness.
-func (b *Backoff) ResetDue(readySince time.Time) (time.Time, bool) {
-	if b.Cooldown == 0 {
-		return time.Time{}, false
-	}
-	return readySince.Add(b.Cooldown), true
-}
-
-func (b *Backoff) String() string {
-	rule := "reset on open"
-	if b.Cooldown > 0 {
-		rule = "reset after " + b.Cooldown.String() + " ready"
-	}
-	return b.Policy.String() + ", " + rule + ", attempt " + strconv.Itoa(b.attempt)
 }

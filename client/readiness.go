@@ -51,10 +51,9 @@ type State struct {
 	// Attempt is the number of reconnect attempts since the backoff last
 	// reset.
 	Attempt int
-	// Stopped is true once Stop was called.
-	Stopped bool
 	// Ended is the terminal state the session is in, or NotEnded (""):
-	// ended, forbidden, refresh_exhausted, gave_up or stopped. Once ended,
+	// ended, forbidden, refresh_exhausted, gave_up or stopped (Stop was
+	// called: Ended == Stopped). Once ended,
 	// the client dials nothing and arms no timer until Reconnect.
 	Ended Terminal
 	// EndCode is the close code that ended the session, if one did.
@@ -72,8 +71,8 @@ func ready(t, p, s Level) bool {
 // state computes the current State. Losing a lower layer resets the ones
 // above it: protocol and service are Down whenever transport is not Up.
 func (c *Core) state() State {
-	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: c.nextSocket,
-		Online: c.online, Attempt: c.rc.Attempt(), Stopped: c.ended == Stopped, Ended: c.ended, EndCode: c.endCode}
+	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: uint64(c.nextSocket),
+		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode}
 	if c.cfg.Features.Heartbeat {
 		st.Protocol = c.protocol
 		if c.transport != Up {
@@ -104,7 +103,6 @@ func (c *Core) noteState(now time.Time) {
 	if st.Ready && !c.lastState.Ready {
 		c.readySince = now
 		c.onReady(now)
-		c.rc.Ready()
 		c.noteRecovery(now)
 	}
 	if !st.Ready && c.lastState.Ready {

@@ -1,21 +1,15 @@
 package client
 
-import (
-	"time"
+import "time"
 
-	"github.com/wsready/wsready/protocol"
-)
-
-// The reconnection policy (stage 5). Exponential backoff with full jitter;
-// the backoff resets only after Cooldown of continuous READY, not on open;
-// offline cancels a scheduled reconnect; online resets the backoff and
-// reconnects after a small random delay. A laptop waking from sleep needs
-// nothing special: the watchdog notices the missing pings.
-//
-// Without Backoff (stages 0-4) the client reconnects NaiveDelay after a
-// close, at once after the watchdog fires, and ignores offline/online.
-// What a disconnect means (stage 6) is the Reconnector's to decide
-// (reconnector.go, classify.go); this file carries its decision out.
+// Carrying out the reconnect decisions. Every rule is the Reconnector's
+// (reconnector.go): the delay and its reset, the immediate reconnect after
+// the watchdog before stage 5, the waits for the network (stage 5: offline
+// cancels a scheduled reconnect, online resets the backoff and reconnects
+// after a small random delay) and for a visible page (stage 6), and what a
+// disconnect means (stage 6, classify.go). This file asks it and does what
+// it says. A laptop waking from sleep needs nothing special: the watchdog
+// notices the missing pings.
 
 // scheduleReconnect asks the Reconnector what follows the loss of a
 // connection or an attempt, records the decision, and carries it out.
@@ -23,62 +17,53 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 	if c.ended != NotEnded {
 		return
 	}
-	waitOnline := c.cfg.Features.Backoff && !c.online
-	waitVisible := c.cfg.Features.Session && c.hidden
-	var d Decision
-	if waitOnline || waitVisible {
-		d = Decision{Class: Classify(cause), BudgetLeft: -1, WindowLeft: -1}
-		if !c.cfg.Features.Session {
-			d.Class = ClassBackoff
-		}
-	} else {
-		d = c.rc.Failed(now, cause, c.cfg.Rand())
+	d := c.rc.Failed(c.at(now), cause, c.cfg.Rand)
+	budget, window := -1, time.Duration(-1) // a wait or an end says nothing of the run
+	if d.Outcome == OutcomeReconnect || d.Outcome == OutcomeRefresh {
+		budget, window = c.rc.Left(c.at(now))
 	}
-	if cause.By == ByClient && cause.Code == protocol.CloseHeartbeatTimeout && !c.cfg.Features.Backoff {
-		d.Delay = 0 // stages 2-4: the watchdog reconnects at once
-	}
-	rec := Record{Session: c.session, Epoch: c.nextSocket, Attempt: c.rc.Attempt(), Class: d.Class, By: cause.By,
-		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: d.BudgetLeft, WindowLeft: d.WindowLeft}
-	switch {
-	case d.Terminal != NotEnded:
-		rec.Outcome, rec.Delay = Outcome(d.Terminal), 0
-		c.record(rec)
-		c.end(now, d.Terminal, cause.Code)
-		return
-	case waitOnline || waitVisible:
-		rec.Outcome, rec.Delay = OutcomeWaitOnline, 0
-		why := "offline: reconnect waits for online"
-		if !waitOnline {
-			rec.Outcome, why = OutcomeWaitVisible, "page hidden: reconnect waits until it is visible"
-		}
-		c.record(rec)
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: c.rc.Class(cause), By: cause.By,
+		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: budget, WindowLeft: window,
+		Outcome: d.Outcome})
+	switch d.Outcome {
+	case OutcomeWaitOnline, OutcomeWaitVisible:
 		c.reconnects = nil
+		why := "offline: reconnect waits for online"
+		if d.Outcome == OutcomeWaitVisible {
+			why = "page hidden: reconnect waits until it is visible"
+		}
 		c.trace("reconnect-wait", 0, why)
-		return
-	case d.Refresh:
-		rec.Outcome = OutcomeRefresh
-		c.record(rec)
+	case OutcomeRefresh:
 		c.forceToken = true
 		c.dial(now)
 		c.armWindow()
-		return
+	case OutcomeReconnect:
+		if d.RetryAfter > 0 {
+			c.stats.RetryAftersHonoured++
+		}
+		c.emitReconnect(d.Delay)
+		c.armWindow()
+		if d.Delay == 0 {
+			c.dial(now)
+			return
+		}
+		if c.cfg.Features.StaleFilter {
+			c.reconnects = append(c.reconnects[:0], now.Add(d.Delay))
+		} else {
+			c.reconnects = append(c.reconnects, now.Add(d.Delay))
+		}
+	default:
+		c.end(now, d.Outcome.Terminal(), cause.Code)
 	}
-	rec.Outcome = OutcomeReconnect
-	if d.RetryAfter > 0 {
-		c.stats.RetryAftersHonoured++
+}
+
+// nextDial is the earliest scheduled reconnect (zero: none).
+func (c *Core) nextDial() time.Time {
+	var next time.Time
+	for _, t := range c.reconnects {
+		next = earliest(next, t)
 	}
-	c.record(rec)
-	c.emitReconnect(d.Delay)
-	c.armWindow()
-	if d.Delay == 0 {
-		c.dial(now)
-		return
-	}
-	if c.cfg.Features.StaleFilter {
-		c.reconnects = append(c.reconnects[:0], now.Add(d.Delay))
-	} else {
-		c.reconnects = append(c.reconnects, now.Add(d.Delay))
-	}
+	return next
 }
 
 // dialDue opens a socket for every scheduled reconnect that is due.
@@ -107,12 +92,12 @@ func (c *Core) emitReconnect(d time.Duration) {
 
 // Offline reports that the platform lost the network.
 func (c *Core) Offline(now time.Time) {
-	if c.ended != NotEnded || !c.online {
+	if c.ended != NotEnded || !c.rc.IsOnline() {
 		return
 	}
-	c.online = false
+	cancel := c.rc.Offline()
 	c.trace("offline", c.current, "network offline")
-	if c.cfg.Features.Backoff && len(c.reconnects) > 0 {
+	if cancel && len(c.reconnects) > 0 {
 		c.reconnects = nil
 		c.trace("reconnect-cancelled", 0, "scheduled reconnect cancelled while offline")
 	}
@@ -121,33 +106,34 @@ func (c *Core) Offline(now time.Time) {
 
 // Online reports that the platform has the network back.
 func (c *Core) Online(now time.Time) {
-	if c.ended != NotEnded || c.online {
+	if c.ended != NotEnded || c.rc.IsOnline() {
 		return
 	}
-	c.online = true
+	soon := c.rc.Online()
 	c.trace("online", c.current, "network online")
-	if c.cfg.Features.Backoff {
-		c.rc.Reset()
+	if soon {
 		c.reconnectSoon(now)
 	}
 	c.after(now)
 }
 
-// reconnectSoon schedules a reconnect after a small random delay, for a
-// client that is down and has none scheduled: the network or the page is
-// back, and a fleet must not come back in the same instant.
+// reconnectSoon schedules a reconnect after the Reconnector's small random
+// delay, for a client that is down and has none scheduled: the network or
+// the page is back, and a fleet must not come back in the same instant.
 func (c *Core) reconnectSoon(now time.Time) {
-	if !c.started || c.transport != Down || c.tokenWait || !c.online || (c.cfg.Features.Session && c.hidden) {
+	if !c.started || c.transport != Down || c.tokenWait {
 		return
 	}
-	d := time.Duration(c.cfg.Rand() * float64(c.cfg.OnlineDelay))
+	d := c.rc.Soon(c.cfg.Rand())
 	c.emitReconnect(d)
 	c.reconnects = append(c.reconnects[:0], now.Add(d))
 }
 
+// onReady starts the cooldown (the Reconnector's rule) for a client READY
+// from now; without a cooldown there is nothing to wait for.
 func (c *Core) onReady(now time.Time) {
-	if at, ok := c.rc.ResetDue(now); ok {
-		c.dl[dlCooldown] = at
+	if due, ok := c.rc.Ready(c.at(now), c.at(now)); ok {
+		c.dl[dlCooldown] = c.origin.Add(due)
 	}
 }
 
@@ -156,8 +142,13 @@ func (c *Core) onNotReady(now time.Time) {
 	c.lostReadyAt = now
 }
 
-func (c *Core) cooldownDone() {
-	c.rc.Stable()
+// cooldownDone: the client has been READY since readySince for the
+// cooldown; the Reconnector's rule resets the backoff and ends the run.
+func (c *Core) cooldownDone(now time.Time) {
+	if due, ok := c.rc.Ready(c.at(c.readySince), c.at(now)); ok {
+		c.dl[dlCooldown] = c.origin.Add(due) // the rule says not yet: wait for it
+		return
+	}
 	c.dl[dlWindow] = time.Time{}
 	c.trace("backoff-reset", c.current, "ready for "+c.cfg.Cooldown.String()+": backoff reset")
 }

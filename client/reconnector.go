@@ -1,38 +1,92 @@
 package client
 
 import (
+	"math"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/wsready/wsready/protocol"
 )
 
 // Reconnector holds every reconnect rule in one pure value: the delay
-// policy and its reset rule (Backoff), and at stage 6 the close
-// classification, the retry-after floor, token refreshes, the attempt
-// budget, the reconnect window and the cap that grows under sustained
-// failure. The Core holds one; the simulator runs one per simulated
-// client, so no rule is written twice.
+// policy and its reset rule (on open, or after Cooldown of READY), the
+// immediate reconnect after the watchdog (stages 2-4), the waits for the
+// network (stage 5) and for a visible page (stage 6), and at stage 6 the
+// close classification, the retry-after floor, token refreshes, the
+// attempt budget, the reconnect window and the cap that grows under
+// sustained failure. The Core holds one and carries out its decisions; the
+// simulator runs one per simulated client, so no rule is written twice and
+// no path can skip one.
+//
+// NewReconnector builds it from a Config. The rules are fixed then and
+// shared by every copy of the value; each copy has its own state, 40 bytes,
+// so a simulator can run a million (a test pins the size). The zero value
+// has no rules and must not be used.
+//
+// Instants are durations since an origin the caller keeps and never moves
+// (the Core: its Start; the simulator: the disconnect at t=0), so the value
+// holds no time.Time (24 bytes with its location) and a monotonic clock
+// stays monotonic.
 type Reconnector struct {
-	Backoff
-	// Classify turns on stage 6's rules. Without it every failure is
-	// ClassBackoff and nothing is terminal.
-	Classify bool
-	// Budget is the most reconnect attempts in one run of failures; the
-	// failure after the last one is terminal (gave_up). 0: unbounded.
-	Budget int
-	// Window is how long one run of failures may last, from its first
-	// failure; then the session gives up. 0: unbounded.
-	Window time.Duration
-	// CapGrowth raises the policy's cap while a run of failures lasts (for
-	// policies with a cap: Exponential, FullJitter). Empty: never.
-	CapGrowth []CapStep
-	// MaxRefreshes is how many token refreshes in a row may fail to reach
-	// READY; the next 4001 is terminal (refresh_exhausted).
-	MaxRefreshes int
+	r *reconnectRules
 
-	failingSince time.Time // the run of failures began; zero: not failing
-	attempts     int       // reconnect attempts in this run
-	refreshes    int       // token refreshes since the last READY
-	windowOver   bool      // the window ran out while the client was READY
+	prev         time.Duration // the delay the policy chose last
+	failingSince time.Duration // the run of failures began (while failing)
+	attempt      int32         // backoff attempts since the last reset
+	attempts     int32         // reconnect attempts in this run
+	refreshes    int32         // token refreshes since the last READY
+	failing      bool          // a run of failures is under way
+	windowOver   bool          // the window ran out while the client was READY
+	offline      bool          // the platform reports no network
+	hidden       bool          // the page is hidden
+}
+
+// reconnectRules are a Reconnector's rules, from the Config; never changed
+// after NewReconnector.
+type reconnectRules struct {
+	policy       Policy
+	cooldown     time.Duration // 0: the backoff resets when a socket opens
+	classify     bool          // stage 6: classify closes; terminal states
+	budget       int           // 0: unbounded
+	window       time.Duration // 0: unbounded
+	capGrowth    []CapStep
+	maxRefreshes int
+	waitOnline   bool          // stage 5: nothing is dialled while offline; online resets and reconnects soon
+	waitVisible  bool          // stage 6: nothing is dialled while hidden; visible resets and reconnects soon
+	watchdogNow  bool          // before stage 5: the watchdog reconnects at once
+	soon         time.Duration // the most a reconnect waits once the network or the page is back
+}
+
+// NewReconnector returns the reconnect value cfg describes, with the
+// Config's defaults: Features.Backoff chooses Policy and Cooldown (or
+// ResetOnOpen) and the wait for the network over NaiveDelay with a reset on
+// open and an immediate reconnect after the watchdog, and Features.Session
+// turns on the classification with Budget, Window, CapGrowth and
+// MaxRefreshes, and the wait for a visible page. Rand is not needed: the
+// caller hands each decision its random draw.
+func NewReconnector(cfg Config) (Reconnector, error) {
+	cfg, err := cfg.defaults()
+	if err != nil {
+		return Reconnector{}, err
+	}
+	return reconnectorOf(cfg), nil
+}
+
+// reconnectorOf builds the value from a config with its defaults in.
+func reconnectorOf(cfg Config) Reconnector {
+	r := &reconnectRules{policy: Fixed{D: cfg.NaiveDelay}, watchdogNow: true, soon: cfg.OnlineDelay}
+	if cfg.Features.Backoff {
+		r.policy, r.waitOnline, r.watchdogNow = cfg.Policy, true, false
+		if !cfg.ResetOnOpen {
+			r.cooldown = cfg.Cooldown
+		}
+	}
+	if cfg.Features.Session {
+		r.classify, r.waitVisible = true, true
+		r.budget, r.window, r.capGrowth, r.maxRefreshes = cfg.Budget, cfg.Window, slices.Clone(cfg.CapGrowth), cfg.MaxRefreshes
+	}
+	return Reconnector{r: r}
 }
 
 // CapStep raises the backoff's cap to Cap once a run of failures has
@@ -68,60 +122,88 @@ const (
 	OutcomeWaitVisible Outcome = "wait_visible" // the page is hidden: nothing until visible
 )
 
-// Decision is what to do after a failure.
+// Decision is what to do after a failure. It is small on purpose (four
+// words): the compiler keeps a struct that small in registers, and the
+// simulator takes a hundred million decisions in a million-client day.
+// What the disconnect meant is Class's to say, what is left of the budget
+// and the window Left's.
 type Decision struct {
-	Class      Class
-	Delay      time.Duration // before the next dial
-	RetryAfter time.Duration // the server's, if any
-	Refresh    bool          // fetch a fresh token first (forced)
-	Terminal   Terminal      // set: stop here
-	BudgetLeft int           // attempts left after this one; -1: unbounded
-	WindowLeft time.Duration // -1: unbounded
+	// Outcome: reconnect after Delay; refresh (a forced fresh token, then a
+	// dial at once); wait for online or for a visible page (nothing is
+	// dialled until then); or a terminal state (Outcome.Terminal).
+	Outcome    Outcome
+	Delay      time.Duration // before the next dial (reconnect)
+	RetryAfter time.Duration // the server's, when it set the delay's floor
 }
 
-// Failed decides what follows a failure at now; r is a uniform random
-// number in [0, 1) for the backoff's draw.
-func (rc *Reconnector) Failed(now time.Time, c Cause, r float64) Decision {
-	d := Decision{Class: ClassBackoff, BudgetLeft: -1, WindowLeft: -1}
-	if !rc.Classify {
-		d.Delay = rc.Next(r)
-		return d
+// Terminal returns the terminal state an outcome ends the session in, or
+// NotEnded. (A method of Outcome, not of Decision: the simulator asks it
+// once per decision, and a Decision is too large to copy cheaply.)
+func (o Outcome) Terminal() Terminal {
+	switch o {
+	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible:
+		return NotEnded
 	}
-	d.Class = Classify(c)
-	switch d.Class {
-	case ClassEnded:
-		d.Terminal = Ended
-		return d
-	case ClassForbidden:
-		d.Terminal = Forbidden
-		return d
-	case ClassTokenExpired:
+	return Terminal(o)
+}
+
+// Failed decides what follows a failure at instant at. A terminal close is
+// terminal in every state, waiting or not. A failure while the client
+// waits (offline, or hidden) spends nothing and draws nothing: the wait
+// ends with Online or Visible. Otherwise rand, a uniform number in [0, 1)
+// for the backoff's draw, is called exactly once (a terminal decision
+// included, so a fleet's draws stay in step with its failures).
+func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) Decision {
+	wait := rc.waitFor()
+	var r float64
+	if wait == "" {
+		r = rand()
+	}
+	if rc.r.classify { // before stage 6 nothing is terminal
+		if t := rc.terminal(at, c); t != NotEnded {
+			return Decision{Outcome: Outcome(t)}
+		}
+	}
+	if wait != "" {
+		return Decision{Outcome: wait}
+	}
+	if !rc.r.classify {
+		d := rc.next(r)
+		if rc.atOnce(c) {
+			d = 0
+		}
+		return Decision{Outcome: OutcomeReconnect, Delay: d}
+	}
+	return rc.failed(at, c, r)
+}
+
+// Class says what a disconnect means under these rules: Classify's class
+// at stage 6, ClassBackoff before (every failure backs off).
+func (rc *Reconnector) Class(c Cause) Class {
+	if !rc.r.classify {
+		return ClassBackoff
+	}
+	return Classify(c)
+}
+
+// failed decides a stage 6 failure that is neither terminal nor a wait.
+func (rc *Reconnector) failed(at time.Duration, c Cause, r float64) Decision {
+	d := Decision{Outcome: OutcomeReconnect}
+	class := Classify(c)
+	if class == ClassTokenExpired {
 		// An orderly close, not a failure of the connection: it neither
 		// starts a run nor spends the budget, but refreshes that never get
-		// back to READY are bounded.
-		if rc.refreshes >= rc.MaxRefreshes {
-			d.Terminal = RefreshExhausted
-			return d
-		}
+		// back to READY are bounded (terminal).
 		rc.refreshes++
-		d.Refresh = true
-		d.BudgetLeft, d.WindowLeft = rc.left(now)
+		d.Outcome = OutcomeRefresh
 		return d
 	}
-	if rc.failingSince.IsZero() {
-		rc.failingSince = now
+	if !rc.failing {
+		rc.failing, rc.failingSince = true, at
 	}
-	if rc.windowOver || (rc.Window > 0 && !now.Before(rc.failingSince.Add(rc.Window))) {
-		d.Terminal = GaveUp
-		return d
-	}
-	if rc.Budget > 0 && rc.attempts >= rc.Budget {
-		d.Terminal = GaveUp
-		return d
-	}
-	rc.attempts++
-	d.Delay = rc.nextAt(now, r)
-	if d.Class == ClassRetryAfter && c.RetryAfter > 0 {
+	rc.attempts = inc(rc.attempts)
+	d.Delay = rc.nextAt(at, r)
+	if class == ClassRetryAfter && c.RetryAfter > 0 {
 		// The server's time (a reconnect slot) plus a small jitter, so a
 		// fleet does not lean on clocks being in step: at most 5% of it
 		// and 250 ms. The backoff's draw wins if it is longer.
@@ -129,82 +211,230 @@ func (rc *Reconnector) Failed(now time.Time, c Cause, r float64) Decision {
 		d.RetryAfter = c.RetryAfter
 		d.Delay = max(d.Delay, c.RetryAfter+jitter)
 	}
-	d.BudgetLeft, d.WindowLeft = rc.left(now)
+	if rc.atOnce(c) {
+		d.Delay = 0
+	}
+	return d
+}
+
+// atOnce says the watchdog's reconnect is immediate: before stage 5 the
+// client reconnects as soon as its watchdog gives up, not waiting for the
+// close event (which a browser may report a minute later).
+func (rc *Reconnector) atOnce(c Cause) bool {
+	return rc.r.watchdogNow && c.By == ByClient && c.Code == protocol.CloseHeartbeatTimeout
+}
+
+// terminal reports the terminal state a failure at instant at leads to, or
+// NotEnded, and changes nothing. Failed asks it before anything else,
+// before the waits too: terminal means terminal in every state.
+func (rc *Reconnector) terminal(at time.Duration, c Cause) Terminal {
+	if !rc.r.classify {
+		return NotEnded
+	}
+	switch Classify(c) {
+	case ClassEnded:
+		return Ended
+	case ClassForbidden:
+		return Forbidden
+	case ClassTokenExpired:
+		if int(rc.refreshes) >= rc.r.maxRefreshes {
+			return RefreshExhausted
+		}
+		return NotEnded
+	}
+	// A run that has not begun begins now, and a window cannot be over at
+	// its first instant.
+	if rc.windowOver || (rc.r.window > 0 && rc.failing && at-rc.failingSince >= rc.r.window) {
+		return GaveUp
+	}
+	if rc.r.budget > 0 && int(rc.attempts) >= rc.r.budget {
+		return GaveUp
+	}
+	return NotEnded
+}
+
+// next draws the policy's next delay and counts the attempt.
+func (rc *Reconnector) next(r float64) time.Duration {
+	return rc.draw(rc.r.policy, r)
+}
+
+func (rc *Reconnector) draw(p Policy, r float64) time.Duration {
+	d := max(p.Delay(int(rc.attempt), rc.prev, r), 0)
+	rc.attempt = inc(rc.attempt)
+	rc.prev = d
 	return d
 }
 
 // nextAt draws the next delay with the cap the run's length allows.
-func (rc *Reconnector) nextAt(now time.Time, r float64) time.Duration {
-	if len(rc.CapGrowth) == 0 {
-		return rc.Next(r)
+func (rc *Reconnector) nextAt(at time.Duration, r float64) time.Duration {
+	if len(rc.r.capGrowth) == 0 {
+		return rc.next(r)
 	}
-	capped, ok := rc.Policy.(interface{ WithCap(time.Duration) Policy })
+	capped, ok := rc.r.policy.(interface{ WithCap(time.Duration) Policy })
 	if !ok {
-		return rc.Next(r)
+		return rc.next(r)
 	}
-	failing := now.Sub(rc.failingSince)
+	failing := at - rc.failingSince
 	var cap time.Duration
-	for _, s := range rc.CapGrowth {
+	for _, s := range rc.r.capGrowth {
 		if failing >= s.After {
 			cap = s.Cap
 		}
 	}
 	if cap == 0 {
-		return rc.Next(r)
+		return rc.next(r)
 	}
-	saved := rc.Policy
-	rc.Policy = capped.WithCap(cap)
-	d := rc.Next(r)
-	rc.Policy = saved
-	return d
+	return rc.draw(capped.WithCap(cap), r)
 }
 
-func (rc *Reconnector) left(now time.Time) (budget int, window time.Duration) {
+// Left returns what is left of the current run of failures at instant at:
+// reconnect attempts (the budget) and time (the window), -1 for either
+// when it is unbounded.
+func (rc *Reconnector) Left(at time.Duration) (budget int, window time.Duration) {
 	budget, window = -1, -1
-	if rc.Budget > 0 {
-		budget = rc.Budget - rc.attempts
+	if rc.r.budget > 0 {
+		budget = rc.r.budget - int(rc.attempts)
 	}
-	if rc.Window > 0 && !rc.failingSince.IsZero() {
-		window = max(0, rc.failingSince.Add(rc.Window).Sub(now))
+	if rc.r.window > 0 && rc.failing {
+		window = max(0, rc.failingSince+rc.r.window-at)
 	}
 	return budget, window
 }
 
-// WindowEnds returns when the current run of failures runs out of window.
-func (rc *Reconnector) WindowEnds() (time.Time, bool) {
-	if !rc.Classify || rc.Window <= 0 || rc.failingSince.IsZero() {
-		return time.Time{}, false
+// waitFor says what the client waits for before it may dial again, if
+// anything: the network first, then a visible page.
+func (rc *Reconnector) waitFor() Outcome {
+	switch {
+	case rc.r.waitOnline && rc.offline:
+		return OutcomeWaitOnline
+	case rc.r.waitVisible && rc.hidden:
+		return OutcomeWaitVisible
 	}
-	return rc.failingSince.Add(rc.Window), true
+	return ""
+}
+
+// Offline notes that the platform lost the network. It reports whether a
+// scheduled reconnect is cancelled: with Backoff nothing is dialled while
+// offline.
+func (rc *Reconnector) Offline() bool {
+	rc.offline = true
+	return rc.r.waitOnline
+}
+
+// Online notes that the network is back. With Backoff the backoff starts
+// over, and Online reports whether a client that is down reconnects after
+// a Soon delay (not while the page still hides it).
+func (rc *Reconnector) Online() bool {
+	rc.offline = false
+	if !rc.r.waitOnline {
+		return false
+	}
+	rc.reset()
+	return rc.mayDial()
+}
+
+// Hidden notes that the page was hidden. It reports whether a scheduled
+// reconnect is cancelled: with Session nothing is dialled while hidden.
+func (rc *Reconnector) Hidden() bool {
+	rc.hidden = true
+	return rc.r.waitVisible
+}
+
+// Visible notes that the page is visible again. With Session the backoff
+// starts over, and Visible reports whether a client that is down
+// reconnects after a Soon delay (not while it is offline).
+func (rc *Reconnector) Visible() bool {
+	rc.hidden = false
+	if !rc.r.waitVisible {
+		return false
+	}
+	rc.reset()
+	return rc.mayDial()
+}
+
+func (rc *Reconnector) mayDial() bool { return !rc.offline && !(rc.r.waitVisible && rc.hidden) }
+
+// IsOnline reports the network as the platform last reported it.
+func (rc *Reconnector) IsOnline() bool { return !rc.offline }
+
+// IsHidden reports whether the page is hidden.
+func (rc *Reconnector) IsHidden() bool { return rc.hidden }
+
+// Soon is the delay before the reconnect that follows Online or Visible,
+// for r uniform in [0, 1): at most OnlineDelay, so a fleet whose network
+// comes back does not dial in the same instant.
+func (rc *Reconnector) Soon(r float64) time.Duration {
+	return time.Duration(r * float64(rc.r.soon))
+}
+
+// Opened applies the reset rule to a socket that opened: without a
+// cooldown the backoff starts over.
+func (rc *Reconnector) Opened() {
+	if rc.r.cooldown == 0 {
+		rc.reset()
+	}
+}
+
+// Ready applies the cooldown rule to a client READY since instant since,
+// at instant at: the count of token refreshes starts over (the fresh token
+// worked), and once the client has been READY for the cooldown the backoff
+// resets and the run of failures ends (budget and window start over).
+// While the cooldown is still running Ready returns the instant to ask
+// again and true; without a cooldown (the reset is on open) it returns
+// false.
+func (rc *Reconnector) Ready(since, at time.Duration) (time.Duration, bool) {
+	rc.refreshes = 0
+	if rc.r.cooldown == 0 {
+		return 0, false
+	}
+	if due := since + rc.r.cooldown; at < due {
+		return due, true
+	}
+	rc.reset()
+	rc.failing, rc.failingSince, rc.attempts, rc.windowOver = false, 0, 0, false
+	return 0, false
+}
+
+// WindowEnds returns when the current run of failures runs out of window.
+func (rc *Reconnector) WindowEnds() (time.Duration, bool) {
+	if !rc.r.classify || rc.r.window <= 0 || !rc.failing {
+		return 0, false
+	}
+	return rc.failingSince + rc.r.window, true
 }
 
 // WindowOver notes that the window ran out while the client was READY: the
 // next failure before a stable READY gives up at once.
 func (rc *Reconnector) WindowOver() { rc.windowOver = true }
 
-// Ready notes that the session reached READY: the fresh token worked.
-func (rc *Reconnector) Ready() { rc.refreshes = 0 }
-
-// Stable applies the cooldown rule: READY for Cooldown resets the backoff
-// and ends the run of failures (budget and window start over).
-func (rc *Reconnector) Stable() {
-	rc.Reset()
-	rc.failingSince, rc.attempts, rc.windowOver = time.Time{}, 0, false
-}
-
-// Fresh starts a new session: everything starts over.
+// Fresh starts a new session: everything starts over but what the platform
+// reported (online, hidden).
 func (rc *Reconnector) Fresh() {
-	rc.Stable()
-	rc.refreshes = 0
+	rc.reset()
+	rc.failing, rc.failingSince, rc.attempts, rc.windowOver, rc.refreshes = false, 0, 0, false, 0
 }
 
-// Failing reports whether a run of failures is under way.
-func (rc *Reconnector) Failing() bool { return !rc.failingSince.IsZero() }
+func (rc *Reconnector) reset() { rc.attempt, rc.prev = 0, 0 }
+
+// Attempt is the number of backoff attempts since the last reset.
+func (rc *Reconnector) Attempt() int { return int(rc.attempt) }
 
 func (rc *Reconnector) String() string {
-	s := rc.Backoff.String()
-	if rc.Budget > 0 {
-		s += ", budget " + strconv.Itoa(rc.Budget-rc.attempts) + " left"
+	rule := "reset on open"
+	if rc.r.cooldown > 0 {
+		rule = "reset after " + rc.r.cooldown.String() + " ready"
+	}
+	s := rc.r.policy.String() + ", " + rule + ", attempt " + strconv.Itoa(int(rc.attempt))
+	if rc.r.budget > 0 {
+		s += ", budget " + strconv.Itoa(rc.r.budget-int(rc.attempts)) + " left"
 	}
 	return s
+}
+
+// inc counts one more, stopping at the largest int32 rather than wrapping.
+func inc(n int32) int32 {
+	if n == math.MaxInt32 {
+		return n
+	}
+	return n + 1
 }

@@ -12,7 +12,7 @@ import (
 
 type pendingRequest struct {
 	id       uint64
-	epoch    uint64
+	epoch    SocketID
 	deadline time.Time // zero without Registry
 	done     bool
 }
@@ -25,12 +25,12 @@ type pendingRequest struct {
 // old request matches nothing and is dropped. A client that is not READY
 // settles the request at once with ErrNotReady: it was never sent.
 func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
-	return c.RequestTimeout(method, params, 0, now)
+	return c.RequestWithTimeout(method, params, 0, now)
 }
 
-// RequestTimeout is Request with a timeout of its own (with Registry); 0
+// RequestWithTimeout is Request with a timeout of its own (with Registry); 0
 // means Config.RequestTimeout, a negative one is invalid.
-func (c *Core) RequestTimeout(method string, params []byte, timeout time.Duration, now time.Time) uint64 {
+func (c *Core) RequestWithTimeout(method string, params []byte, timeout time.Duration, now time.Time) uint64 {
 	invalid := ""
 	switch {
 	case method == "":
@@ -138,7 +138,7 @@ func (c *Core) expireRequests(now time.Time) {
 		p.done = true
 		delete(c.pending, p.id)
 		c.trace("request-timeout", c.current, "request "+utoa(p.id)+" timed out after "+c.cfg.RequestTimeout.String())
-		c.settleErr(p.id, &RequestError{Kind: ErrRequestTimeout, ID: p.id, Epoch: p.epoch})
+		c.settleErr(p.id, &RequestError{Kind: ErrRequestTimeout, ID: p.id, Epoch: uint64(p.epoch)})
 	}
 	if len(c.queue) == 0 {
 		c.queue = nil // let the backing array go
@@ -161,7 +161,7 @@ func (c *Core) rejectAll(detail string, stopping bool) {
 		p := c.pending[id]
 		p.done = true
 		delete(c.pending, id)
-		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: p.epoch, Detail: detail})
+		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: uint64(p.epoch), Detail: detail})
 	}
 	c.queue = nil
 }

@@ -265,7 +265,7 @@ func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
 func (c *Core) onTopicError(m protocol.Message) {
 	c.trace("topic-error", c.current, "subscribe to "+m.Topic+" refused: "+m.Error.Code)
 	if t := c.topicOf(m.Topic); t != nil && t.wanted {
-		c.emit(Effect{Kind: EffTopicError, Update: Update{Topic: m.Topic}, Reason: m.Error.Code})
+		c.emit(Effect{Kind: EffTopicError, TopicError: TopicError{Topic: m.Topic, Code: m.Error.Code}})
 	}
 }
 
@@ -312,7 +312,7 @@ func (c *Core) onUpdate(s SocketID, m protocol.Message) {
 		c.stats.Updates++
 		c.stats.LastSeq = t.Cursor
 	}
-	c.emit(Effect{Kind: EffUpdate, Update: Update{Topic: m.Topic, Seq: m.Seq, Data: m.Data, Epoch: s}})
+	c.emit(Effect{Kind: EffUpdate, Update: Update{Topic: m.Topic, Seq: m.Seq, Data: m.Data, Epoch: uint64(s)}})
 }
 
 // initTopics makes the service topic (first, always wanted) and takes

@@ -84,13 +84,13 @@ func (c *Core) tokenTimedOut(now time.Time) {
 
 func (c *Core) tokenLost(now time.Time) {
 	c.stats.TokenFailures++
-	c.lost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailToken})
+	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailToken})
 }
 
 // armWindow keeps the window deadline in step with the Reconnector's run.
 func (c *Core) armWindow() {
 	if at, ok := c.rc.WindowEnds(); ok {
-		c.dl[dlWindow] = at
+		c.dl[dlWindow] = c.origin.Add(at)
 	}
 }
 
@@ -103,7 +103,7 @@ func (c *Core) windowRanOut(now time.Time) {
 		c.rc.WindowOver()
 		return
 	}
-	c.record(Record{Session: c.session, Epoch: c.nextSocket, Attempt: c.rc.Attempt(), Class: ClassBackoff, By: ByClient,
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: ClassBackoff, By: ByClient,
 		Code: protocol.CloseAbnormal, BudgetLeft: -1, WindowLeft: 0, Outcome: Outcome(GaveUp)})
 	if c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})
@@ -134,11 +134,10 @@ func (c *Core) Reconnect(now time.Time) {
 // Hidden reports that the page was hidden (Session): no reconnect is
 // scheduled while it is; the watchdog keeps running.
 func (c *Core) Hidden(now time.Time) {
-	if c.ended != NotEnded || c.hidden {
+	if c.ended != NotEnded || c.rc.IsHidden() {
 		return
 	}
-	c.hidden = true
-	if c.cfg.Features.Session && len(c.reconnects) > 0 {
+	if c.rc.Hidden() && len(c.reconnects) > 0 {
 		c.reconnects = nil
 		c.trace("reconnect-cancelled", 0, "scheduled reconnect cancelled while the page is hidden")
 	}
@@ -149,12 +148,10 @@ func (c *Core) Hidden(now time.Time) {
 // resets to attempt 0 and a client that is down reconnects after a small
 // random delay.
 func (c *Core) Visible(now time.Time) {
-	if c.ended != NotEnded || !c.hidden {
+	if c.ended != NotEnded || !c.rc.IsHidden() {
 		return
 	}
-	c.hidden = false
-	if c.cfg.Features.Session {
-		c.rc.Reset()
+	if c.rc.Visible() {
 		c.reconnectSoon(now)
 	}
 	c.after(now)

@@ -12,10 +12,10 @@ func (c *Core) accept(s SocketID, what string) bool {
 	}
 	if !c.cfg.Features.StaleFilter {
 		c.stats.ForeignEvents++
-		c.trace("foreign", s, what+" from replaced socket "+utoa(s)+" taken as current (no stale filter)")
+		c.trace("foreign", s, what+" from replaced socket "+s.String()+" taken as current (no stale filter)")
 		return true
 	}
 	c.stats.StaleEvents++
-	c.trace("stale", s, "stale "+what+" from replaced socket "+utoa(s)+" ignored")
+	c.trace("stale", s, "stale "+what+" from replaced socket "+s.String()+" ignored")
 	return false
 }

@@ -1,7 +1,8 @@
 // Package sim is a virtual-time fleet simulator. It runs the client core's
-// own reconnection code (client.Policy values and the client.Backoff reset
-// rule, not copies) over thousands of clients against a server model, to
-// show what one browser tab cannot: a stampede after a restart.
+// own reconnection code (client.Reconnector, built by client.NewReconnector
+// from a client config: its policies, reset rule and session rules, not
+// copies) over thousands of clients against a server model, to show what
+// one browser tab cannot: a stampede after a restart.
 package sim
 
 import (
@@ -27,8 +28,9 @@ type Config struct {
 	// FirstAttemptZero makes every client's first attempt happen at t=0
 	// (a synchronized reconnect) instead of delay(0) after the disconnect.
 	FirstAttemptZero bool
-	// Session makes every client a stage 6 client (client.Reconnector with
-	// Classify): it honours RetryAfter and gives up after Budget attempts.
+	// Session makes every client a stage 6 client (the session rules of
+	// client.Reconnector): it honours RetryAfter and gives up after Budget
+	// attempts.
 	Session bool
 	// RetryAfter is what the server's refusals ask clients to wait (HTTP
 	// 503 with Retry-After, or 1013); 0: refusals carry none. Only stage 6
@@ -148,7 +150,8 @@ type Result struct {
 	ConnectedPerSecond []int `json:"connectedPerSecond"`
 }
 
-// epoch anchors virtual time for the core's time.Time-based reset rule.
+// epoch anchors virtual time for the reconnect slots' allocator (the
+// Reconnector's own instants are durations since t=0).
 var epoch = time.Unix(0, 0).UTC()
 
 // Run simulates the base scenario for one policy: every client lost its
@@ -167,29 +170,22 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 	}
 	res := Result{Policy: np.Name, Description: np.Policy.String(), Clients: cfg.Clients,
 		AttemptsPerSecond: make([]int, secs), AcceptedPerSecond: make([]int, secs), ConnectedPerSecond: make([]int, secs)}
-	// What a refused or lost client does next: the core's Reconnector; or,
-	// without the session rules, only its Backoff, which is all a
-	// Reconnector without Classify runs (40 bytes a client instead of 150:
-	// a million clients fit in a quarter of the memory).
-	var fail func(i int32, now time.Time, c client.Cause, r float64) (time.Duration, bool)
-	if cfg.Session {
-		fleet := make([]client.Reconnector, cfg.Clients)
-		for i := range fleet {
-			fleet[i] = client.Reconnector{Backoff: client.Backoff{Policy: np.Policy},
-				Classify: true, Budget: cfg.Budget, CapGrowth: client.DefaultCapGrowth, MaxRefreshes: 2}
-		}
-		fail = func(i int32, now time.Time, c client.Cause, r float64) (time.Duration, bool) {
-			d := fleet[i].Failed(now, c, r)
-			return d.Delay, d.Terminal != client.NotEnded
-		}
-	} else {
-		backoffs := make([]client.Backoff, cfg.Clients)
-		for i := range backoffs {
-			backoffs[i] = client.Backoff{Policy: np.Policy}
-		}
-		fail = func(i int32, _ time.Time, _ client.Cause, r float64) (time.Duration, bool) {
-			return backoffs[i].Next(r), false
-		}
+	// What a refused or lost client does next: the core's own Reconnector,
+	// built from a client config like the core's, one per client. Copies
+	// share the rules and keep 40 bytes of state each.
+	rc, err := client.NewReconnector(client.Config{Features: client.Features{Backoff: true, Session: cfg.Session},
+		Policy: np.Policy, Budget: cfg.Budget})
+	if err != nil {
+		return Result{}, err
+	}
+	fleet := make([]client.Reconnector, cfg.Clients)
+	for i := range fleet {
+		fleet[i] = rc
+	}
+	draw := rng.Float64 // one draw per decision, as the core makes
+	fail := func(i int32, t time.Duration, c client.Cause) (time.Duration, bool) {
+		d := fleet[i].Failed(t, c, draw)
+		return d.Delay, d.Outcome.Terminal() != client.NotEnded
 	}
 	cal := newCalendar(cfg.Horizon)
 	// What a refusal looks like to a client: an HTTP refusal (1006 to a
@@ -211,7 +207,7 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		if cfg.Slots {
 			cause = client.Cause{By: client.ByServer, Code: protocol.CloseServiceRestart, RetryAfter: slotFrom(0)}
 		}
-		d, _ := fail(i, epoch, cause, rng.Float64())
+		d, _ := fail(i, 0, cause)
 		if cfg.FirstAttemptZero {
 			d = 0
 		}
@@ -248,7 +244,7 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		if cfg.Slots {
 			cause = client.Cause{By: client.ByServer, Code: protocol.CloseTryAgainLater, RetryAfter: slotFrom(t)}
 		}
-		delay, terminal := fail(i, epoch.Add(t), cause, rng.Float64())
+		delay, terminal := fail(i, t, cause)
 		if terminal {
 			res.GaveUp++
 			return
@@ -322,30 +318,44 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 	if err := cfg.validate(); err != nil {
 		return FlapResult{}, err
 	}
-	run := func(cooldown time.Duration) int {
+	closed := client.Cause{By: client.ByServer, Code: protocol.CloseFlapping} // the server's Flapping close
+	// One run per reset rule: the core's Reconnector, a stage 5 client's
+	// with the policy, resetting on open or after the cooldown.
+	run := func(resetOnOpen bool) (int, error) {
+		rc, err := client.NewReconnector(client.Config{Features: client.Features{Backoff: true},
+			Policy: np.Policy, Cooldown: cfg.Cooldown, ResetOnOpen: resetOnOpen})
+		if err != nil {
+			return 0, err
+		}
 		rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+		draw := rng.Float64
 		cal := newCalendar(cfg.Horizon)
-		backoffs := make([]client.Backoff, cfg.Clients)
-		for i := range backoffs {
-			backoffs[i] = client.Backoff{Policy: np.Policy, Cooldown: cooldown}
-			cal.at(backoffs[i].Next(rng.Float64()), int32(i))
+		fleet := make([]client.Reconnector, cfg.Clients)
+		for i := range fleet {
+			fleet[i] = rc
+			cal.at(fleet[i].Failed(0, closed, draw).Delay, int32(i))
 		}
 		conns := 0
 		cal.each(func(ms int64, i int32) {
 			t := time.Duration(ms) * time.Millisecond
 			conns++
-			b := &backoffs[i]
-			b.Opened() // the core's reset-on-open rule (a no-op with a cooldown)
+			rc := &fleet[i]
 			closeAt := t + cfg.CloseAfter
-			if due, ok := b.ResetDue(epoch.Add(t)); ok && !due.After(epoch.Add(closeAt)) {
-				b.Reset() // READY long enough: the core's cooldown rule
-			}
-			cal.at(closeAt+b.Next(rng.Float64()), i)
+			rc.Opened()          // accepted at t
+			rc.Ready(t, closeAt) // READY from accept to close: the cooldown rule decides
+			cal.at(closeAt+rc.Failed(closeAt, closed, draw).Delay, i)
 		})
-		return conns
+		return conns, nil
 	}
 	minutes := cfg.Horizon.Minutes()
-	open, ready := run(0), run(cfg.Cooldown)
+	open, err := run(true)
+	if err != nil {
+		return FlapResult{}, err
+	}
+	ready, err := run(false)
+	if err != nil {
+		return FlapResult{}, err
+	}
 	return FlapResult{
 		Policy:                     np.Name,
 		PerMinuteResetOnOpen:       float64(open) / minutes / float64(cfg.Clients),

@@ -98,7 +98,7 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, o
 		return nil, err
 	}
 	d.funcs = append(d.funcs, d.timerFn)
-	if err := d.watchNetwork(); err != nil {
+	if err := d.watchNetworkAndVisibility(); err != nil {
 		return nil, err
 	}
 	go d.loop()
@@ -108,8 +108,9 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, o
 
 func isFunc(v safejs.Value) bool { return v.Type() == safejs.TypeFunction }
 
-// watchNetwork feeds window online/offline events to the core.
-func (d *driver) watchNetwork() error {
+// watchNetworkAndVisibility feeds window online/offline events and the
+// page's visibility (watchVisibility) to the core.
+func (d *driver) watchNetworkAndVisibility() error {
 	win := safejs.Global()
 	if nav, err := win.Get("navigator"); err == nil && !nav.IsUndefined() {
 		if on, err := nav.Get("onLine"); err == nil {
@@ -295,7 +296,7 @@ func (d *driver) apply() {
 			}
 		case client.EffState:
 			d.call(d.onState, bridge.StateValue(e.State))
-			if e.State.Stopped {
+			if e.State.Ended == client.Stopped {
 				d.stopped = true
 			}
 		case client.EffUpdate:
@@ -309,7 +310,7 @@ func (d *driver) apply() {
 		case client.EffContinuityLost:
 			d.call(d.onLost, bridge.LostValue(e.Lost))
 		case client.EffTopicError:
-			d.call(d.onTopic, map[string]any{"topic": e.Update.Topic, "code": e.Reason})
+			d.call(d.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
 		}
 	}
 }
@@ -507,17 +508,17 @@ func newPromise() (p, resolve safejs.Value, err error) {
 // A ticket (chosen by the JS wrapper, non-zero) names the request for an
 // AbortSignal's cancel; the map holds only requests still pending.
 func (d *driver) request(method string, params []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
-	return d.call2(ticket, func(now time.Time) uint64 { return d.core.RequestTimeout(method, params, timeout, now) })
+	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.RequestWithTimeout(method, params, timeout, now) })
 }
 
 // publish is request's twin for a publish.
 func (d *driver) publish(topic string, data []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
-	return d.call2(ticket, func(now time.Time) uint64 { return d.core.Publish(topic, data, timeout, now) })
+	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.Publish(topic, data, timeout, now) })
 }
 
-// call2 starts a request or publish (start returns its id) and returns a
+// callPromise starts a request or publish (start returns its id) and returns a
 // Promise of its settle value.
-func (d *driver) call2(ticket float64, start func(now time.Time) uint64) (safejs.Value, error) {
+func (d *driver) callPromise(ticket float64, start func(now time.Time) uint64) (safejs.Value, error) {
 	p, resolve, err := newPromise()
 	if err != nil {
 		return safejs.Undefined(), err

@@ -601,7 +601,7 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 			}
 		case client.EffTopicError:
 			if c.opts.OnTopicError != nil {
-				c.opts.OnTopicError(e.Update.Topic, e.Reason)
+				c.opts.OnTopicError(e.TopicError.Topic, e.TopicError.Code)
 			}
 		case client.EffLog:
 			if c.opts.OnEvent != nil {

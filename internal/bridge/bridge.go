@@ -76,7 +76,7 @@ func StateValue(s client.State) map[string]any {
 		"epoch":     float64(s.Epoch),
 		"online":    s.Online,
 		"attempt":   s.Attempt,
-		"stopped":   s.Stopped,
+		"stopped":   s.Ended == client.Stopped,
 		"ended":     endedValue(s.Ended),
 		"endCode":   s.EndCode,
 		"lastError": failureValue(s.LastError),

@@ -1,0 +1,165 @@
+package client
+
+import (
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// The simulator keeps one Reconnector per simulated client: a million fit
+// in 40 MB because the rules are shared and the state is small.
+func TestAReconnectorIs40Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(Reconnector{}); n > 40 {
+		t.Fatalf("a Reconnector is %d bytes, at most 40 keeps the simulator's memory", n)
+	}
+}
+
+// Copies share the rules and keep their own state.
+func TestReconnectorCopiesKeepTheirOwnState(t *testing.T) {
+	rc, err := NewReconnector(Config{Features: Features{Backoff: true, Session: true}, Budget: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := rc, rc
+	lost := Cause{By: ByNetwork, Code: 1006}
+	half := func() float64 { return 0.5 }
+	a.Failed(0, lost, half)
+	a.Failed(time.Second, lost, half)
+	if d := a.Failed(2*time.Second, lost, half); d.Outcome.Terminal() != GaveUp {
+		t.Fatalf("a: %+v", d)
+	}
+	if d := b.Failed(0, lost, half); d.Outcome.Terminal() != NotEnded || b.Attempt() != 1 {
+		t.Fatalf("b: %+v attempt %d", d, b.Attempt())
+	}
+	if budget, window := b.Left(0); budget != 1 || window != -1 {
+		t.Fatalf("b: left %d %v, want 1 attempt and no window", budget, window)
+	}
+}
+
+// The constructor refuses what the Core refuses, and needs no Rand.
+func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
+	if _, err := NewReconnector(Config{Budget: -1}); err == nil {
+		t.Fatal("a negative budget was accepted")
+	}
+	rc, err := NewReconnector(Config{Features: Features{Backoff: true, Session: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.String(); got != "full-jitter(base 1s, cap 30s), reset after 5s ready, attempt 0" {
+		t.Fatalf("defaults: %s", got)
+	}
+	// Two refreshes without READY (Config.MaxRefreshes' default), then terminal.
+	expired := Cause{By: ByServer, Code: 4001}
+	zero := func() float64 { return 0 }
+	for i := range 2 {
+		if d := rc.Failed(0, expired, zero); d.Outcome != OutcomeRefresh {
+			t.Fatalf("refresh %d: %+v", i, d)
+		}
+	}
+	if d := rc.Failed(0, expired, zero); d.Outcome.Terminal() != RefreshExhausted {
+		t.Fatalf("third 4001: %+v", d)
+	}
+	// Without Backoff: NaiveDelay every time, reset on open.
+	naive, _ := NewReconnector(Config{NaiveDelay: 700 * time.Millisecond})
+	if d := naive.Failed(0, Cause{By: ByNetwork, Code: 1006}, zero); d.Delay != 700*time.Millisecond {
+		t.Fatalf("naive: %+v", d)
+	}
+	if naive.Opened(); naive.Attempt() != 0 {
+		t.Fatal("naive: no reset on open")
+	}
+}
+
+// The cooldown rule is one step: READY for the cooldown resets the backoff
+// and ends the run; shorter does not; without a cooldown the open resets.
+func TestTheCooldownRuleIsTheValuesOwnStep(t *testing.T) {
+	for _, resetOnOpen := range []bool{false, true} {
+		rc, _ := NewReconnector(Config{Features: Features{Backoff: true}, Cooldown: 5 * time.Second, ResetOnOpen: resetOnOpen})
+		lost := Cause{By: ByNetwork, Code: 1006}
+		half := func() float64 { return 0.5 }
+		rc.Failed(0, lost, half)
+		rc.Failed(0, lost, half)
+		rc.Opened()
+		if resetOnOpen {
+			if rc.Attempt() != 0 {
+				t.Fatal("reset on open: the open did not reset")
+			}
+			if _, ok := rc.Ready(0, 0); ok {
+				t.Fatal("reset on open: Ready asks to be called again")
+			}
+			continue
+		}
+		if rc.Attempt() != 2 {
+			t.Fatal("an open reset the backoff with a cooldown")
+		}
+		if due, ok := rc.Ready(time.Second, time.Second); !ok || due != 6*time.Second {
+			t.Fatalf("Ready at READY: %v %v", due, ok)
+		}
+		if _, ok := rc.Ready(time.Second, 6*time.Second-1); !ok || rc.Attempt() != 2 {
+			t.Fatal("reset before the cooldown")
+		}
+		if _, ok := rc.Ready(time.Second, 6*time.Second); ok || rc.Attempt() != 0 {
+			t.Fatal("no reset after the cooldown")
+		}
+	}
+}
+
+// The waits are the value's decisions: a failure while offline (stage 5)
+// or hidden (stage 6) waits, spending and drawing nothing; a terminal close
+// is terminal while waiting too; online or visible start the backoff over.
+func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
+	lost := Cause{By: ByNetwork, Code: 1006}
+	never := func() float64 { t.Fatal("a wait drew a random number"); return 0 }
+	stage := func(n int) Reconnector {
+		f, _ := StageFeatures(n)
+		rc, err := NewReconnector(Config{Features: f, Budget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc
+	}
+	rc := stage(6)
+	rc.Failed(0, lost, func() float64 { return 0.5 })
+	if rc.Offline() != true || rc.IsOnline() {
+		t.Fatal("offline at stage 6 does not cancel")
+	}
+	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline || rc.Attempt() != 1 {
+		t.Fatalf("offline: %+v attempt %d", d, rc.Attempt())
+	}
+	rc.Hidden()
+	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline {
+		t.Fatalf("offline and hidden: the network comes first: %+v", d)
+	}
+	if rc.Online() {
+		t.Fatal("online while hidden asks for a reconnect")
+	}
+	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitVisible || rc.Attempt() != 0 {
+		t.Fatalf("hidden: %+v attempt %d", d, rc.Attempt())
+	}
+	if d := rc.Failed(time.Second, Cause{By: ByServer, Code: 4003}, never); d.Outcome.Terminal() != Forbidden {
+		t.Fatalf("4003 while hidden: %+v", d)
+	}
+	if !rc.Visible() {
+		t.Fatal("visible and online: no reconnect")
+	}
+	// Stage 4 ignores both and reconnects at once after the watchdog.
+	rc = stage(4)
+	if rc.Offline() || rc.Hidden() {
+		t.Fatal("stage 4 cancels on offline or hidden")
+	}
+	half := func() float64 { return 0.5 }
+	if d := rc.Failed(0, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 0 {
+		t.Fatalf("stage 4 watchdog: %+v", d)
+	}
+	if d := rc.Failed(0, lost, half); d.Delay != time.Second {
+		t.Fatalf("stage 4 close: %+v", d)
+	}
+	// Stage 5 waits for the network but not for a visible page, and backs
+	// off after the watchdog like after any failure.
+	rc = stage(5)
+	rc.Hidden()
+	if d := rc.Failed(0, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 500*time.Millisecond {
+		t.Fatalf("stage 5 watchdog while hidden: %+v", d)
+	}
+}
