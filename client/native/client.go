@@ -12,6 +12,7 @@ package native
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -196,8 +197,10 @@ func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 // reconnects (stage 7 resumes without gaps). since, when not nil, asks for
 // a replay of what followed that seq on the first subscribe. The returned
 // function unsubscribes (the topic is left when its last subscriber goes).
-// The error is for an invalid topic name or a closed client; a refusal by
-// the server (unknown_topic, ...) reaches OnTopicError and is retried.
+// The error is for an invalid topic name (errors.Is(err,
+// protocol.ErrBadTopic)), a negative since, ctx's end or a closed client
+// (ErrClosed); a refusal by the server (unknown_topic, ...) reaches
+// OnTopicError and is retried.
 func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
 	if onUpdate == nil {
 		onUpdate = func(client.Update) {}
@@ -278,7 +281,14 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// invalidTopic is the loop's answer to a subscribe the core refused.
-func invalidTopic(topic string) error {
-	return fmt.Errorf("failed to subscribe: invalid topic %q: 1 to %d of A-Z a-z 0-9 - _", topic, protocol.MaxTopicBytes)
+// errNegativeSince is Subscribe's error for a since below 0.
+var errNegativeSince = errors.New("since must not be negative")
+
+// refusedSubscribe is the loop's answer to a subscribe the core refused:
+// the topic name (errors.Is(err, protocol.ErrBadTopic)) or since.
+func refusedSubscribe(topic string, since int64) error {
+	if !protocol.ValidTopic(topic) {
+		return fmt.Errorf("failed to subscribe to %q: %w", topic, protocol.ErrBadTopic)
+	}
+	return fmt.Errorf("failed to subscribe to %q: %w", topic, errNegativeSince)
 }

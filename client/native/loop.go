@@ -119,7 +119,7 @@ func (c *Client) loop() {
 				}
 			case evSubscribe:
 				if !c.core.Subscribe(e.topic, e.since, e.hasSince, now) {
-					e.reply <- requestReply{err: invalidTopic(e.topic)}
+					e.reply <- requestReply{err: refusedSubscribe(e.topic, e.since)}
 					break
 				}
 				c.subN++
