@@ -20,8 +20,8 @@ type Options struct {
 	// Config is the client's configuration; Dial copies it. Default
 	// client.MustStage(client.MaxStage): every fix, the library's
 	// defaults. A demo stage: Config: client.MustStage(3). Its Rand
-	// defaults to math/rand/v2's Float64; Trace is turned on by OnEvent and
-	// Auth by Token, whatever the copy says.
+	// defaults to math/rand/v2's Float64; OnEvent turns its Trace on and
+	// Token its Auth.
 	Config *client.Config
 	// OnState, OnUpdate and OnEvent run on the client's goroutine: they
 	// must return quickly and must not call Request or Close (start a
