@@ -104,8 +104,11 @@ type lossMark struct {
 
 func (r *stageRun) markLoss() (lossMark, error) {
 	v, err := Eval[[]float64](r.b, "[wsreadyDemo.lastSeq, wsreadyDemo.client.stats().missedUpdates, wsreadyDemo.seqs.length + wsreadyDemo.seqsDropped]")
-	if err != nil || len(v) != 3 {
-		return lossMark{}, fmt.Errorf("loss mark: %v", err)
+	if err != nil {
+		return lossMark{}, fmt.Errorf("failed to read the loss mark: %w", err)
+	}
+	if len(v) != 3 {
+		return lossMark{}, fmt.Errorf("failed to read the loss mark: %d numbers, want 3", len(v))
 	}
 	return lossMark{seq: int64(v[0]), missed: int64(v[1]), idx: int64(v[2])}, nil
 }
@@ -136,8 +139,11 @@ func (r *stageRun) lossSince(m lossMark) (*Loss, error) {
 		return [after - before, after - before - inRange, dups, d.client.stats().missedUpdates];
 	})()`, m.seq, m.idx)
 	v, err := Eval[[]float64](r.b, js)
-	if err != nil || len(v) != 4 {
-		return nil, fmt.Errorf("loss: %v", err)
+	if err != nil {
+		return nil, fmt.Errorf("failed to measure the loss: %w", err)
+	}
+	if len(v) != 4 {
+		return nil, fmt.Errorf("failed to measure the loss: %d numbers, want 4", len(v))
 	}
 	return &Loss{Span: int64(v[0]), Checked: int64(v[1]), Duplicates: int64(v[2]), Lost: int64(v[3]) - m.missed}, nil
 }

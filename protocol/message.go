@@ -9,6 +9,7 @@
 package protocol
 
 import (
+	"errors"
 	"strconv"
 )
 
@@ -49,6 +50,11 @@ const DefaultTopic = "feed"
 
 // MaxTopicBytes is the longest topic name.
 const MaxTopicBytes = 64
+
+// ErrBadTopic is the error for a name ValidTopic refuses. Its text is the
+// rule in words: every message that states the rule (the server's, the
+// drivers', the browser API's) quotes it, so the rule is written here once.
+var ErrBadTopic = errors.New("a topic is 1 to " + strconv.Itoa(MaxTopicBytes) + " of A-Z a-z 0-9 - _")
 
 // ValidTopic reports whether name is a usable topic name: 1 to
 // MaxTopicBytes bytes of ASCII letters, digits, '-' and '_'. The charset
@@ -531,7 +537,7 @@ func (f *fields) topic(m *Message) *DecodeError {
 		return &DecodeError{Code: ErrWrongType, Field: "topic", Detail: "must not be empty"}
 	}
 	if !ValidTopic(m.Topic) {
-		return &DecodeError{Code: ErrInvalidTopic, Field: "topic", Detail: "a topic is 1 to " + strconv.Itoa(MaxTopicBytes) + " of A-Z a-z 0-9 - _"}
+		return &DecodeError{Code: ErrInvalidTopic, Field: "topic", Detail: ErrBadTopic.Error()}
 	}
 	return nil
 }

@@ -157,7 +157,7 @@ func connectJS(args []safejs.Value) any {
 			data = []byte(s)
 		}
 		if !protocol.ValidTopic(topic) {
-			return errorValue("publish: topic must be 1 to 64 of A-Z a-z 0-9 - _")
+			return errorValue("publish: " + protocol.ErrBadTopic.Error())
 		}
 		if data == nil || !protocol.Valid(data) {
 			return errorValue("publish: data must be a JSON string")
@@ -188,7 +188,7 @@ func connectJS(args []safejs.Value) any {
 			topic, _ = a[0].String()
 		}
 		if !protocol.ValidTopic(topic) {
-			return errorValue("subscribe: topic must be 1 to 64 of A-Z a-z 0-9 - _")
+			return errorValue("subscribe: " + protocol.ErrBadTopic.Error())
 		}
 		since, has := int64(0), false
 		if len(a) > 1 && a[1].Type() == safejs.TypeNumber {

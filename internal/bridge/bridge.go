@@ -175,11 +175,19 @@ func FormatCursors(cs []client.Cursor) string {
 	return string(b)
 }
 
+// Bounds on what ParseCursors takes from stored text: at most maxCursors
+// cursors, each stream id at most maxStreamBytes (the server's are far
+// shorter); past them the text was not written by FormatCursors.
+const (
+	maxCursors     = 64
+	maxStreamBytes = 64
+)
+
 // ParseCursors reads FormatCursors' text; malformed lines are skipped (the
 // text comes from storage a page, or a user, may have changed).
 func ParseCursors(s string) []client.Cursor {
 	var out []client.Cursor
-	for len(s) > 0 && len(out) < 64 {
+	for len(s) > 0 && len(out) < maxCursors {
 		line := s
 		if i := indexByte(s, '\n'); i >= 0 {
 			line, s = s[:i], s[i+1:]
@@ -187,11 +195,11 @@ func ParseCursors(s string) []client.Cursor {
 			s = ""
 		}
 		f := fieldsOf(line)
-		if len(f) != 3 || len(f[1]) > 64 {
+		if len(f) != 3 || len(f[1]) > maxStreamBytes {
 			continue
 		}
 		seq, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || seq < 0 || !validTopic(f[0]) {
+		if err != nil || seq < 0 || !protocol.ValidTopic(f[0]) {
 			continue
 		}
 		out = append(out, client.Cursor{Topic: f[0], Stream: f[1], Seq: seq})
@@ -307,8 +315,8 @@ func ParseOptions(g Getter) (Options, error) {
 			o.URLs = append(o.URLs, u)
 		}
 	}
-	if t, ok, err := g.String("topic"); err != nil || ok && !validTopic(t) {
-		return o, errors.New("wsready.connect: topic must be 1 to 64 of A-Z a-z 0-9 - _")
+	if t, ok, err := g.String("topic"); err != nil || ok && !protocol.ValidTopic(t) {
+		return o, errors.New("wsready.connect: bad topic: " + protocol.ErrBadTopic.Error())
 	} else if ok {
 		o.Topic = t
 	}
@@ -376,7 +384,5 @@ func splitLines(s string) []string {
 	}
 	return out
 }
-
-func validTopic(t string) bool { return protocol.ValidTopic(t) }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

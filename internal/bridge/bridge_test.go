@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/protocol"
 )
 
 type fakeGetter map[string]any
@@ -146,6 +147,21 @@ func TestValuesCarryWhatThePageShows(t *testing.T) {
 	} {
 		if v := SettleValue(nil, err); v["ok"] != false || v["name"] != name {
 			t.Errorf("%v: %v", err, v)
+		}
+	}
+}
+
+// A topic connect refuses is refused by protocol's rule, and the error
+// states that rule as protocol words it (the rule is written once).
+func TestTopicRuleIsProtocols(t *testing.T) {
+	long := strings.Repeat("t", protocol.MaxTopicBytes)
+	if _, err := ParseOptions(fakeGetter{"url": "ws://h", "topic": long}); err != nil {
+		t.Fatalf("a %d-byte topic: %v", len(long), err)
+	}
+	for _, bad := range []string{"", long + "t", "a b", "a.b", "é"} {
+		_, err := ParseOptions(fakeGetter{"url": "ws://h", "topic": bad})
+		if err == nil || !strings.HasSuffix(err.Error(), protocol.ErrBadTopic.Error()) {
+			t.Errorf("topic %q: %v", bad, err)
 		}
 	}
 }

@@ -252,13 +252,16 @@ export interface Client {
    * Calls onUpdate with every update of topic from now on, across
    * reconnects (stage 7: without gaps or duplicates). since asks for a
    * replay of what followed that seq. Throws a TypeError for an invalid
-   * topic name. Returns a function that unsubscribes.
+   * topic name (the wasm checks it; the message states the rule). Returns a
+   * function that unsubscribes.
    */
   subscribe<T = unknown>(topic: string, onUpdate: (u: Update<T>) => void, options?: { since?: number }): () => void;
   /**
    * Appends data (JSON-encoded) to topic; resolves with its seq. Rejects
-   * like request(); ServerError codes: forbidden (publishing is off, or the
-   * topic is the server's), too_many_topics, unavailable, invalid_topic.
+   * like request(), and with a TypeError for an invalid topic name (the
+   * wasm checks it; the message states the rule); ServerError codes:
+   * forbidden (publishing is off, or the topic is the server's),
+   * too_many_topics, unavailable.
    */
   publish(topic: string, data: unknown, options?: RequestOptions): Promise<number>;
   /** Each topic's cursor and counts, the service topic first. */

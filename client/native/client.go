@@ -1,0 +1,294 @@
+//go:build !js
+
+// Package native runs wsready's client core over github.com/coder/websocket
+// so Go programs (and wsready's own tests) use the very same client the
+// browser runs.
+//
+// One goroutine owns the core (loop.go): it feeds it socket events, timer
+// ticks and requests, and carries out its effects. Each socket (socket.go)
+// has a reader and a writer goroutine that only pass events to that loop.
+// The public methods (this file) post to the loop and wait for its answer.
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/protocol"
+)
+
+// Client is a running wsready client. Create it with Dial.
+type Client struct {
+	urls []string
+	next int // index into urls of the next dial (the loop's)
+	opts *Options
+	core *client.Core
+	subs map[string]map[uint64]func(client.Update) // the loop's
+	subN uint64
+
+	events chan event
+	ctx    context.Context // ends when the client is closed
+	cancel context.CancelFunc
+	loopWG sync.WaitGroup // the loop
+	sockWG sync.WaitGroup // socket goroutines
+
+	mu       sync.Mutex
+	state    client.State
+	stats    client.Stats
+	changed  chan struct{} // closed and replaced on every state change
+	done     chan struct{} // closed when the loop has stopped the core
+	lastDial error         // the last dial's error, for WaitReady; guarded by mu
+}
+
+// eventQueue is how many events the loop's channel holds before a poster
+// waits (a socket reader, a caller).
+const eventQueue = 64
+
+// Dial starts a client for the WebSocket URL and returns at once; the
+// client connects (and reconnects) in the background. Use WaitReady to
+// wait for READY. ctx only bounds the setup, not the client's life.
+//
+// Its errors are ctx's, or an *OptionError (errors.Is(err,
+// ErrInvalidOptions)) for a url or Options it refuses; a server that cannot
+// be reached is not one (WaitReady says so).
+func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("failed to start the client: %w", err)
+	}
+	if err := checkURL(url); err != nil {
+		return nil, fmt.Errorf("failed to configure the client: %w", &OptionError{Option: "url", Err: err})
+	}
+	o, err := opts.cloneWithDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("failed to configure the client: %w", err)
+	}
+	cfg := *o.Config
+	if o.LoadCursors != nil {
+		cfg.Cursors = o.LoadCursors()
+	}
+	core, err := client.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to configure the client: %w", &OptionError{Option: "Config", Err: err})
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Client{
+		urls: append([]string{url}, o.URLs...), opts: o, core: core,
+		subs:   map[string]map[uint64]func(client.Update){},
+		events: make(chan event, eventQueue), ctx: cctx, cancel: cancel,
+		changed: make(chan struct{}), done: make(chan struct{}),
+	}
+	c.state = core.State()
+	c.loopWG.Add(1)
+	go c.loop()
+	return c, nil
+}
+
+// State returns the latest readiness.
+func (c *Client) State() client.State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Stats returns the core's counters as of the last step.
+func (c *Client) Stats() client.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// WaitReady blocks until the client is READY, ctx ends (a *NotReadyError),
+// the session ends (an *EndedError) or the client closes (ErrClosed).
+func (c *Client) WaitReady(ctx context.Context) error {
+	var ended client.State
+	err := c.WaitState(ctx, func(s client.State) bool {
+		if s.Ended != client.NotEnded && s.Ended != client.Stopped {
+			ended = s
+			return true
+		}
+		return s.Ready
+	})
+	if err == nil && ended.Ended != client.NotEnded {
+		return &EndedError{Ended: ended.Ended, Code: ended.EndCode}
+	}
+	if err != nil && ctx.Err() != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state}
+	}
+	return err
+}
+
+// Reconnect starts a fresh session (a fresh budget and window): after a
+// terminal state it dials again; a client that is down dials at once. It
+// returns once the client has taken it in (the state is no longer ended).
+func (c *Client) Reconnect() {
+	done := make(chan requestReply, 1)
+	if c.post(context.Background(), event{kind: evReconnect, reply: done}) {
+		select {
+		case <-done:
+		case <-c.done:
+		}
+	}
+}
+
+// WaitState blocks until cond holds for the client's state. Its errors are
+// ctx's and ErrClosed.
+func (c *Client) WaitState(ctx context.Context, cond func(client.State) bool) error {
+	for {
+		c.mu.Lock()
+		st, ch := c.state, c.changed
+		c.mu.Unlock()
+		if cond(st) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return ErrClosed
+		}
+	}
+}
+
+// Request sends method with params (raw JSON, or nil) and waits for the
+// result. Errors: a *client.RequestError (errors.Is with client.ErrNotReady,
+// client.ErrRequestTimeout or client.ErrConnectionClosed), a
+// *client.ServerError, ctx's error, or ErrClosed.
+func (c *Client) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	return c.call(ctx, event{kind: evRequest, method: method, params: params})
+}
+
+// call posts a request or a publish and waits for its outcome.
+func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
+	reply := make(chan requestReply, 2) // the id, then the outcome: never blocks the loop
+	e.reply = reply
+	if !c.post(ctx, e) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, ErrClosed
+	}
+	var id uint64
+	for {
+		select {
+		case r := <-reply:
+			if r.result == nil && r.err == nil { // the id, before the outcome
+				id = r.id
+				continue
+			}
+			return r.result, r.err
+		case <-ctx.Done():
+			c.post(context.Background(), event{kind: evCancel, id: id})
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// Subscribe asks for topic's updates: onUpdate runs (on the client's
+// goroutine, same rules as OnState) for each, from now on and across
+// reconnects (stage 7 resumes without gaps). since, when not nil, asks for
+// a replay of what followed that seq on the first subscribe. The returned
+// function unsubscribes (the topic is left when its last subscriber goes).
+// The error is for an invalid topic name (errors.Is(err,
+// protocol.ErrBadTopic)), a negative since, ctx's end or a closed client
+// (ErrClosed); a refusal by the server (unknown_topic, ...) reaches
+// OnTopicError and is retried.
+func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
+	if onUpdate == nil {
+		onUpdate = func(client.Update) {}
+	}
+	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1)}
+	if since != nil {
+		e.since, e.hasSince = *since, true
+	}
+	if !c.post(ctx, e) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, ErrClosed
+	}
+	var r requestReply
+	select {
+	case r = <-e.reply:
+	case <-c.done:
+		return nil, ErrClosed
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() { c.post(context.Background(), event{kind: evUnsubscribe, topic: topic, id: r.id}) })
+	}, nil
+}
+
+// Publish appends data (JSON) to topic and returns the seq the server gave
+// it. Errors are Request's; the server's codes include forbidden (publish
+// is off, or the topic is the server's), too_many_topics and unavailable.
+func (c *Client) Publish(ctx context.Context, topic string, data []byte) (int64, error) {
+	res, err := c.call(ctx, event{kind: evPublish, topic: topic, params: data})
+	if err != nil {
+		return 0, err
+	}
+	seq, ok := parseSeq(res)
+	if !ok {
+		return 0, fmt.Errorf("failed to publish: the server's result %.40q carries no seq", res)
+	}
+	return seq, nil
+}
+
+// parseSeq reads N from {"seq":N}.
+func parseSeq(b []byte) (int64, bool) {
+	s := string(b)
+	const pre = `{"seq":`
+	if len(s) < len(pre)+2 || s[:len(pre)] != pre || s[len(s)-1] != '}' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s[len(pre):len(s)-1], 10, 64)
+	return n, err == nil && n > 0
+}
+
+// Topics returns each topic's accounting (cursor, delivered, replayed,
+// duplicates, lost), the service topic first; nil after Close.
+func (c *Client) Topics() []client.TopicStats {
+	ch := make(chan []client.TopicStats, 1)
+	if !c.post(context.Background(), event{kind: evTopics, topics: ch}) {
+		return nil
+	}
+	select {
+	case t := <-ch:
+		return t
+	case <-c.done:
+		return nil
+	}
+}
+
+// Close stops the client: every socket it still has closes with 1000
+// (Close waits up to Options.CloseTimeout for the handshakes), pending
+// requests fail with ErrConnectionClosed, and every goroutine ends before
+// it returns. It always returns nil; a second Close does nothing more.
+func (c *Client) Close() error {
+	c.post(context.Background(), event{kind: evStop})
+	c.loopWG.Wait()
+	return nil
+}
+
+// errNegativeSince is Subscribe's error for a since below 0.
+var errNegativeSince = errors.New("since must not be negative")
+
+// refusedSubscribe is the loop's answer to a subscribe the core refused:
+// the topic name (errors.Is(err, protocol.ErrBadTopic)) or since.
+func refusedSubscribe(topic string, since int64) error {
+	if !protocol.ValidTopic(topic) {
+		return fmt.Errorf("failed to subscribe to %q: %w", topic, protocol.ErrBadTopic)
+	}
+	return fmt.Errorf("failed to subscribe to %q: %w", topic, errNegativeSince)
+}

@@ -1,0 +1,56 @@
+//go:build !js
+
+package native
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/wsready/wsready/client"
+)
+
+// ErrClosed is returned by Request, Subscribe, WaitState and WaitReady
+// after Close.
+var ErrClosed = errors.New("client closed")
+
+// NotReadyError is WaitReady's error when ctx ends first: it wraps ctx's
+// error and the last dial's, so errors.Is(err, context.DeadlineExceeded)
+// and errors.As(err, &netErr) both work.
+type NotReadyError struct {
+	Err      error // ctx's
+	LastDial error // nil if no dial failed
+	State    client.State
+}
+
+func (e *NotReadyError) Error() string {
+	s := "failed to get READY: " + e.Err.Error()
+	if e.LastDial != nil {
+		s += " (last dial: " + e.LastDial.Error() + ")"
+	} else if f := e.State.LastError; f.Class != client.FailNone {
+		s += " (" + f.Message() + ")"
+	}
+	return s
+}
+
+func (e *NotReadyError) Unwrap() []error {
+	if e.LastDial == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.LastDial}
+}
+
+// EndedError is WaitReady's error for a session in a terminal state
+// (ended, forbidden, refresh_exhausted, gave_up): only Reconnect starts it
+// again.
+type EndedError struct {
+	Ended client.Terminal
+	Code  int // the close code that ended it, if one did
+}
+
+func (e *EndedError) Error() string {
+	s := "session " + string(e.Ended)
+	if e.Code != 0 {
+		s += " (close " + strconv.Itoa(e.Code) + ")"
+	}
+	return s
+}

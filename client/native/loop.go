@@ -1,0 +1,266 @@
+//go:build !js
+
+package native
+
+import (
+	"context"
+	"time"
+
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/protocol"
+)
+
+// The loop is the one goroutine that owns the core: every socket event,
+// timer tick and caller's request reaches it as an event on c.events, it
+// steps the core, and it carries out the core's effects (apply). Nothing
+// else touches the core, the socket table or the subscriber table.
+
+type evKind uint8
+
+const (
+	evOpened evKind = iota + 1
+	evFrame
+	evClosed
+	evRequest
+	evCancel
+	evStop
+	evToken
+	evReconnect
+	evSubscribe
+	evUnsubscribe
+	evPublish
+	evTopics
+)
+
+// event is one thing for the loop to do; kind says which fields mean
+// something.
+type event struct {
+	kind     evKind
+	socket   client.SocketID
+	frame    []byte
+	code     int
+	reason   string
+	method   string
+	params   []byte
+	reply    chan requestReply
+	id       uint64
+	token    string
+	err      error
+	topic    string
+	since    int64
+	hasSince bool
+	onUpdate func(client.Update)
+	topics   chan []client.TopicStats
+}
+
+// requestReply answers a caller: first the request's id (so a cancel can
+// name it), then its outcome.
+type requestReply struct {
+	id     uint64
+	result []byte
+	err    error
+}
+
+// post hands e to the loop; it reports false if ctx ended or the client
+// closed first.
+func (c *Client) post(ctx context.Context, e event) bool {
+	select {
+	case c.events <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-c.done:
+		return false
+	}
+}
+
+func (c *Client) loop() {
+	defer c.loopWG.Done()
+	sockets := map[client.SocketID]*socket{}
+	waiters := map[uint64]chan requestReply{}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	c.core.Start(time.Now())
+	var stopping <-chan time.Time // set once Stop: the bound on the close handshakes
+	for {
+		c.apply(sockets, waiters, timer)
+		if stopping != nil && len(sockets) == 0 {
+			break
+		}
+		select {
+		case <-timer.C:
+			c.core.Tick(time.Now())
+		case <-stopping:
+			goto done // handshakes that did not finish in time are dropped below
+		case e := <-c.events:
+			now := time.Now()
+			switch e.kind {
+			case evOpened:
+				c.core.Opened(e.socket, now)
+			case evFrame:
+				c.core.Received(e.socket, e.frame, now)
+			case evClosed:
+				delete(sockets, e.socket)
+				c.core.Closed(e.socket, e.code, e.reason, now)
+			case evRequest:
+				id := c.core.Request(e.method, e.params, now)
+				waiters[id] = e.reply
+				e.reply <- requestReply{id: id}
+			case evCancel:
+				delete(waiters, e.id)
+				c.core.Cancel(e.id, now)
+			case evToken:
+				if e.err != nil {
+					c.core.TokenFailed(now)
+				} else {
+					c.core.TokenReady(e.token, now)
+				}
+			case evSubscribe:
+				if !c.core.Subscribe(e.topic, e.since, e.hasSince, now) {
+					e.reply <- requestReply{err: refusedSubscribe(e.topic, e.since)}
+					break
+				}
+				c.subN++
+				if c.subs[e.topic] == nil {
+					c.subs[e.topic] = map[uint64]func(client.Update){}
+				}
+				c.subs[e.topic][c.subN] = e.onUpdate
+				e.reply <- requestReply{id: c.subN}
+			case evUnsubscribe:
+				if m := c.subs[e.topic]; m != nil {
+					delete(m, e.id)
+					if len(m) == 0 {
+						delete(c.subs, e.topic)
+						c.core.Unsubscribe(e.topic, now)
+					}
+				}
+			case evPublish:
+				id := c.core.Publish(e.topic, e.params, 0, now)
+				waiters[id] = e.reply
+				e.reply <- requestReply{id: id}
+			case evTopics:
+				e.topics <- c.core.Topics()
+			case evReconnect:
+				c.core.Reconnect(now)
+				c.apply(sockets, waiters, timer) // the state the caller waits on
+				e.reply <- requestReply{}
+			case evStop:
+				if stopping == nil {
+					c.core.Stop(now)
+					c.apply(sockets, waiters, timer)
+					// The core closed its current socket; close the ones it
+					// replaced too (stages without the stale filter leak them).
+					for _, s := range sockets {
+						if !s.closed {
+							s.closed = true
+							c.closeSocket(s, protocol.CloseNormal, "client stopped")
+						}
+					}
+					t := time.NewTimer(c.opts.CloseTimeout)
+					defer t.Stop()
+					stopping = t.C
+				}
+			}
+		}
+	}
+done:
+	for _, s := range sockets {
+		s.cancel()
+	}
+	close(c.done)
+	c.cancel()
+	c.sockWG.Wait()
+}
+
+// apply carries out the core's effects.
+func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]chan requestReply, timer *time.Timer) {
+	updates := false
+	defer func() {
+		if updates && c.opts.StoreCursors != nil {
+			c.opts.StoreCursors(c.core.Cursors())
+		}
+	}()
+	for _, e := range c.core.Effects() {
+		switch e.Kind {
+		case client.EffDial:
+			url := c.urls[c.next]
+			c.next = (c.next + 1) % len(c.urls)
+			sockets[e.Socket] = c.startSocket(e.Socket, url)
+		case client.EffSend:
+			if s := sockets[e.Socket]; s != nil && !s.closed {
+				s.send(e.Frame)
+			}
+		case client.EffClose:
+			if s := sockets[e.Socket]; s != nil && !s.closed {
+				s.closed = true
+				c.closeSocket(s, e.Code, e.Reason)
+			}
+		case client.EffTimer:
+			timer.Stop()
+			if !e.At.IsZero() {
+				timer.Reset(time.Until(e.At))
+			}
+		case client.EffSettle:
+			if w, ok := waiters[e.ID]; ok {
+				delete(waiters, e.ID)
+				r := requestReply{id: e.ID, result: e.Result, err: e.Err}
+				if r.err == nil && r.result == nil {
+					r.result = []byte("null")
+				}
+				w <- r
+			}
+		case client.EffState:
+			c.mu.Lock()
+			c.state = e.State
+			close(c.changed)
+			c.changed = make(chan struct{})
+			c.mu.Unlock()
+			if c.opts.OnState != nil {
+				c.opts.OnState(e.State)
+			}
+		case client.EffUpdate:
+			updates = true
+			if c.opts.OnUpdate != nil {
+				c.opts.OnUpdate(e.Update)
+			}
+			for _, fn := range c.subs[e.Update.Topic] {
+				fn(e.Update)
+			}
+		case client.EffContinuityLost:
+			updates = true
+			if c.opts.OnContinuityLost != nil {
+				c.opts.OnContinuityLost(e.Lost)
+			}
+		case client.EffTopicError:
+			if c.opts.OnTopicError != nil {
+				c.opts.OnTopicError(e.TopicError.Topic, e.TopicError.Code)
+			}
+		case client.EffLog:
+			if c.opts.OnEvent != nil {
+				c.opts.OnEvent(e.Event)
+			}
+		case client.EffRecord:
+			if c.opts.OnRecord != nil {
+				c.opts.OnRecord(e.Record)
+			}
+		case client.EffToken:
+			c.askToken(e.Force)
+		}
+	}
+	c.mu.Lock()
+	c.stats = c.core.Stats()
+	c.mu.Unlock()
+}
+
+// askToken runs the Token hook on a goroutine of its own (it may block on
+// the network) and reports its answer to the loop.
+func (c *Client) askToken(force bool) {
+	c.sockWG.Add(1)
+	go func() {
+		defer c.sockWG.Done()
+		tok, err := c.opts.Token(c.ctx, force)
+		c.post(c.ctx, event{kind: evToken, token: tok, err: err})
+	}()
+}

@@ -1,0 +1,157 @@
+//go:build !js
+
+package native
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/url"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/wsready/wsready/client"
+)
+
+// Options configures a Client. A nil *Options means every default: the
+// last stage (client.MaxStage: the session contract and resume) with the
+// library's defaults, no callbacks, one server.
+type Options struct {
+	// Config is the client's configuration; Dial copies it. Default
+	// client.MustStage(client.MaxStage): every fix, the library's
+	// defaults. A demo stage: Config: client.MustStage(3). Its Rand
+	// defaults to math/rand/v2's Float64; OnEvent turns its Trace on and
+	// Token its Auth.
+	Config *client.Config
+	// OnState, OnUpdate and OnEvent run on the client's goroutine: they
+	// must return quickly and must not call Request or Close (start a
+	// goroutine for that). OnEvent receives trace events; setting it turns
+	// tracing on. Each defaults to nil: not called.
+	OnState  func(client.State)
+	OnUpdate func(client.Update)
+	OnEvent  func(client.Event)
+	// OnRecord receives one sanitized record per reconnect decision (no
+	// token, payload or peer text in it); same rules as OnState. Default
+	// nil.
+	OnRecord func(client.Record)
+	// Token, when set, is called before every dial for the ticket the
+	// client sends in its first frame. force asks for a fresh one (the
+	// server said the last expired): never return a cached token then. An
+	// error, or no answer within the core's TokenTimeout (ctx says so), is
+	// a failed attempt, counted against the budget. It runs on a goroutine
+	// of its own; ctx ends when the client closes. Default nil: no auth
+	// frame.
+	Token func(ctx context.Context, force bool) (string, error)
+	// OnContinuityLost hears of updates the client will never deliver
+	// (stage 7: the server no longer had them); same rules as OnState.
+	// Default nil.
+	OnContinuityLost func(client.ContinuityLost)
+	// OnTopicError hears of a subscribe the server refused (code:
+	// unknown_topic, too_many_subscriptions, unavailable, ...); the client
+	// retries it at the subscribe deadline. Same rules as OnState. Default
+	// nil.
+	OnTopicError func(topic, code string)
+	// LoadCursors, when set, is called once by Dial for the cursors to
+	// resume from (what StoreCursors last saved); StoreCursors is called
+	// on the client's goroutine after every batch of updates with every
+	// topic's cursor. Same rules as OnState. Default nil: resume from
+	// memory only.
+	LoadCursors  func() []client.Cursor
+	StoreCursors func([]client.Cursor)
+	// URLs are more servers to use: Dial's url first, then these, in turn,
+	// one further on every reconnect (each reconnect follows a failure).
+	// Each is a ws://, wss://, http:// or https:// URL with a host. Default
+	// none: Dial's url only.
+	URLs []string
+	// DialOptions are passed to websocket.Dial for every socket. Default
+	// nil: coder/websocket's defaults.
+	DialOptions *websocket.DialOptions
+	// CloseTimeout bounds how long Close waits for the close handshakes of
+	// the client's sockets (1000, "client stopped") before it drops them.
+	// Zero means the default, 2s; a negative value is refused.
+	CloseTimeout time.Duration
+}
+
+// defaultCloseTimeout is Options.CloseTimeout's default.
+const defaultCloseTimeout = 2 * time.Second
+
+// ErrInvalidOptions is what every *OptionError is: errors.Is(err,
+// ErrInvalidOptions) tells a refused configuration from every other error
+// of Dial.
+var ErrInvalidOptions = errors.New("invalid options")
+
+// OptionError is Dial's error for a value it refuses: the option's name
+// (a field of Options, or "url" for Dial's own argument) and why. It wraps
+// the cause, so errors.Is and errors.As reach it (client.ErrBadStage, say),
+// and errors.Is(err, ErrInvalidOptions) holds.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return "invalid " + e.Option + ": " + e.Err.Error() }
+
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// Is reports ErrInvalidOptions.
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// cloneWithDefaults returns a copy of o (nil: all defaults) with every
+// default filled in; its Config is a copy of its own, ready for
+// client.New. It refuses an invalid value with an *OptionError. It calls
+// none of o's functions.
+func (o *Options) cloneWithDefaults() (*Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.CloseTimeout < 0 {
+		return nil, &OptionError{Option: "CloseTimeout", Err: errors.New("must not be negative (0 means the default, 2s)")}
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = defaultCloseTimeout
+	}
+	for _, u := range c.URLs {
+		if err := checkURL(u); err != nil {
+			return nil, &OptionError{Option: "URLs", Err: err}
+		}
+	}
+	c.URLs = append([]string(nil), c.URLs...) // the caller's slice stays the caller's
+	cfg := client.MustStage(client.MaxStage)
+	if c.Config != nil {
+		cfg = new(*c.Config)
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if c.OnEvent != nil {
+		cfg.Trace = true
+	}
+	if c.Token != nil {
+		cfg.Auth = true
+	}
+	c.Config = cfg
+	return &c, nil
+}
+
+// errURL is checkURL's cause: a URL websocket.Dial could never use.
+var errURL = errors.New("want a ws://, wss://, http:// or https:// URL with a host")
+
+// checkURL refuses a URL every dial of it would fail on (coder/websocket
+// takes these four schemes), so the mistake is Dial's error rather than a
+// client that retries for ever.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "ws", "wss", "http", "https":
+	default:
+		return errURL
+	}
+	if u.Host == "" {
+		return errURL
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"slices"
+
+	"github.com/hack-pad/safejs"
+)
+
+// Helpers for every JS call the driver makes, all through safejs.
+
+func isFunc(v safejs.Value) bool { return v.Type() == safejs.TypeFunction }
+
+// funcOf is safejs.FuncOf for every callback the driver hands to
+// JavaScript, with one thing added: a panic in fn is reported on the
+// console and the call returns undefined. safejs.FuncOf lets a callback's
+// panic through, and one that reaches syscall/js leaves the Go side of the
+// page dead (under Node the JS call never returns): every handle with it.
+func funcOf(fn func(this safejs.Value, args []safejs.Value) any) (safejs.Func, error) {
+	return safejs.FuncOf(func(this safejs.Value, args []safejs.Value) (out any) {
+		defer func() {
+			if r := recover(); r != nil {
+				consoleError("wsready: a callback panicked: " + describe(r))
+				out = safejs.Undefined()
+			}
+		}()
+		return fn(this, args)
+	})
+}
+
+// describe names a recovered panic value without fmt.
+func describe(r any) string {
+	switch x := r.(type) {
+	case error:
+		return x.Error()
+	case string:
+		return x
+	}
+	return "a panic"
+}
+
+func consoleError(msg string) {
+	if c, err := safejs.Global().Get("console"); err == nil {
+		c.Call("error", msg)
+	}
+}
+
+// jsObject builds a plain JS object with m's keys in a stable (sorted)
+// order, so state(), stats() and the callbacks' objects always list their
+// keys the same way (safejs.ValueOf, like js.ValueOf, ranges over the map
+// in random order).
+func jsObject(m map[string]any) (safejs.Value, error) {
+	ctor, err := safejs.Global().Get("Object")
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	obj, err := ctor.New()
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := obj.Set(k, m[k]); err != nil {
+			return safejs.Undefined(), err
+		}
+	}
+	return obj, nil
+}

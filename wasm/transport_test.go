@@ -1,0 +1,264 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/bridge"
+)
+
+// fakeWebSocket installs a WebSocket class on globalThis that records its
+// instances (globalThis.__sockets) and what is sent and closed on them,
+// and restores the real one when the test ends.
+func fakeWebSocket(t *testing.T) {
+	t.Helper()
+	g := safejs.Global()
+	orig, err := g.Get("WebSocket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := g.Get("Function")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := fn.New(`globalThis.__sockets = [];
+		return class { constructor(url) { this.url = url; this.sent = []; this.closed = null; globalThis.__sockets.push(this); }
+			send(s) { this.sent.push(s); } close(code, reason) { this.closed = [code, reason]; } };`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	class, err := mk.Invoke()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Set("WebSocket", class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Set("WebSocket", orig) })
+}
+
+func lastFake(t *testing.T) safejs.Value {
+	t.Helper()
+	arr, err := safejs.Global().Get("__sockets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := arr.Length()
+	if n == 0 {
+		t.Fatal("no WebSocket was constructed")
+	}
+	v, err := arr.Index(n - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func jsString(t *testing.T, v safejs.Value, path ...any) string {
+	t.Helper()
+	for _, p := range path {
+		var err error
+		switch p := p.(type) {
+		case string:
+			v, err = v.Get(p)
+		case int:
+			v, err = v.Index(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch v.Type() {
+	case safejs.TypeString:
+		s, _ := v.String()
+		return s
+	case safejs.TypeNumber:
+		n, _ := v.Int()
+		return strconv.Itoa(n)
+	case safejs.TypeNull:
+		return "null"
+	}
+	return "<" + v.Type().String() + ">"
+}
+
+// The WebSocket transport opens new WebSocket(url), reports onopen,
+// onmessage (text frames; anything else as an empty frame) and onclose
+// (code and reason) to its events, sends and closes on the socket, and
+// release unhooks it.
+func TestWebSocketTransport(t *testing.T) {
+	fakeWebSocket(t)
+	var got []string
+	tr, err := openWebSocket("ws://example.test/ws", socketEvents{
+		opened:  func() { got = append(got, "opened") },
+		message: func(f []byte) { got = append(got, "message "+strconv.Quote(string(f))) },
+		closed:  func(code int, reason string) { got = append(got, "closed "+strconv.Itoa(code)+" "+reason) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := lastFake(t)
+	if u := jsString(t, ws, "url"); u != "ws://example.test/ws" {
+		t.Fatalf("url %q", u)
+	}
+	obj := func(m map[string]any) safejs.Value {
+		v, err := jsObject(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		handler string
+		arg     []any
+	}{
+		{"onopen", nil},
+		{"onmessage", []any{obj(map[string]any{"data": `{"type":"ping"}`})}},
+		{"onmessage", []any{obj(map[string]any{"data": 7})}},
+		{"onclose", []any{obj(map[string]any{"code": 4001, "reason": "expired"})}},
+	} {
+		if _, err := ws.Call(c.handler, c.arg...); err != nil {
+			t.Fatalf("%s: %v", c.handler, err)
+		}
+	}
+	want := []string{"opened", `message "{\"type\":\"ping\"}"`, `message ""`, "closed 4001 expired"}
+	if len(got) != len(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	}
+	if err := tr.send([]byte("frame")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.close(1000, "bye"); err != nil {
+		t.Fatal(err)
+	}
+	if s, c := jsString(t, ws, "sent", 0), jsString(t, ws, "closed", 0)+" "+jsString(t, ws, "closed", 1); s != "frame" || c != "1000 bye" {
+		t.Fatalf("sent %q, closed %q", s, c)
+	}
+	tr.release()
+	for _, h := range []string{"onopen", "onmessage", "onclose"} {
+		if v := jsString(t, ws, h); v != "null" {
+			t.Fatalf("%s after release: %s", h, v)
+		}
+	}
+}
+
+// Without a WebSocket constructor the opener says so.
+func TestWebSocketTransportWithoutWebSocket(t *testing.T) {
+	fakeWebSocket(t) // restores the real one after
+	if err := safejs.Global().Set("WebSocket", safejs.Undefined()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openWebSocket("ws://example.test/ws", socketEvents{}); !errors.Is(err, errNoWebSocket) {
+		t.Fatalf("open: %v", err)
+	}
+}
+
+// fakeTransport records what the driver does with one socket.
+type fakeTransport struct {
+	url      string
+	ev       socketEvents
+	sent     int
+	released bool
+}
+
+func (f *fakeTransport) send([]byte) error          { f.sent++; return nil }
+func (f *fakeTransport) close(int, string) error    { return nil }
+func (f *fakeTransport) release()                   { f.released = true }
+func (f *fakeTransport) String() string             { return f.url }
+func (f *fakeTransport) closedWith(c int, r string) { f.ev.closed(c, r) }
+
+func holds(d *driver, f *fakeTransport) bool {
+	for _, t := range d.sockets {
+		if t == transport(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// The driver drives any transport through the interface: EffDial opens one
+// on the next URL in turn, the socket's events reach the core with its id
+// (a close forgets and releases it), and an opener's error is an abnormal
+// close of that socket.
+func TestDriverDrivesATransport(t *testing.T) {
+	cfg, err := client.StageConfig(client.MaxStage, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened []*fakeTransport
+	var tried []string // every URL the driver opened, or tried to
+	failNext := false
+	d := &driver{urls: []string{"ws://a.test/ws", "ws://b.test/ws"}, core: core, q: bridge.NewQueue[func(time.Time)](),
+		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
+	d.open = func(url string, ev socketEvents) (transport, error) {
+		tried = append(tried, url)
+		if failNext {
+			failNext = false
+			return nil, errors.New("refused by the test")
+		}
+		f := &fakeTransport{url: url, ev: ev}
+		opened = append(opened, f)
+		return f, nil
+	}
+	d.timer, err = newTimer(func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.timer.release()
+	now := time.Unix(1000, 0)
+	run := func() { // the loop's work, at the test's instant, until nothing is queued
+		d.apply()
+		for steps := d.q.Take(); len(steps) > 0; steps = d.q.Take() {
+			for _, step := range steps {
+				step(now)
+				d.apply()
+			}
+		}
+	}
+	core.Start(now)
+	run()
+	if len(opened) != 1 || opened[0].url != "ws://a.test/ws" || !holds(d, opened[0]) {
+		t.Fatalf("after Start: opened %v, sockets %d", opened, len(d.sockets))
+	}
+	opened[0].ev.opened()
+	run()
+	if st := core.State(); st.Transport != client.Up {
+		t.Fatalf("after open: transport %v", st.Transport)
+	}
+	// The socket closes; the next dial (at once or after a backoff) fails
+	// to open; the one after opens.
+	failNext = true
+	opened[0].closedWith(1006, "")
+	run()
+	if !opened[0].released || holds(d, opened[0]) {
+		t.Fatalf("after close: released %v, still held %v", opened[0].released, holds(d, opened[0]))
+	}
+	for i := 0; len(opened) < 2 && i < 20; i++ {
+		now = now.Add(time.Minute) // past any backoff
+		core.Tick(now)
+		run()
+	}
+	if len(tried) != 3 || tried[0] != "ws://a.test/ws" || tried[1] != "ws://b.test/ws" || tried[2] != "ws://a.test/ws" {
+		t.Fatalf("tried %q, want a, b (refused), a", tried)
+	}
+	if len(opened) != 2 || len(d.sockets) != 1 || !holds(d, opened[1]) {
+		t.Fatalf("opened %v, holds %d sockets", opened, len(d.sockets))
+	}
+	if n := core.Stats().Closes; n != 2 {
+		t.Fatalf("a close and a refused open made %d closes, want 2", n)
+	}
+}
