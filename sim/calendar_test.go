@@ -48,16 +48,20 @@ func TestCalendarMatchesABucketPerMillisecond(t *testing.T) {
 	var got []int32
 	{
 		rng := rand.New(rand.NewPCG(5, 6))
-		cal := newCalendar(horizon)
+		cal := newCalendar(horizon, 2000)
 		for i := range int32(2000) {
 			cal.at(delay(rng), i)
 		}
-		cal.each(func(ms int64, i int32) {
+		for {
+			ms, i, ok := cal.pop()
+			if !ok {
+				break
+			}
 			got = append(got, i)
 			if rng.IntN(3) > 0 {
 				cal.at(time.Duration(ms)*time.Millisecond+delay(rng), i)
 			}
-		})
+		}
 	}
 	if len(want) < 5000 || !slices.Equal(got, want) {
 		t.Fatalf("order differs: %d events vs %d in the reference", len(got), len(want))
