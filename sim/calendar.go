@@ -74,7 +74,8 @@ func (c *calendar) reset(horizon time.Duration, clients int) {
 
 // at schedules client i at t (truncated to the millisecond, never before
 // the one being taken). An event at or past the horizon is not kept, and
-// at reports false for it.
+// at reports false for it. (Small enough to be inlined: it runs once per
+// attempt.)
 func (c *calendar) at(t time.Duration, i int32) bool {
 	if c.next[i] != idle {
 		panic("sim: a client was scheduled while its attempt was pending")
@@ -83,10 +84,17 @@ func (c *calendar) at(t time.Duration, i int32) bool {
 	if ms >= c.horizon {
 		return false
 	}
-	if ms < c.now+wheelSlots {
-		c.push(ms&(wheelSlots-1), i)
+	if ms >= c.now+wheelSlots {
+		c.atFar(ms, i)
 		return true
 	}
+	c.push(ms&(wheelSlots-1), i)
+	return true
+}
+
+// atFar puts client i's attempt at ms, past the wheel's range, in the far
+// heap.
+func (c *calendar) atFar(ms int64, i int32) {
 	c.next[i] = inFar
 	c.n++
 	c.far = append(c.far, event{ms: ms, n: c.n, i: i})
@@ -98,7 +106,6 @@ func (c *calendar) at(t time.Duration, i int32) bool {
 		c.far[j], c.far[p] = c.far[p], c.far[j]
 		j = p
 	}
-	return true
 }
 
 // push appends client i to wheel slot s.
@@ -115,21 +122,30 @@ func (c *calendar) push(s int64, i int32) {
 
 // pop takes the next attempt in time order: its millisecond and client,
 // or false when none is left before the horizon. An attempt scheduled for
-// the millisecond being taken comes after the ones already there.
+// the millisecond being taken comes after the ones already there. (The
+// common case, another attempt in the same millisecond, is small enough to
+// be inlined.)
 func (c *calendar) pop() (ms int64, i int32, ok bool) {
+	s := c.now & (wheelSlots - 1) // c.now % wheelSlots: c.now is never negative
+	h := c.head[s]
+	if h == 0 {
+		return c.popNext()
+	}
+	i = h - 1
+	if n := c.next[i]; n > 0 {
+		c.head[s] = n
+	} else {
+		c.head[s], c.tail[s] = 0, 0
+	}
+	c.next[i] = idle
+	c.pending--
+	return c.now, i, true
+}
+
+// popNext moves on from a millisecond with nothing left to the next one
+// with an attempt, and takes it.
+func (c *calendar) popNext() (ms int64, i int32, ok bool) {
 	for c.now < c.horizon {
-		s := c.now & (wheelSlots - 1) // c.now % wheelSlots: c.now is never negative
-		if h := c.head[s]; h != 0 {
-			i := h - 1
-			if n := c.next[i]; n > 0 {
-				c.head[s] = n
-			} else {
-				c.head[s], c.tail[s] = 0, 0
-			}
-			c.next[i] = idle
-			c.pending--
-			return c.now, i, true
-		}
 		// This millisecond is over. The one that now comes into the
 		// wheel's range: far events for it move in, in the order they were
 		// scheduled (nothing can have been put in its slot directly yet).
@@ -142,10 +158,17 @@ func (c *calendar) pop() (ms int64, i int32, ok bool) {
 		c.now++
 		if c.pending == 0 {
 			if len(c.far) == 0 {
-				break // nothing is left: the rest of the horizon is empty
+				c.now = c.horizon // nothing is left: the rest of the horizon is empty
+				break
 			}
 			// Nothing happens until the first far event comes into range.
 			c.now = max(c.now, c.far[0].ms-wheelSlots)
+		}
+		if c.now >= c.horizon {
+			break
+		}
+		if c.head[c.now&(wheelSlots-1)] != 0 {
+			return c.pop()
 		}
 	}
 	return 0, 0, false

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/slots"
@@ -192,6 +193,18 @@ func putScratch(sc *scratch) {
 	if cap(sc.fleet) <= 1_000_000 {
 		scratchPool.Put(sc)
 	}
+}
+
+// RunBytes is at most what one Run or RunFlap of clients over horizon
+// allocates: the fleet (a client.Reconnector each), the calendar (4 bytes
+// a client, 8 a wheel slot, and a far heap of 24 bytes a client when the
+// delays pass the wheel's 65.5 s) and the Result's per-second figures.
+// Runs reuse the fleet and the calendar, so several runs of one command
+// often allocate less than the sum.
+func RunBytes(clients int, horizon time.Duration) int64 {
+	perClient := int64(unsafe.Sizeof(client.Reconnector{})) + 4 + int64(unsafe.Sizeof(event{}))
+	secs := int64((horizon + time.Second - 1) / time.Second)
+	return int64(clients)*perClient + 2*4*wheelSlots + 3*8*secs
 }
 
 // epoch anchors virtual time for the reconnect slots' allocator (the
