@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // calendar orders the fleet's pending attempts by millisecond, and by
 // insertion within one millisecond, so a run is deterministic. It is a
@@ -65,6 +68,7 @@ func (c *calendar) reset(horizon time.Duration, clients int) {
 	}
 	if cap(c.next) < clients {
 		c.next = make([]int32, clients)
+		adviseHugePages(unsafe.Pointer(unsafe.SliceData(c.next)), uintptr(clients)*4)
 	} else {
 		c.next = c.next[:clients]
 		clear(c.next)

@@ -165,7 +165,9 @@ func newDraw(seed uint64) func() float64 {
 
 // scratch is a run's memory for the fleet and its calendar. Runs reuse it
 // (a pool), so the policies of one command, run one after another on a
-// core, fault in and zero the fleet's pages once, not once per policy.
+// core, fault in and zero the fleet's pages once, not once per policy; on
+// Linux a new fleet of 2 MiB or more is advised for huge pages
+// (adviseHugePages), a page fault per 2 MiB of it instead of per 4 KiB.
 type scratch struct {
 	fleet []client.Reconnector
 	cal   *calendar
@@ -182,6 +184,7 @@ func getScratch(clients int, horizon time.Duration) *scratch {
 	}
 	if cap(sc.fleet) < clients {
 		sc.fleet = make([]client.Reconnector, clients)
+		adviseHugePages(unsafe.Pointer(unsafe.SliceData(sc.fleet)), uintptr(clients)*unsafe.Sizeof(client.Reconnector{}))
 	}
 	sc.fleet = sc.fleet[:clients] // every run sets every client before it starts
 	return sc
