@@ -8,7 +8,9 @@ package sim
 import (
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/slots"
@@ -150,6 +152,64 @@ type Result struct {
 	ConnectedPerSecond []int `json:"connectedPerSecond"`
 }
 
+// newDraw returns the run's source of uniform draws in [0, 1) for seed:
+// the values of rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)).Float64,
+// without its interface call (a draw per attempt).
+func newDraw(seed uint64) func() float64 {
+	src := rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
+	return func() float64 {
+		// rand.Rand.Float64: there are exactly 1<<53 float64s in [0, 1).
+		return float64(src.Uint64()<<11>>11) / (1 << 53)
+	}
+}
+
+// scratch is a run's memory for the fleet and its calendar. Runs reuse it
+// (a pool), so the policies of one command, run one after another on a
+// core, fault in and zero the fleet's pages once, not once per policy; on
+// Linux a new fleet of 2 MiB or more is advised for huge pages
+// (adviseHugePages), a page fault per 2 MiB of it instead of per 4 KiB.
+type scratch struct {
+	fleet []client.Reconnector
+	cal   *calendar
+}
+
+var scratchPool sync.Pool // of *scratch
+
+func getScratch(clients int, horizon time.Duration) *scratch {
+	sc, _ := scratchPool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{cal: newCalendar(horizon, clients)}
+	} else {
+		sc.cal.reset(horizon, clients)
+	}
+	if cap(sc.fleet) < clients {
+		sc.fleet = make([]client.Reconnector, clients)
+		adviseHugePages(unsafe.Pointer(unsafe.SliceData(sc.fleet)), uintptr(clients)*unsafe.Sizeof(client.Reconnector{}))
+	}
+	sc.fleet = sc.fleet[:clients] // every run sets every client before it starts
+	return sc
+}
+
+// putScratch returns sc to the pool unless it is much larger than the
+// usual run: a 10-million-client run should not hold 440 MB afterwards.
+func putScratch(sc *scratch) {
+	if cap(sc.fleet) <= 1_000_000 {
+		scratchPool.Put(sc)
+	}
+}
+
+// RunBytes is at most what one Run or RunFlap of clients over horizon
+// allocates: the fleet (a client.Reconnector each), the calendar (4 bytes
+// a client, 8 a wheel slot, and a far heap of 24 bytes a client when the
+// delays pass the wheel's 65.5 s) and the Result's per-second figures.
+// Runs reuse the fleet and the calendar, so several runs of one command
+// often allocate less than the sum.
+func RunBytes(clients int, horizon time.Duration) int64 {
+	perClient := int64(unsafe.Sizeof(client.Reconnector{})) + 4 + int64(unsafe.Sizeof(event{}))
+	secs := int64((horizon + time.Second - 1) / time.Second)
+	return int64(clients)*perClient + 2*4*wheelSlots + 3*8*secs
+}
+
 // epoch anchors virtual time for the reconnect slots' allocator (the
 // Reconnector's own instants are durations since t=0).
 var epoch = time.Unix(0, 0).UTC()
@@ -163,7 +223,6 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	secs := int(cfg.Horizon / time.Second)
 	if cfg.Horizon%time.Second != 0 {
 		secs++
@@ -178,16 +237,13 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	fleet := make([]client.Reconnector, cfg.Clients)
+	sc := getScratch(cfg.Clients, cfg.Horizon)
+	defer putScratch(sc)
+	fleet, cal := sc.fleet, sc.cal
 	for i := range fleet {
 		fleet[i] = rc
 	}
-	draw := rng.Float64 // one draw per decision, as the core makes
-	fail := func(i int32, t time.Duration, c client.Cause) (time.Duration, bool) {
-		d := fleet[i].Failed(t, c, draw)
-		return d.Delay, d.Outcome.Terminal() != client.NotEnded
-	}
-	cal := newCalendar(cfg.Horizon)
+	draw := newDraw(cfg.Seed) // one draw per decision, as the core makes
 	// What a refusal looks like to a client: an HTTP refusal (1006 to a
 	// browser) or, with a retry-after, the server's word to wait.
 	refusal := client.Cause{By: client.ByNetwork, Code: protocol.CloseAbnormal}
@@ -207,7 +263,7 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		if cfg.Slots {
 			cause = client.Cause{By: client.ByServer, Code: protocol.CloseServiceRestart, RetryAfter: slotFrom(0)}
 		}
-		d, _ := fail(i, 0, cause)
+		d := fleet[i].Failed(0, cause, draw).Delay
 		if cfg.FirstAttemptZero {
 			d = 0
 		}
@@ -215,44 +271,54 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 			res.WaitingAtHorizon++
 		}
 	}
-	connected := 0
+	// The figures are counted in locals and stored once the run is over:
+	// this loop runs once per attempt, millions of times.
+	var attempts, rejected, gaveUp, waiting, connected int
+	var t99, t100 *int64
 	need99 := (cfg.Clients*99 + 99) / 100
-	filled := 0 // ConnectedPerSecond is set for the seconds before this one
-	cal.each(func(ms int64, i int32) {
+	perSec, acceptedPerSec, connectedPerSec := res.AttemptsPerSecond, res.AcceptedPerSecond, res.ConnectedPerSecond
+	filled := 0 // connectedPerSec is set for the seconds before this one
+	for {
+		ms, i, ok := cal.pop()
+		if !ok {
+			break
+		}
 		t := time.Duration(ms) * time.Millisecond
 		sec := int(ms / 1000)
 		for ; filled < sec; filled++ {
-			res.ConnectedPerSecond[filled] = connected // at the end of that second
+			connectedPerSec[filled] = connected // at the end of that second
 		}
-		res.Attempts++
-		res.AttemptsPerSecond[sec]++
-		if t >= cfg.Downtime && res.AcceptedPerSecond[sec] < cfg.Capacity {
-			res.AcceptedPerSecond[sec]++
+		attempts++
+		perSec[sec]++
+		if t >= cfg.Downtime && acceptedPerSec[sec] < cfg.Capacity {
+			acceptedPerSec[sec]++
 			connected++
-			if connected == need99 && res.T99Ms == nil {
+			if connected == need99 && t99 == nil {
 				v := t.Milliseconds()
-				res.T99Ms = &v
+				t99 = &v
 			}
 			if connected == cfg.Clients {
 				v := t.Milliseconds()
-				res.T100Ms = &v
+				t100 = &v
 			}
-			return
+			continue
 		}
-		res.Rejected++
+		rejected++
 		cause := refusal
 		if cfg.Slots {
 			cause = client.Cause{By: client.ByServer, Code: protocol.CloseTryAgainLater, RetryAfter: slotFrom(t)}
 		}
-		delay, terminal := fail(i, t, cause)
-		if terminal {
-			res.GaveUp++
-			return
+		d := fleet[i].Failed(t, cause, draw)
+		if d.Outcome.Terminal() != client.NotEnded {
+			gaveUp++
+			continue
 		}
-		if !cal.at(t+delay, i) {
-			res.WaitingAtHorizon++
+		if !cal.at(t+d.Delay, i) {
+			waiting++
 		}
-	})
+	}
+	res.Attempts, res.Rejected, res.GaveUp, res.T99Ms, res.T100Ms = attempts, rejected, gaveUp, t99, t100
+	res.WaitingAtHorizon += waiting
 	for ; filled < secs; filled++ {
 		res.ConnectedPerSecond[filled] = connected
 	}
@@ -327,16 +393,20 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 		if err != nil {
 			return 0, err
 		}
-		rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-		draw := rng.Float64
-		cal := newCalendar(cfg.Horizon)
-		fleet := make([]client.Reconnector, cfg.Clients)
+		draw := newDraw(cfg.Seed)
+		sc := getScratch(cfg.Clients, cfg.Horizon)
+		defer putScratch(sc)
+		fleet, cal := sc.fleet, sc.cal
 		for i := range fleet {
 			fleet[i] = rc
 			cal.at(fleet[i].Failed(0, closed, draw).Delay, int32(i))
 		}
 		conns := 0
-		cal.each(func(ms int64, i int32) {
+		for {
+			ms, i, ok := cal.pop()
+			if !ok {
+				break
+			}
 			t := time.Duration(ms) * time.Millisecond
 			conns++
 			rc := &fleet[i]
@@ -344,7 +414,7 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 			rc.Opened()          // accepted at t
 			rc.Ready(t, closeAt) // READY from accept to close: the cooldown rule decides
 			cal.at(closeAt+rc.Failed(closeAt, closed, draw).Delay, i)
-		})
+		}
 		return conns, nil
 	}
 	minutes := cfg.Horizon.Minutes()

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 )
@@ -288,5 +289,54 @@ func TestStage6FleetHonoursRetryAfterAndBudget(t *testing.T) {
 	bu, _ := Run(s6, np)
 	if bu.GaveUp == 0 || bu.ConnectedAtHorizon+bu.WaitingAtHorizon+bu.GaveUp != base.Clients || bu.Attempts > base.Clients*4 {
 		t.Fatalf("budget 3: %+v", bu)
+	}
+}
+
+// Runs reuse the fleet and the calendar of the runs before (a pool): a
+// run after a larger fleet, a longer horizon and far attempts gives the
+// figures of a run with fresh memory.
+func TestReusedMemoryGivesTheFiguresOfFreshMemory(t *testing.T) {
+	np, _ := PolicyByName("jitter", DefaultPolicyParams())
+	small := Config{Clients: 700, Capacity: 40, Downtime: 3 * time.Second, Horizon: 40 * time.Second, Seed: 5}
+	scratchPool = sync.Pool{}
+	fresh, err := Run(small, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bigger run whose delays pass the wheel's range, stopped by its
+	// horizon with attempts still pending, leaves its memory to the pool.
+	far, _ := PolicyByName("exponential", PolicyParams{Fixed: time.Second, Base: time.Second, Cap: 5 * time.Minute, Step: time.Second})
+	if _, err := Run(Config{Clients: 3000, Capacity: 10, Horizon: 7 * time.Minute, Seed: 1}, far); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Run(small, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fresh, again) {
+		t.Fatal("a run on reused memory differs from one on fresh memory")
+	}
+}
+
+// RunBytes bounds what a run holds: the fleet, the calendar and the figures.
+func TestRunBytesCoversTheFleetAndTheCalendar(t *testing.T) {
+	if got, min := RunBytes(100_000, 20*time.Minute), int64(100_000*(40+4))+8*wheelSlots; got < min || got > 2*min {
+		t.Fatalf("RunBytes(100000, 20m) = %d, want between %d and %d", got, min, 2*min)
+	}
+}
+
+// The published Python model's scenario (fleet_model.py: 100,000 clients,
+// 5,000 handshakes a second, no downtime, base 1 s, cap 60 s, seed 7, to
+// completion), one policy at a time.
+func BenchmarkModelScenario(b *testing.B) {
+	cfg := Config{Clients: 100_000, Capacity: 5000, Horizon: 20 * time.Minute, Seed: 7}
+	for _, np := range Policies(PolicyParams{Fixed: time.Second, Base: time.Second, Cap: time.Minute, Step: time.Second}) {
+		b.Run(np.Name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Run(cfg, np); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

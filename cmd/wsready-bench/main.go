@@ -7,6 +7,7 @@
 //
 //	go run ./cmd/wsready-bench run [-conns 10000] [-connect 19000] [-steady 10s]
 //	    [-idle 19500] [-idle-window 60s] [-trials 3] [-model PATH] [-out docs]
+//	go run ./cmd/wsready-bench sim [-trials 3] [-model PATH] [-json FILE]
 //
 // The servers: wsready (package server), the lean baseline (lean.go: the
 // least a coder/websocket server can do) and centrifuge (the library a Go
@@ -34,6 +35,7 @@ const usage = `usage: wsready-bench <command> [flags]
 
 commands:
   run      the benchmark: every server, the idle row, the simulator (make bench)
+  sim      the simulator beside the Python model alone: -model PATH [-trials 3]
   server   a server child: -kind wsready or lean (run starts it)
   clients  a clients child: n connections that count what they receive (run starts it)
 
@@ -49,6 +51,8 @@ func main() {
 	switch os.Args[1] {
 	case "run":
 		err = runBench(os.Args[2:])
+	case "sim":
+		err = runSimOnly(os.Args[2:])
 	case "server":
 		err = runServer(os.Args[2:])
 	case "clients":

@@ -614,12 +614,20 @@ func (r *Report) markdown() string {
 	}
 	fmt.Fprintf(&b, "| handshakes per second over HTTP | shown | %s |\n", sse)
 
-	s := r.Sim
-	b.WriteString("\n## The simulator beside the Python model, as whole processes\n\n")
+	b.WriteString("\n")
+	b.WriteString(r.Sim.markdown())
+	return b.String()
+}
+
+// markdown is the simulator's section of the report: every run of both
+// processes, the speed-ups, and the figures side by side.
+func (s SimFigures) markdown() string {
+	var b strings.Builder
+	b.WriteString("## The simulator beside the Python model, as whole processes\n\n")
 	if s.Error != "" {
 		fmt.Fprintf(&b, "**The comparison failed: %s.** What it measured before is below.\n\n", s.Error)
 	}
-	fmt.Fprintf(&b, "Scenario: %s. The simulator: `%s` (the built binary; its four policies side by side: the model's three and random-start linear, which the model does not run). ", s.Scenario, s.SimCommand)
+	fmt.Fprintf(&b, "Scenario: %s. The simulator: `%s` (the built binary; the model's three policies, side by side on the machine's cores). ", s.Scenario, s.SimCommand)
 	if s.NotMeasured != "" {
 		fmt.Fprintf(&b, "The Python model: **not measured: %s**.\n\n", s.NotMeasured)
 		b.WriteString("| | ")
@@ -662,6 +670,20 @@ func (r *Report) markdown() string {
 	fmt.Fprintf(&b, "| speed-up, CPU time (of the medians) |%s %.1fx |\n", strings.Repeat(" |", len(s.SimRuns)), s.SpeedupCPU)
 	line("wsready sim, in-process (its own elapsedMs)", func(x ProcRun) float64 { return x.InProcessSeconds }, s.SimRuns, "s", 3)
 	line("wsready version (the binary's start and exit alone), wall", func(x ProcRun) float64 { return x.WallSeconds }, s.StartRuns, "s", 3)
+	line("wsready version, CPU time", func(x ProcRun) float64 { return x.CPUSeconds }, s.StartRuns, "s", 3)
+	// The machine may be shared: its load as each process started.
+	b.WriteString("| load average (1, 5, 15 min) as the model / the simulator started |")
+	for i := range cols {
+		var m, w string
+		if i < len(s.ModelRuns) {
+			m = s.ModelRuns[i].Load
+		}
+		if i < len(s.SimRuns) {
+			w = s.SimRuns[i].Load
+		}
+		fmt.Fprintf(&b, " %s / %s |", m, w)
+	}
+	b.WriteString(" |\n")
 	b.WriteString("\nThe figures side by side (the same scenario; model / simulator):\n\n| policy | rejected handshakes | attempts per client | 99% connected at | peak attempts in one second | |\n|---|---|---|---|---|---|\n")
 	for _, f := range s.Figures {
 		same := "identical"

@@ -6,10 +6,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -20,10 +24,10 @@ import (
 // one-second window, no downtime; each client's first attempt after the
 // policy's first delay; base 1 s, cap 60 s, fixed 1 s; seed 7; run to
 // completion, which 20 minutes of simulated time covers: exponential
-// without jitter ends at 903 s) for `wsready sim`, with its four policies
-// side by side as the issue times it (the model has three: the simulator
-// also runs random-start linear, work the model does not do).
-var simArgs = []string{"sim", "-tables", "main", "-policy", "all", "-clients", "100000", "-capacity", "5000",
+// without jitter ends at 903 s) for `wsready sim`, with the model's three
+// policies and no other: -policy all would add random-start linear, work
+// the model does not do (about a quarter more).
+var simArgs = []string{"sim", "-tables", "main", "-policy", "fixed,exponential,jitter", "-clients", "100000", "-capacity", "5000",
 	"-downtime", "0s", "-horizon", "20m", "-seed", "7", "-fixed", "1s", "-base", "1s", "-cap", "60s",
 	"-first", "policy", "-format", "json"}
 
@@ -35,6 +39,9 @@ const simTimeout = 10 * time.Minute
 type ProcRun struct {
 	WallSeconds float64 `json:"wallSeconds"`
 	CPUSeconds  float64 `json:"cpuSeconds"`
+	// Load is the machine's load average (1, 5 and 15 minutes) as the
+	// process started: the machine may be shared.
+	Load string `json:"load,omitempty"`
 	// InProcessSeconds is the simulator's own timing of its work (its
 	// elapsedMs), without the process around it; 0 for the model.
 	InProcessSeconds float64 `json:"inProcessSeconds,omitempty"`
@@ -203,6 +210,7 @@ func timeProcess(name string, args ...string) (ProcRun, []byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	load := loadAverage()
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
@@ -210,7 +218,7 @@ func timeProcess(name string, args ...string) (ProcRun, []byte, error) {
 		return ProcRun{}, nil, fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(errb.String()))
 	}
 	ps := cmd.ProcessState
-	return ProcRun{WallSeconds: wall.Seconds(), CPUSeconds: (ps.UserTime() + ps.SystemTime()).Seconds()}, out.Bytes(), nil
+	return ProcRun{WallSeconds: wall.Seconds(), CPUSeconds: (ps.UserTime() + ps.SystemTime()).Seconds(), Load: load}, out.Bytes(), nil
 }
 
 var modelLine = regexp.MustCompile(`^(\S+)\s+rejected handshakes=\s*(\d+)\s+attempts per client=([\d.]+)\s+99% connected at t=([\d.]+)s\s+peak attempts in one second=(\d+)\s*$`)
@@ -239,4 +247,55 @@ func parseModel(out []byte) ([]PolicyComparison, error) {
 		}
 	}
 	return got, nil
+}
+
+// runSimOnly is `wsready-bench sim`: the simulator beside the Python model
+// and nothing else (a minute, not the twenty of run), printed as the
+// section run writes into bench.md.
+func runSimOnly(args []string) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	trials := fs.Int("trials", 3, "runs of the simulator and of the model, taking turns (1..9)")
+	model := fs.String("model", "", "the Python fleet model (fleet_model.py); empty or missing: the model is not measured")
+	jsonOut := fs.String("json", "", "also write the figures, every run, as JSON to this file (empty: none)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("sim: unexpected argument %q", fs.Arg(0))
+	}
+	if *trials < 1 || *trials > 9 {
+		return usagef("sim: -trials must be 1..9, not %d", *trials)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "wsready-bench-sim-")
+	if err != nil {
+		return fmt.Errorf("failed to make a build directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "wsready")
+	if err := goBuild(root, bin, "./cmd/wsready"); err != nil {
+		return err
+	}
+	loadStart := loadAverage()
+	fig, err := measureSim(bin, *model, *trials)
+	if err != nil {
+		fig.Error = err.Error()
+	}
+	fmt.Printf("Load average (1, 5, 15 min): %s at the start, %s at the end; %d CPUs.\n\n%s", loadStart, loadAverage(), runtime.NumCPU(), fig.markdown())
+	if *jsonOut != "" {
+		js, jerr := json.MarshalIndent(fig, "", "  ")
+		if jerr != nil {
+			return fmt.Errorf("failed to encode the figures: %w", jerr)
+		}
+		if werr := os.WriteFile(*jsonOut, append(js, '\n'), 0o644); werr != nil {
+			return fmt.Errorf("failed to write -json: %w", werr)
+		}
+	}
+	return err
 }

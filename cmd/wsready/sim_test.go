@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -64,7 +65,7 @@ func TestSimCommandRejectsBadFlags(t *testing.T) {
 		{"-cap", "1ms", "-base", "1s"}, {"extra"}, {"-horizon", "banana"},
 		{"-base", "0s"}, {"-fixed", "0s"}, {"-step", "0s"}, {"-clients", "0"}, {"-capacity", "-1"}, {"-downtime", "-1s"},
 		{"-horizon", "0s"}, {"-horizon", "25h"}, {"-linear-cap", "-1s"}, {"-flap-clients", "0"}, {"-cooldown", "0s"}, {"-flap-close", "-1ms"},
-		{"-tables", "session"}, {"-tables", "main,nope"},
+		{"-tables", "session"}, {"-tables", "main,nope"}, {"-policy", "fixed,fixed"}, {"-policy", "fixed,nope"}, {"-policy", ""},
 	} {
 		if err := runSim(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
@@ -95,4 +96,54 @@ func TestSimFlagsMeanWhatTheySay(t *testing.T) {
 	if r.Description != "fixed(250ms)" || r.Attempts != 100 || r.T100Ms == nil || *r.T100Ms != 250 {
 		t.Fatalf("result %+v: want fixed(250ms), 100 attempts, all in at 250 ms", r)
 	}
+}
+
+// -policy takes a list: the named policies only, in the table's order.
+func TestSimPolicyList(t *testing.T) {
+	var out bytes.Buffer
+	if err := runSim([]string{"-clients", "100", "-capacity", "20", "-tables", "main", "-policy", "jitter, fixed,exponential", "-format", "json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Results []struct{ Policy string } }
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range v.Results {
+		got = append(got, r.Policy)
+	}
+	if strings.Join(got, ",") != "fixed,exponential,jitter" {
+		t.Fatalf("-policy jitter,fixed,exponential ran %v", got)
+	}
+}
+
+// The collector is off while a small simulation runs and as it was once
+// the command is done; a large one, or GOGC in the environment, leaves it
+// alone.
+func TestSimCollectorOffOnlyForSmallRuns(t *testing.T) {
+	t.Setenv("GOGC", "") // as if unset: os.Getenv reads ""
+	before := debug.SetGCPercent(-1)
+	debug.SetGCPercent(before)
+	limit := debug.SetMemoryLimit(-1)
+	restore := collectLess(gcOffBelow)
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Fatalf("collector at %d%% during a small run", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != min(limit, 2*gcOffBelow) {
+		t.Fatalf("memory limit %d during a small run", l)
+	}
+	restore()
+	if p := debug.SetGCPercent(before); p != before || debug.SetMemoryLimit(-1) != limit {
+		t.Fatalf("not restored: %d%%, limit %d", p, debug.SetMemoryLimit(-1))
+	}
+	collectLess(gcOffBelow + 1)()
+	if p := debug.SetGCPercent(before); p != before {
+		t.Fatalf("a large run changed the collector: %d%%", p)
+	}
+	t.Setenv("GOGC", "200")
+	restore = collectLess(1)
+	if p := debug.SetGCPercent(before); p != before {
+		t.Fatalf("GOGC in the environment was overridden: %d%%", p)
+	}
+	restore()
 }
