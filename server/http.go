@@ -3,6 +3,8 @@
 package server
 
 import (
+	"encoding/json"
+	"errors"
 	"mime"
 	"net"
 	"net/http"
@@ -106,4 +108,35 @@ func (s *Server) originAllowed(origin, host string) bool {
 		}
 	}
 	return false
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, errors.New("encode: "+err.Error()).Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// Handler returns the HTTP handler: /ws, /api/..., /healthz and the static
+// files, behind the Host, Origin and Content-Type checks of guard.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ws", s.serveWS)
+	mux.HandleFunc("GET /api/stats", s.serveStats)
+	mux.HandleFunc("GET /api/faults", s.serveFaults)
+	mux.HandleFunc("POST /api/faults", s.demoOnly(s.setFaults))
+	mux.HandleFunc("POST /api/reset", s.demoOnly(s.resetCounters))
+	mux.HandleFunc("POST /api/token", s.serveToken)
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.Handle("GET /metrics", s.serveMetrics())
+	mux.HandleFunc("POST /api/drain", s.demoOnly(s.serveDrain))
+	if s.static != nil {
+		mux.Handle("/", s.static)
+	}
+	return s.guard(mux)
 }

@@ -458,7 +458,9 @@ func TestBadInputGetsAnErrorFrameAndTheConnectionStays(t *testing.T) {
 
 func TestAPanicInAHandlerStaysWithItsConnection(t *testing.T) {
 	f := newFixture(t, nil)
-	f.srv.panicMethod = "boom"
+	f.srv.methods["boom"] = func(*Server, json.RawMessage) (json.RawMessage, *protocol.ErrorBody) {
+		panic("test panic in a method")
+	}
 	p, other := f.dial(), f.dial()
 	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 1, Method: "boom"})
 	if e := p.next(protocol.TypeError, time.Second); e.Error.Code != protocol.ErrInternal {
