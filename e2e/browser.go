@@ -59,7 +59,10 @@ func StartServer(opts *server.Options) (*Env, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	srv := server.New(&o)
+	srv, err := server.New(&o)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Close()

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -170,7 +169,7 @@ func TestHostMustBeAllowed(t *testing.T) {
 // as wsready serve does.
 func serveHardened(t *testing.T, o *Options) string {
 	t.Helper()
-	srv := New(o)
+	srv := mustNew(t, o)
 	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -228,5 +227,3 @@ func TestHTTPTimeoutsFreeHeldSockets(t *testing.T) {
 	// end before the leak check.
 	time.Sleep(700 * time.Millisecond)
 }
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -3,14 +3,23 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
+	"path"
+	"strings"
 	"time"
 )
 
-// Options configures a Server. A nil *Options means all defaults. A zero
-// field takes its default; the wsready command's flags refuse zeros that
-// would mean nothing.
+// Options configures a Server. A nil *Options means all defaults.
+//
+// Every duration, count and rate below means its default when it is 0 (the
+// default is given with each field, with its unit); a negative one, or a
+// value a field's doc rules out, makes New fail with an error that names
+// the field. The wsready command's flags refuse the zeros that would mean
+// nothing.
 type Options struct {
 	// PingInterval is how often the server pings each connection; the first
 	// ping goes out at once. Default 1s.
@@ -200,73 +209,131 @@ type Options struct {
 	Now func() time.Time
 }
 
-func (o *Options) cloneWithDefaults() *Options {
+// maxPingInterval is the longest PingInterval: clients refuse a longer one.
+const maxPingInterval = time.Hour
+
+// minAuthKey is the shortest AuthKey, in bytes: HMAC-SHA256's own size.
+const minAuthKey = 32
+
+// cloneWithDefaults returns a copy of o with every zero field at its
+// default, or an error naming every field New refuses.
+func (o *Options) cloneWithDefaults() (*Options, error) {
 	var c Options
 	if o != nil {
 		c = *o
 	}
-	dur := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("Options.%s %s", field, fmt.Sprintf(format, args...)))
+	}
+	// One line a field: its name, where it is, its default.
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"PingInterval", &c.PingInterval, time.Second},
+		{"FeedInterval", &c.FeedInterval, 250 * time.Millisecond},
+		{"SlowReplyDelay", &c.SlowReplyDelay, 8 * time.Second},
+		{"FlapAfter", &c.FlapAfter, 300 * time.Millisecond},
+		{"JitterMax", &c.JitterMax, 800 * time.Millisecond},
+		{"RestartDowntime", &c.RestartDowntime, 4 * time.Second},
+		{"WriteTimeout", &c.WriteTimeout, 10 * time.Second},
+		{"MessageTimeout", &c.MessageTimeout, 10 * time.Second},
+		{"SweepInterval", &c.SweepInterval, 10 * time.Second},
+		{"SweepGrace", &c.SweepGrace, 5 * time.Second},
+		{"DrainWindow", &c.DrainWindow, 10 * time.Second},
+		{"TicketLife", &c.TicketLife, 10 * time.Minute},
+		{"ShortTicketLife", &c.ShortTicketLife, 5 * time.Second},
+		{"AuthTimeout", &c.AuthTimeout, 10 * time.Second},
+		{"RejectionWindow", &c.RejectionWindow, 5 * time.Minute},
+		{"OverloadRetryAfter", &c.OverloadRetryAfter, 5 * time.Second},
+		{"ReadHeaderTimeout", &c.ReadHeaderTimeout, 10 * time.Second},
+		{"RequestTimeout", &c.RequestTimeout, 30 * time.Second},
+		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},
+		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
+		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
+	} {
+		switch {
+		case *d.v < 0:
+			bad(d.name, "is %v: a duration must be positive (0 for the default, %v)", *d.v, d.def)
+		case *d.v == 0:
+			*d.v = d.def
 		}
 	}
-	num := func(n *int, v int) {
-		if *n <= 0 {
-			*n = v
+	for _, n := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"MaxConns", &c.MaxConns, 10000},
+		{"MaxConnsPerIP", &c.MaxConnsPerIP, 256},
+		{"MaxQueuedBytes", &c.MaxQueuedBytes, 1 << 20},
+		{"MaxPendingReplies", &c.MaxPendingReplies, 64},
+		{"AdmitBurst", &c.AdmitBurst, 100},
+		{"TenantBurst", &c.TenantBurst, 40},
+		{"TicketBurst", &c.TicketBurst, 20},
+		{"RejectionThreshold", &c.RejectionThreshold, 20},
+		{"BadTicketThreshold", &c.BadTicketThreshold, 20},
+		{"MaxHeaderBytes", &c.MaxHeaderBytes, 16 << 10},
+		{"HistoryMsgs", &c.HistoryMsgs, 1000},
+		{"HistoryBytes", &c.HistoryBytes, 256 << 10},
+		{"MaxTopics", &c.MaxTopics, 256},
+		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
+	} {
+		switch {
+		case *n.v < 0:
+			bad(n.name, "is %d: a count must be at least 1 (0 for the default, %d)", *n.v, n.def)
+		case *n.v == 0:
+			*n.v = n.def
 		}
 	}
-	dur(&c.PingInterval, time.Second)
-	dur(&c.FeedInterval, 250*time.Millisecond)
-	dur(&c.SlowReplyDelay, 8*time.Second)
-	dur(&c.FlapAfter, 300*time.Millisecond)
-	dur(&c.JitterMax, 800*time.Millisecond)
-	dur(&c.RestartDowntime, 4*time.Second)
-	dur(&c.WriteTimeout, 10*time.Second)
-	dur(&c.MessageTimeout, 10*time.Second)
-	dur(&c.ReadHeaderTimeout, 10*time.Second)
-	dur(&c.RequestTimeout, 30*time.Second)
-	dur(&c.IdleTimeout, 60*time.Second)
-	num(&c.MaxConns, 10000)
-	num(&c.MaxConnsPerIP, 256)
-	num(&c.MaxQueuedBytes, 1<<20)
-	num(&c.MaxPendingReplies, 64)
-	num(&c.MaxHeaderBytes, 16<<10)
-	dur(&c.TicketLife, 10*time.Minute)
-	dur(&c.ShortTicketLife, 5*time.Second)
-	dur(&c.AuthTimeout, 10*time.Second)
-	dur(&c.RejectionWindow, 5*time.Minute)
-	dur(&c.OverloadRetryAfter, 5*time.Second)
-	dur(&c.SweepInterval, 10*time.Second)
-	dur(&c.SweepGrace, 5*time.Second)
-	dur(&c.DrainWindow, 10*time.Second)
-	num(&c.HistoryMsgs, 1000)
-	num(&c.HistoryBytes, 256<<10)
-	dur(&c.HistoryAge, 10*time.Minute)
-	num(&c.MaxTopics, 256)
-	num(&c.MaxSubscriptions, 16)
-	dur(&c.HistoryTimeout, 5*time.Second)
-	if c.AdmitRate <= 0 {
-		c.AdmitRate = 500
+	for _, r := range []struct {
+		name string
+		v    *float64
+		def  float64
+	}{
+		{"AdmitRate", &c.AdmitRate, 500},
+		{"TenantRate", &c.TenantRate, 20},
+		{"ProbeRate", &c.ProbeRate, 5},
+		{"TicketRate", &c.TicketRate, 5},
+	} {
+		switch {
+		case *r.v < 0 || math.IsNaN(*r.v) || math.IsInf(*r.v, 0):
+			bad(r.name, "is %v: a rate must be a positive number per second (0 for the default, %v)", *r.v, r.def)
+		case *r.v == 0:
+			*r.v = r.def
+		}
 	}
-	num(&c.AdmitBurst, 100)
-	if c.TenantRate <= 0 {
-		c.TenantRate = 20
+	if c.PingInterval > maxPingInterval {
+		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
 	}
-	num(&c.TenantBurst, 40)
-	if c.ProbeRate <= 0 {
-		c.ProbeRate = 5
-	}
-	if c.RefuseWith == "" {
+	switch c.RefuseWith {
+	case "":
 		c.RefuseWith = RefuseClose
+	case RefuseClose, RefuseHTTP:
+	default:
+		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
 	}
-	num(&c.RejectionThreshold, 20)
-	num(&c.BadTicketThreshold, 20)
-	if c.TicketRate <= 0 {
-		c.TicketRate = 5
-	}
-	num(&c.TicketBurst, 20)
-	if c.Auth == "" {
+	switch c.Auth {
+	case "":
 		c.Auth = AuthOff
+	case AuthOff, AuthOptional, AuthRequired:
+	default:
+		bad("Auth", "is %q: it must be %q, %q or %q", c.Auth, AuthOff, AuthOptional, AuthRequired)
+	}
+	if n := len(c.AuthKey); n > 0 && n < minAuthKey {
+		bad("AuthKey", "has %d bytes: at least %d (or none for a random key)", n, minAuthKey)
+	}
+	for _, h := range c.AllowedHosts {
+		if strings.TrimSpace(h) == "" {
+			bad("AllowedHosts", "holds an empty host name")
+		}
+	}
+	for _, p := range c.OriginPatterns {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			bad("OriginPatterns", "holds %q, which is not a host pattern", p)
+		}
 	}
 	if len(c.AllowedHosts) == 0 {
 		c.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
@@ -277,7 +344,10 @@ func (o *Options) cloneWithDefaults() *Options {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &c
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("failed to create the server: %w", errors.Join(errs...))
+	}
+	return &c, nil
 }
 
 func (o *Options) retention() Retention {

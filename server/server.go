@@ -78,9 +78,14 @@ type connCounters struct {
 	peerCloses      CloseCounts
 }
 
-// New starts a server's feed. Call Close to stop it.
-func New(opts *Options) *Server {
-	o := opts.cloneWithDefaults()
+// New makes a server from opts (nil: all defaults) and starts its
+// heartbeat and, unless NoFeed, its feed; Close stops them. It fails only
+// when opts holds a value Options rules out, and says which.
+func New(opts *Options) (*Server, error) {
+	o, err := opts.cloneWithDefaults()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
 		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
@@ -109,7 +114,7 @@ func New(opts *Options) *Server {
 		s.wg.Add(1)
 		go s.runFeed()
 	}
-	return s
+	return s, nil
 }
 
 // Close stops the feed, lifts every switch, closes every connection with

@@ -45,7 +45,7 @@ func newFixture(t *testing.T, o *Options) *fixture {
 		o.FeedInterval = 20 * time.Millisecond
 	}
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := New(o)
+	srv := mustNew(t, o)
 	hs := httptest.NewServer(srv.Handler())
 	f := &fixture{t: t, srv: srv, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
 	t.Cleanup(func() {
@@ -589,7 +589,7 @@ func TestStaticServesPrecompressedWasmWithValidators(t *testing.T) {
 
 func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 	o := &Options{PingInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	srv := New(o)
+	srv := mustNew(t, o)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -18,7 +18,10 @@ import (
 )
 
 func Example() {
-	srv := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { srv.Close(); hs.Close() }()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
@@ -41,7 +44,10 @@ func Example() {
 // A session that reached a terminal state (here the server ended it with
 // 1000) stays down until the app starts a fresh one with Reconnect.
 func ExampleClient_Reconnect() {
-	srv := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { srv.Close(); hs.Close() }()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

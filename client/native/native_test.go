@@ -26,11 +26,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // a couple of seconds.
 func startServer(t *testing.T) (*server.Server, string) {
 	t.Helper()
-	srv := server.New(&server.Options{
+	srv, err := server.New(&server.Options{
 		PingInterval: 100 * time.Millisecond, FeedInterval: 50 * time.Millisecond,
 		SlowReplyDelay: time.Second, FlapAfter: 100 * time.Millisecond, RestartDowntime: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { srv.Close(); hs.Close() })
 	return srv, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -74,7 +74,10 @@ func eventually(d time.Duration, cond func() bool) error {
 func topicServer(t *testing.T, o server.Options) (*server.Server, string) {
 	t.Helper()
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(&o)
+	srv, err := server.New(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { srv.Close(); hs.Close() })
 	return srv, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -26,7 +26,10 @@ func authServer(t *testing.T, o server.Options) (*server.Server, string, string)
 	o.Auth = server.AuthRequired
 	o.IssueTickets = true // the tests fetch tickets from POST /api/token, as a page does from its app
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(&o)
+	srv, err := server.New(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { srv.Close(); hs.Close() })
 	return srv, hs.URL, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -179,7 +179,7 @@ func serve(args []string) error {
 	if *node == "" {
 		*node = displayAddr(ln.Addr())
 	}
-	srv := server.New(&server.Options{
+	srv, err := server.New(&server.Options{
 		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
@@ -193,6 +193,15 @@ func serve(args []string) error {
 		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs, Node: *node,
 		Static: web.FS(), Logger: log,
 	})
+	if err != nil {
+		// An option the flags above let through (an -origins pattern):
+		// the server never took the history.
+		ln.Close()
+		if history != nil {
+			history.Close()
+		}
+		return &usageError{fmt.Errorf("serve: %w", err)}
+	}
 	hs := srv.HTTPServer()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
