@@ -26,10 +26,12 @@ import (
 	"github.com/wsready/wsready/web"
 )
 
-// Env is one real server on a random loopback port.
+// Env is one real server on a random loopback port, serving the demo's
+// site as wsready serve does.
 type Env struct {
 	Srv  *server.Server
-	Base string // http://127.0.0.1:port
+	Demo *server.Demo // the switches
+	Base string       // http://127.0.0.1:port
 	hs   *http.Server
 }
 
@@ -68,9 +70,20 @@ func StartServer(opts *server.Options) (*Env, error) {
 		srv.Close()
 		return nil, fmt.Errorf("failed to listen: %w", err)
 	}
-	hs := srv.HTTPServer()
+	demo := server.NewDemo(srv)
+	hs := srv.HTTPServer(demo.Handler())
 	go hs.Serve(ln)
-	return &Env{Srv: srv, Base: "http://" + ln.Addr().String(), hs: hs}, nil
+	return &Env{Srv: srv, Demo: demo, Base: "http://" + ln.Addr().String(), hs: hs}, nil
+}
+
+// Set flips a demo switch by its name in the server's table
+// (server.Demo.Set): true or false for a toggle, true for an action, a
+// client id for revoke. A name or value the table refuses is a mistake in
+// the suite itself, so it panics with the server's error.
+func (e *Env) Set(name string, value any) {
+	if err := e.Demo.Set(name, value); err != nil {
+		panic("e2e: " + err.Error())
+	}
 }
 
 // Close stops the server and its listener.

@@ -498,3 +498,10 @@ func (c *conn) authed() {
 		}
 	})
 }
+
+// revokedCount is how many client ids are revoked.
+func (a *authority) revokedCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.revoked)
+}

@@ -109,9 +109,7 @@ func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
 		return p
 	}
 	victim, other := authed("victim"), authed("other")
-	if err := f.srv.Revoke("victim"); err != nil {
-		t.Fatal(err)
-	}
+	f.set("revoke", "victim")
 	if code := victim.closeCode(2 * time.Second); code != protocol.CloseForbidden {
 		t.Fatalf("revoked: %d", code)
 	}
@@ -122,20 +120,20 @@ func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
 		t.Fatalf("revoked, new ticket: %d", code)
 	}
 	// Short tokens: a ticket issued long ago is past its short life now.
-	f.srv.SetShortTokens(true)
+	f.set("shortTokens", true)
 	if code := other.closeCode(2 * time.Second); code != protocol.CloseTokenExpired {
 		t.Fatalf("short tokens: %d", code)
 	}
-	f.srv.SetShortTokens(false)
+	f.set("shortTokens", false)
 	// End session: 1000 for everyone.
 	p := f.dial()
 	f.waitOpen(1)
-	f.srv.EndSession()
+	f.set("endSession", true)
 	if code := p.closeCode(2 * time.Second); code != websocket.StatusNormalClosure {
 		t.Fatalf("end session: %d", code)
 	}
 	// Overload: a handshake is accepted and closed with 1013 and a retry-after.
-	f.srv.SetOverload(true)
+	f.set("overload", true)
 	ws, _, err := websocket.Dial(context.Background(), f.url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,9 +155,7 @@ func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
 // validating, past the threshold.
 func TestLoopingClientIsBackstopped(t *testing.T) {
 	f := newFixture(t, &Options{Auth: AuthOptional, Demo: true, RejectionThreshold: 3})
-	if err := f.srv.Revoke("looper"); err != nil {
-		t.Fatal(err)
-	}
+	f.set("revoke", "looper")
 	tok, _ := f.token(t, "looper")
 	for range 6 {
 		p := f.dial()

@@ -80,7 +80,7 @@ func TestRestartHandsOutSpreadSlots(t *testing.T) {
 		peers = append(peers, f.dial())
 	}
 	start := time.Now()
-	f.srv.Restart()
+	f.set("restart", true)
 	var slots []time.Duration
 	for _, p := range peers {
 		select {
@@ -136,12 +136,12 @@ func TestSweepClosesAPeerThatNeverAnswers(t *testing.T) {
 	}
 	alive.next(protocol.TypePing, time.Second)
 	// A frozen connection is not swept: the freeze is not its peer's fault.
-	f.srv.SetFreeze(true)
+	f.set("freeze", true)
 	time.Sleep(4 * (2*interval + grace))
 	if n := f.srv.Stats().Open; n != 1 {
 		t.Fatalf("open %d after a freeze longer than the sweep deadline", n)
 	}
-	f.srv.SetFreeze(false)
+	f.set("freeze", false)
 }
 
 // A drain turns /healthz to 503 at once, refuses new handshakes with a

@@ -14,13 +14,15 @@ import (
 	"time"
 )
 
-// HTTPServer returns an http.Server for Handler with the timeouts and
-// header limit of the Options, so an unfinished request or an idle
-// keep-alive cannot hold a socket forever. WebSocket connections are
-// hijacked and governed by WriteTimeout and MessageTimeout instead.
-func (s *Server) HTTPServer() *http.Server {
+// HTTPServer returns an http.Server for h (an application's mux with
+// Handler mounted on it, or Demo.Handler) with the timeouts and header
+// limit of the Options (ReadHeaderTimeout, IdleTimeout, MaxHeaderBytes), so
+// an unfinished request or an idle keep-alive cannot hold a socket forever.
+// WebSocket connections are hijacked and governed by WriteTimeout and
+// MessageTimeout instead.
+func (s *Server) HTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           s.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
@@ -122,21 +124,21 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// Handler returns the HTTP handler: /ws, /api/..., /healthz and the static
-// files, behind the Host, Origin and Content-Type checks of guard.
-func (s *Server) Handler() http.Handler {
+// Handler returns the HTTP handler: /ws, /api/stats, /api/token,
+// /healthz, /metrics and the static files, behind the Host, Origin and
+// Content-Type checks of guard. The demo's switches are Demo's.
+func (s *Server) Handler() http.Handler { return s.guard(s.routes()) }
+
+// routes is Handler without its guard.
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", s.serveWS)
 	mux.HandleFunc("GET /api/stats", s.serveStats)
-	mux.HandleFunc("GET /api/faults", s.serveFaults)
-	mux.HandleFunc("POST /api/faults", s.demoOnly(s.setFaults))
-	mux.HandleFunc("POST /api/reset", s.demoOnly(s.resetCounters))
 	mux.HandleFunc("POST /api/token", s.serveToken)
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.Handle("GET /metrics", s.serveMetrics())
-	mux.HandleFunc("POST /api/drain", s.demoOnly(s.serveDrain))
 	if s.static != nil {
 		mux.Handle("/", s.static)
 	}
-	return s.guard(mux)
+	return mux
 }

@@ -32,19 +32,13 @@ type Server struct {
 	conns        map[uint64]*conn
 	nextID       uint64
 	closed       bool
-	serviceDown  bool
-	slowReplies  bool
-	flapping     bool
-	shortTokens  bool
-	overload     bool
+	switchState  // the demo switches' (faults.go)
 	auth         *authority
 	adm          *admission
 	metrics      *metrics
 	drain        drainState
-	restartUntil time.Time
 	hub          *hub
 	ping         []byte       // the ping frame, encoded once
-	jitter       atomic.Bool  // the Jitter switch
 	feedSeq      atomic.Int64 // the feed's last seq on this node's producer
 	feedValue    int64
 	feedFailing  bool // the last feed update failed (runFeed's)

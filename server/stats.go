@@ -36,24 +36,24 @@ type Limits struct {
 
 // Stats is the server's own accounting, as GET /api/stats returns it.
 type Stats struct {
-	Now              time.Time   `json:"now"`
-	Demo             bool        `json:"demo"`  // the failure switches can be changed
-	Slots            bool        `json:"slots"` // refusals, Restart and drains carry reconnect slots
-	Open             int         `json:"open"`
-	Subscribed       int         `json:"subscribed"`
-	Handshakes       uint64      `json:"handshakes"`       // since start
-	HandshakesWindow uint64      `json:"handshakesWindow"` // since ResetAt
-	RefusedWindow    uint64      `json:"refusedWindow"`    // since ResetAt
-	ResetAt          time.Time   `json:"resetAt"`
-	FeedSeq          int64       `json:"feedSeq"`        // the last feed seq this node produced (0 with NoFeed)
-	Node             string      `json:"node,omitempty"` // Options.Node
-	PingIntervalMs   int64       `json:"pingIntervalMs"`
-	Faults           Faults      `json:"faults"`
-	RestartUntil     *time.Time  `json:"restartUntil"` // while Restart refuses: when it accepts again
-	Limits           Limits      `json:"limits"`
-	PeerCloses       CloseCounts `json:"peerCloses"` // close codes clients sent, since start
-	Auth             AuthStats   `json:"auth"`
-	Connections      []ConnStats `json:"connections"`
+	Now              time.Time       `json:"now"`
+	Demo             bool            `json:"demo"`  // Options.Demo: the demo's switches can be changed over HTTP
+	Slots            bool            `json:"slots"` // refusals, Restart and drains carry reconnect slots
+	Open             int             `json:"open"`
+	Subscribed       int             `json:"subscribed"`
+	Handshakes       uint64          `json:"handshakes"`       // since start
+	HandshakesWindow uint64          `json:"handshakesWindow"` // since ResetAt
+	RefusedWindow    uint64          `json:"refusedWindow"`    // since ResetAt
+	ResetAt          time.Time       `json:"resetAt"`
+	FeedSeq          int64           `json:"feedSeq"`        // the last feed seq this node produced (0 with NoFeed)
+	Node             string          `json:"node,omitempty"` // Options.Node
+	PingIntervalMs   int64           `json:"pingIntervalMs"`
+	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (faults.go); all off unless a Demo sets them
+	RestartUntil     *time.Time      `json:"restartUntil"` // while Restart refuses: when it accepts again
+	Limits           Limits          `json:"limits"`
+	PeerCloses       CloseCounts     `json:"peerCloses"` // close codes clients sent, since start
+	Auth             AuthStats       `json:"auth"`
+	Connections      []ConnStats     `json:"connections"`
 }
 
 // CloseCounts counts close frames received from clients by code. Codes a
@@ -92,7 +92,7 @@ func (s *Server) Stats() Stats {
 		Now: now, Demo: s.opts.Demo, Slots: !s.opts.NoSlots, Open: len(s.conns), Handshakes: k.handshakes,
 		HandshakesWindow: k.handshakesWindow, RefusedWindow: k.refused,
 		ResetAt: k.resetAt, FeedSeq: s.feedSeq.Load(), Node: s.opts.Node, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
-		Faults: s.faultsLocked(now, frozen),
+		Faults: s.faultsLocked(now),
 		Limits: Limits{RefusedFull: k.refusedFull, RefusedPerIP: k.refusedPerIP, SlowConsumer: cc.slowConsumer,
 			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone, Overloaded: cc.overloaded,
 			RefusedRate: k.refusedRate, SweepClosed: cc.sweepClosed},
@@ -105,7 +105,6 @@ func (s *Server) Stats() Stats {
 	}
 	st.Auth = s.auth.stats(now, s.opts.Demo)
 	st.Auth.Mode = s.opts.Auth
-	st.Faults.Revoked = st.Auth.Revoked
 	for _, c := range s.conns {
 		n := c.subscriptions()
 		if n > 0 {
@@ -120,17 +119,6 @@ func (s *Server) Stats() Stats {
 	}
 	sort.Slice(st.Connections, func(i, j int) bool { return st.Connections[i].ID < st.Connections[j].ID })
 	return st
-}
-
-// ResetCounters zeroes the windowed attempt counters so a test can measure
-// one scenario.
-func (s *Server) ResetCounters() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.counters.handshakesWindow = 0
-	s.counters.refused = 0
-	s.counters.resetAt = s.opts.Now()
-	s.auth.forgetRejections() // a demo that looped on Revoke starts clean
 }
 
 // serveStats is GET /api/stats; ?connections=false leaves out the

@@ -135,7 +135,7 @@ func TestServiceDownDropsEveryTopic(t *testing.T) {
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "x"})
 	p.next(protocol.TypeSubscribed, time.Second)
 	p.next(protocol.TypeSubscribed, time.Second)
-	f.srv.SetServiceDown(true)
+	f.set("serviceDown", true)
 	got := map[string]bool{}
 	for range 2 {
 		got[p.next(protocol.TypeUnsubscribed, time.Second).Topic] = true

@@ -33,7 +33,7 @@ func TestAFloodIsShedWithoutStarvingOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := srv.HTTPServer()
+	hs := srv.HTTPServer(srv.Handler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

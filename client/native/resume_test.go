@@ -5,17 +5,14 @@ package native
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"math/rand/v2"
-	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/server"
 )
 
@@ -71,16 +68,10 @@ func eventually(d time.Duration, cond func() bool) error {
 	}
 }
 
-func topicServer(t *testing.T, o server.Options) (*server.Server, string) {
+func topicServer(t *testing.T, o server.Options) (*testutil.Server, string) {
 	t.Helper()
-	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(&o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { srv.Close(); hs.Close() })
-	return srv, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	srv := testutil.StartServer(t, o)
+	return srv, srv.URL
 }
 
 func fastStage7(seed uint64) *client.Config {
@@ -166,16 +157,16 @@ func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
 	for minOpens() < 101 && time.Now().Before(deadline) {
 		switch turns % 3 {
 		case 0:
-			srv.Restart()
+			srv.Set("restart", true)
 			time.Sleep(500 * time.Millisecond)
 		case 1:
-			srv.SetFlapping(true)
+			srv.Set("flapping", true)
 			time.Sleep(1500 * time.Millisecond)
-			srv.SetFlapping(false)
+			srv.Set("flapping", false)
 		case 2:
-			srv.SetFreeze(true)
+			srv.Set("freeze", true)
 			time.Sleep(500 * time.Millisecond)
-			srv.SetFreeze(false)
+			srv.Set("freeze", false)
 		}
 		time.Sleep(300 * time.Millisecond)
 		turns++

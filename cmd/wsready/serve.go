@@ -202,7 +202,7 @@ func serve(args []string) error {
 		}
 		return &usageError{fmt.Errorf("serve: %w", err)}
 	}
-	hs := srv.HTTPServer()
+	hs := srv.HTTPServer(server.NewDemo(srv).Handler())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
