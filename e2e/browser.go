@@ -45,7 +45,6 @@ func StartServer(opts *server.Options) (*Env, error) {
 	if opts != nil {
 		o = *opts
 	}
-	o.Static = web.FS()
 	o.Demo = true    // the suite flips the switches, as make run's demo does
 	o.Publish = true // as make run: the page's Publish button
 	if o.Auth == "" {
@@ -70,7 +69,7 @@ func StartServer(opts *server.Options) (*Env, error) {
 		srv.Close()
 		return nil, fmt.Errorf("failed to listen: %w", err)
 	}
-	demo := server.NewDemo(srv)
+	demo := server.NewDemo(srv, web.FS())
 	hs := srv.HTTPServer(demo.Handler())
 	go hs.Serve(ln)
 	return &Env{Srv: srv, Demo: demo, Base: "http://" + ln.Addr().String(), hs: hs}, nil

@@ -323,7 +323,17 @@ func (s *Server) ticketIssuanceEnabled() bool {
 	return s.opts.Demo || s.opts.IssueTickets
 }
 
-// serveToken issues a ticket: POST /api/token {"clientId": "..."}. With
+// TicketHandler issues tickets (the format is above): POST
+// {"clientId": "..."} answers {"token": "...", "expiresAt": ms}. It is on
+// only with Options.IssueTickets or Options.Demo, since it asks no proof
+// of identity. Behind the Host check and, as it issues credentials, the
+// Origin and Content-Type checks (httpGuard); POST only. wsready serve
+// mounts it at /api/token.
+func (s *Server) TicketHandler() http.Handler {
+	return s.httpGuard(http.HandlerFunc(s.serveToken), http.MethodPost)
+}
+
+// serveToken issues a ticket: POST {"clientId": "..."}. With
 // auth off it answers 404; with issuance off 403; over the per-address
 // rate 429 with Retry-After (whole seconds); bad JSON or client id 400.
 // Every answer's body is JSON.

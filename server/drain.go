@@ -30,8 +30,15 @@ func (s *Server) drainEndsLocked() time.Time { return s.drain.until }
 func (s *Server) draining() bool             { s.mu.Lock(); defer s.mu.Unlock(); return s.drain.active }
 func (s *Server) drainEnd() time.Time        { s.mu.Lock(); defer s.mu.Unlock(); return s.drain.until }
 
-// serveHealth is /healthz: 200 "ok", or 503 "draining" from the moment a
-// drain starts.
+// HealthHandler answers GET with 200 "ok", or 503 "draining" from the
+// moment a drain starts, for a load balancer. Behind the Host check; GET
+// and HEAD only. wsready serve mounts it at /healthz.
+func (s *Server) HealthHandler() http.Handler {
+	return s.httpGuard(http.HandlerFunc(s.serveHealth), readMethods...)
+}
+
+// serveHealth is the health check: 200 "ok", or 503 "draining" from the
+// moment a drain starts.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if s.draining() {
 		http.Error(w, "draining", http.StatusServiceUnavailable)

@@ -103,6 +103,9 @@ func (s *Server) registerGauges() {
 	)
 }
 
-func (s *Server) serveMetrics() http.Handler {
-	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+// MetricsHandler answers GET with the server's Prometheus metrics (above)
+// in the text format. Behind the Host check; GET and HEAD only. wsready
+// serve mounts it at /metrics.
+func (s *Server) MetricsHandler() http.Handler {
+	return s.httpGuard(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}), readMethods...)
 }

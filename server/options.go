@@ -5,7 +5,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"path"
@@ -43,10 +42,11 @@ type Options struct {
 	// /api/stats. Off by default: a server anyone can reach must not be
 	// freezable by anyone.
 	Demo bool
-	// AllowedHosts are the host names (without port) a request's Host
-	// header may carry; anything else is refused with 421, which also
-	// defeats DNS rebinding. "*" allows any host. Default localhost,
-	// 127.0.0.1 and ::1.
+	// AllowedHosts are host names (without port) a request's Host header
+	// may carry besides localhost, 127.0.0.1 and ::1, which are always
+	// allowed: they add to those, as wsready serve's -hosts does. A Host
+	// not allowed is refused with 421, which also defeats DNS rebinding.
+	// "*" allows any host. Default none (loopback names only).
 	AllowedHosts []string
 	// OriginPatterns lists extra origins (host patterns, as in
 	// websocket.AcceptOptions) allowed to open a WebSocket or to send a
@@ -199,8 +199,6 @@ type Options struct {
 	// one NATS). Default none.
 	Node string
 
-	// Static is served at / (the demo page, the JS and the WASM). Default none.
-	Static fs.FS
 	// Logger receives structured logs. Per-connection events are logged at
 	// debug level; no token, payload or peer text is logged. Default
 	// slog.Default().
@@ -208,6 +206,9 @@ type Options struct {
 	// Now is the clock for timestamps in stats. Default time.Now.
 	Now func() time.Time
 }
+
+// loopbackHosts are always allowed in a Host header (Options.AllowedHosts).
+var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 
 // maxPingInterval is the longest PingInterval: clients refuse a longer one.
 const maxPingInterval = time.Hour
@@ -335,9 +336,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 			bad("OriginPatterns", "holds %q, which is not a host pattern", p)
 		}
 	}
-	if len(c.AllowedHosts) == 0 {
-		c.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
-	}
+	c.AllowedHosts = append(append([]string(nil), loopbackHosts...), c.AllowedHosts...)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

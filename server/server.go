@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,6 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the server starts
-	static http.Handler
 
 	mu           sync.Mutex
 	conns        map[uint64]*conn
@@ -84,9 +84,6 @@ func New(opts *Options) (*Server, error) {
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
 		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
 	s.counters.resetAt = o.Now()
-	if o.Static != nil {
-		s.static = newStaticHandler(o.Static)
-	}
 	h := o.History
 	if h == nil {
 		h = NewMemoryHistory(o.retention(), o.MaxTopics, o.Now)
@@ -141,7 +138,17 @@ func (s *Server) Close() error {
 	return s.hub.h.Close()
 }
 
+// serveWS is the WebSocket endpoint (Handler).
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !isUpgrade(r) {
+		// Said before admission, so a plain GET (a browser tab, a probe on
+		// the wrong path) is neither counted as a handshake nor takes one.
+		w.Header().Set("Upgrade", "websocket")
+		w.Header().Set("Connection", "Upgrade")
+		writeJSON(w, http.StatusUpgradeRequired, map[string]string{
+			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
+		return
+	}
 	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
 		// A browser sees a refused handshake only as a bare 1006: accept
 		// and close with 1008 and a fixed reason the page can show.
@@ -196,6 +203,25 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.closeAsync(protocol.CloseGoingAway, s.slotReason(s.drainEnd()))
 	}
 	c.run()
+}
+
+// isUpgrade reports whether r asks for a WebSocket upgrade: Connection
+// carries the token upgrade and Upgrade the token websocket (RFC 6455 4.1,
+// tokens compared case-insensitively). coder/websocket checks the rest.
+func isUpgrade(r *http.Request) bool {
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+// headerHasToken reports whether a comma-separated header holds token.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lateKind says a connection was admitted just before Restart or a drain

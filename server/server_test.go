@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,15 @@ type fixture struct {
 	url  string
 }
 
+// newFixture serves the demo's site over a server with o (nil: the
+// fixture's defaults), as wsready serve does, without files.
 func newFixture(t *testing.T, o *Options) *fixture {
+	t.Helper()
+	return newSite(t, o, nil)
+}
+
+// newSite is newFixture with files served at /.
+func newSite(t *testing.T, o *Options, files fs.FS) *fixture {
 	t.Helper()
 	if o == nil {
 		o = &Options{}
@@ -47,7 +56,7 @@ func newFixture(t *testing.T, o *Options) *fixture {
 	}
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := mustNew(t, o)
-	demo := NewDemo(srv)
+	demo := NewDemo(srv, files)
 	hs := httptest.NewServer(demo.Handler()) // the site wsready serve serves
 	f := &fixture{t: t, srv: srv, demo: demo, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
 	t.Cleanup(func() {
@@ -556,7 +565,7 @@ func TestStaticServesPrecompressedWasmWithValidators(t *testing.T) {
 		"wsready.wasm.gz":  {Data: []byte("gzipped")},
 		"nested/other.css": {Data: []byte("body{}")},
 	}
-	f := newFixture(t, &Options{Static: fsys})
+	f := newSite(t, nil, fsys)
 	req, _ := http.NewRequest("GET", f.hs.URL+"/wsready.wasm", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := http.DefaultTransport.RoundTrip(req)
@@ -622,7 +631,7 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 			}
 		}
 	}()
-	demo := NewDemo(srv)
+	demo := NewDemo(srv, nil)
 	if err := demo.Set("freeze", true); err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +659,7 @@ func TestStaticNegotiatesEncodingAndCaching(t *testing.T) {
 		"wsready.wasm.br": {Data: []byte("brotli")},
 		"index.html":      {Data: []byte("<!doctype html>")},
 	}
-	f := newFixture(t, &Options{Static: fsys})
+	f := newSite(t, nil, fsys)
 	get := func(path, accept string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", f.hs.URL+path, nil)
 		req.Header.Set("Accept-Encoding", accept)

@@ -46,6 +46,14 @@ type staticFile struct {
 	modified time.Time
 }
 
+// StaticHandler serves the files of fsys as described above (web.FS()
+// holds the client's JS and wasm and the demo's page), index.html at the
+// root. Behind the Host check; GET and HEAD only. wsready serve mounts it
+// at /.
+func (s *Server) StaticHandler(fsys fs.FS) http.Handler {
+	return s.httpGuard(newStaticHandler(fsys), readMethods...)
+}
+
 func newStaticHandler(fsys fs.FS) *staticHandler {
 	h := &staticHandler{files: map[string]*staticFile{}, hashed: map[string]*staticFile{}}
 	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {

@@ -121,6 +121,13 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
+// StatsHandler answers GET with Stats as JSON; ?connections=false leaves
+// out the per-connection list. Behind the Host check; GET and HEAD only.
+// wsready serve mounts it at /api/stats.
+func (s *Server) StatsHandler() http.Handler {
+	return s.httpGuard(http.HandlerFunc(s.serveStats), readMethods...)
+}
+
 // serveStats is GET /api/stats; ?connections=false leaves out the
 // per-connection list (a poller that needs the counters only).
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {

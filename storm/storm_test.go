@@ -23,7 +23,7 @@ func startServer(t *testing.T, noSlots bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := srv.HTTPServer(server.NewDemo(srv).Handler()) // storm flips Restart through /api/faults
+	hs := srv.HTTPServer(server.NewDemo(srv, nil).Handler()) // storm flips Restart through /api/faults
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

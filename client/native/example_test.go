@@ -60,7 +60,7 @@ func ExampleClient_Reconnect() {
 	}
 	defer c.Close()
 	c.WaitReady(ctx)
-	server.NewDemo(srv).Set("endSession", true) // the demo's End session switch
+	server.NewDemo(srv, nil).Set("endSession", true) // the demo's End session switch
 	c.WaitState(ctx, func(s client.State) bool { return s.Ended != client.NotEnded })
 	var ended *native.EndedError
 	if err := c.WaitReady(ctx); errors.As(err, &ended) {

@@ -132,7 +132,7 @@ func serve(args []string) error {
 	default:
 		return usagef("serve: -log-format must be text or json, not %q", *logFormat)
 	}
-	allowed := append([]string{"localhost", "127.0.0.1", "::1"}, split(*hosts)...)
+	allowed := split(*hosts) // added to the loopback names, which are always allowed (Options.AllowedHosts)
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
 		return usagef("serve: bad -addr %q: %w", *addr, err)
@@ -191,7 +191,7 @@ func serve(args []string) error {
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
 		Publish: *publish, NoFeed: !*feedLeader, History: history, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
 		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs, Node: *node,
-		Static: web.FS(), Logger: log,
+		Logger: log,
 	})
 	if err != nil {
 		// An option the flags above let through (an -origins pattern):
@@ -202,7 +202,10 @@ func serve(args []string) error {
 		}
 		return &usageError{fmt.Errorf("serve: %w", err)}
 	}
-	hs := srv.HTTPServer(server.NewDemo(srv).Handler())
+	// The demo's site: the server's handlers mounted at /ws, /api/token,
+	// /api/stats, /metrics and /healthz, the switches under /api/, and the
+	// page at / (server.Demo.Handler).
+	hs := srv.HTTPServer(server.NewDemo(srv, web.FS()).Handler())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

@@ -36,7 +36,7 @@ func StartServer(tb testing.TB, o server.Options) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	demo := server.NewDemo(srv)
+	demo := server.NewDemo(srv, nil)
 	hs := httptest.NewServer(demo.Handler())
 	tb.Cleanup(func() { srv.Close(); hs.Close() })
 	return &Server{Server: srv, Demo: demo, Base: hs.URL, URL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", tb: tb}
