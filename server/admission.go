@@ -209,7 +209,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 		http.Error(w, ref.why, ref.status)
 		return
 	}
-	ws, err := websocketAccept(w, r, s.opts.OriginPatterns)
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		return
 	}
@@ -254,10 +254,6 @@ const (
 	RefuseClose RefuseMode = "close" // accept, then close with 1013 and retry-after-ms=N
 	RefuseHTTP  RefuseMode = "http"  // 503 or 429 with Retry-After
 )
-
-func websocketAccept(w http.ResponseWriter, r *http.Request, origins []string) (*websocket.Conn, error) {
-	return websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: origins})
-}
 
 // slotAfter takes a reconnect slot at or after notBefore and returns how
 // far from now it is; 0 with NoSlots.

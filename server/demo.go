@@ -8,8 +8,9 @@ import (
 )
 
 // Demo is the demo's control surface over a Server: the failure switches
-// (faults.go), Reset counters and the Drain switch, their JSON API under
-// /api/, and the whole site wsready serve serves (Handler). An
+// (one table, listed by GET /api/faults), Reset counters and the Drain
+// switch, their JSON API under /api/, and the whole site wsready serve
+// serves (Handler). An
 // application does not need it; the wsready command and the tests do.
 // Over HTTP the switches change state only with Options.Demo (403
 // otherwise); from Go (Set, ResetCounters) always.

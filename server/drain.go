@@ -65,8 +65,11 @@ func (s *Server) serveDrain(w http.ResponseWriter, r *http.Request) {
 // drainBatches is how many batches a drain closes its connections in.
 const drainBatches = 10
 
-// Drain closes every connection over DrainWindow as above and returns when
-// none is left, the window is over, or ctx ends. With resume the server
+// Drain lets the server leave without bringing its fleet back in the same
+// second: HealthHandler turns 503 at once, new handshakes are refused with
+// a reconnect slot, and the open connections are closed with 1001 in
+// batches over DrainWindow, each with its own slot. It returns when none
+// is left, the window is over, or ctx ends. With resume the server
 // accepts handshakes again afterwards; without, it keeps refusing (the
 // process is about to exit).
 func (s *Server) Drain(ctx context.Context, resume bool) {

@@ -15,7 +15,7 @@ import (
 // (topics.go) that keeps the retained updates of every topic in use on this
 // node, so a replay is served from memory and only loading a topic touches
 // the backend. Two implementations: NewMemoryHistory (the default) and
-// NewJetStreamHistory (jetstream.go).
+// NewJetStreamHistory (history_jetstream.go).
 type History interface {
 	// Append adds data (valid JSON) to topic and returns its seq. With
 	// create false a topic that does not exist is ErrNoTopic; with create

@@ -19,7 +19,7 @@ import (
 )
 
 // The JetStream mapping. Each topic is a stream of its own, named
-// StreamPrefix+topic, holding one subject, SubjectPrefix+topic, so a
+// streamPrefix+topic, holding one subject, subjectPrefix+topic, so a
 // stream's sequence numbers are the topic's seqs: +1 per update, from 1, no
 // gaps (JetStream assigns them atomically, whichever node publishes). The
 // stream keeps the newest HistoryMsgs updates, none older than HistoryAge
@@ -32,7 +32,7 @@ import (
 // The stream id (TopicInfo.Stream) names an incarnation of the topic's
 // history: clients hold it with their cursor and are told continuity was
 // lost when it changes. It is the id in the stream's metadata
-// (StreamIDMetadataKey) when there is one, else the stream's creation time:
+// (streamIDMetadataKey) when there is one, else the stream's creation time:
 // a stream deleted and made again starts a new id by itself.
 //
 // A store can also come back with less than it had (a truncated message
@@ -53,15 +53,15 @@ import (
 // (checksum) is logged and, since no loss can be ruled out, also ends in a
 // new id. Where the marks live: see JetStreamOptions.MarksDir.
 const (
-	StreamPrefix  = "WSREADY_"
-	SubjectPrefix = "wsready.topic."
-	// StreamIDMetadataKey is the stream metadata key holding the stream id
+	streamPrefix  = "WSREADY_"
+	subjectPrefix = "wsready.topic."
+	// streamIDMetadataKey is the stream metadata key holding the stream id
 	// given after a loss; a stream without it is named by its creation
 	// time.
-	StreamIDMetadataKey = "wsready_stream_id"
-	// MarksBucket is the JetStream key-value bucket holding the marks when
+	streamIDMetadataKey = "wsready_stream_id"
+	// marksBucket is the JetStream key-value bucket holding the marks when
 	// JetStreamOptions.MarksDir is empty.
-	MarksBucket = "WSREADY_MARKS"
+	marksBucket = "WSREADY_MARKS"
 )
 
 // JetStreamOptions configure a History over JetStream.
@@ -75,7 +75,7 @@ type JetStreamOptions struct {
 	// DIR/wsready/marks): kept apart from the JetStream store, they survive
 	// its damage, a restore of it from an older copy and the writes
 	// JetStream had not synced. Empty: the marks are kept in the JetStream
-	// key-value bucket MarksBucket, shared by every node on that NATS
+	// key-value bucket WSREADY_MARKS, shared by every node on that NATS
 	// (wsready serve -nats): that catches a stream's own damage, not a
 	// whole store restored from an older copy.
 	MarksDir string
@@ -130,7 +130,7 @@ func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions)
 	return h, nil
 }
 
-func streamName(topic string) string { return StreamPrefix + topic }
+func streamName(topic string) string { return streamPrefix + topic }
 
 // streamRef names topic's stream in logs and in the marks: the topic is a
 // name a peer may have chosen, which logs never carry (no peer text). The
@@ -143,7 +143,7 @@ func streamRef(topic string) string {
 
 // streamID is the id clients are given for the stream described by info.
 func streamID(info *jetstream.StreamInfo) string {
-	if id := info.Config.Metadata[StreamIDMetadataKey]; id != "" {
+	if id := info.Config.Metadata[streamIDMetadataKey]; id != "" {
 		return id
 	}
 	return strconv.FormatInt(info.Created.UnixNano(), 36)
@@ -175,7 +175,7 @@ func (h *jsHistory) ensure(ctx context.Context, topic string) error {
 	}
 	_, err = h.js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:       streamName(topic),
-		Subjects:   []string{SubjectPrefix + topic},
+		Subjects:   []string{subjectPrefix + topic},
 		Retention:  jetstream.LimitsPolicy,
 		Discard:    jetstream.DiscardOld,
 		MaxMsgs:    int64(h.o.Retention.MaxMsgs),
@@ -192,7 +192,7 @@ func (h *jsHistory) ensure(ctx context.Context, topic string) error {
 
 // count is the number of wsready streams.
 func (h *jsHistory) count(ctx context.Context) (int, error) {
-	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(SubjectPrefix+">"))
+	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
 	n := 0
 	for range l.Name() {
 		n++
@@ -212,7 +212,7 @@ func (h *jsHistory) Append(ctx context.Context, topic string, data []byte, creat
 	}
 	m := h.markFor(topic)
 	before, _ := m.snapshot() // durable before the publish: the stream had reached it
-	ack, err := h.js.Publish(ctx, SubjectPrefix+topic, data, jetstream.WithExpectStream(streamName(topic)))
+	ack, err := h.js.Publish(ctx, subjectPrefix+topic, data, jetstream.WithExpectStream(streamName(topic)))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) {
 			m.setChecked(false) // deleted behind our back: looked at again next time
@@ -318,7 +318,7 @@ const natsConnectTimeout = 5 * time.Second
 
 // ConnectJetStream connects to the NATS server at url (one or several,
 // comma-separated) and returns a History over its JetStream, its marks in
-// o.MarksDir or, empty, in the bucket MarksBucket there. The connection
+// o.MarksDir or, empty, in the bucket WSREADY_MARKS there. The connection
 // reconnects forever; Close ends it (o.CloseConn is implied).
 func ConnectJetStream(ctx context.Context, url string, o JetStreamOptions) (History, error) {
 	// No reconnect buffer: a publish while NATS is away fails at once

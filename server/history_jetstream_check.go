@@ -198,7 +198,7 @@ func (h *jsHistory) check(ctx context.Context, m *mark) (*jetstream.StreamInfo, 
 				return nil, "", err
 			}
 		}
-	case r.Stream == "" || info.Config.Metadata[StreamIDMetadataKey] != "":
+	case r.Stream == "" || info.Config.Metadata[streamIDMetadataKey] != "":
 		// No mark yet; or a stream another node gave a new id, between
 		// its metadata and its mark.
 		switch {
@@ -243,7 +243,7 @@ func (h *jsHistory) renameLocked(ctx context.Context, m *mark, info *jetstream.S
 	if cfg.Metadata == nil {
 		cfg.Metadata = map[string]string{}
 	}
-	cfg.Metadata[StreamIDMetadataKey] = id
+	cfg.Metadata[streamIDMetadataKey] = id
 	if _, err := h.js.UpdateStream(ctx, cfg); err != nil {
 		log.Error("failed to give a JetStream stream a new id: the topic is unavailable until it succeeds", "cause", errKind(err))
 		return "", fmt.Errorf("failed to give the stream a new id: %w", err)
@@ -290,10 +290,10 @@ func (h *jsHistory) checkAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(SubjectPrefix+">"))
+	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
 	var topics []string
 	for name := range l.Name() {
-		if topic, ok := strings.CutPrefix(name, StreamPrefix); ok && protocol.ValidTopic(topic) {
+		if topic, ok := strings.CutPrefix(name, streamPrefix); ok && protocol.ValidTopic(topic) {
 			topics = append(topics, topic)
 		}
 	}

@@ -618,7 +618,7 @@ func TestJetStreamKVMarksCatchATruncatedStreamAtStart(t *testing.T) {
 	if now.Stream == old.Stream || now.Last >= 500 {
 		t.Fatalf("after the truncation: %+v, before %+v", now, old)
 	}
-	if l := lb.lines("ERROR", "stream_ref="+streamRef("chat"), "mark="+MarksBucket+"/"+streamRef("chat"), "high_water=500"); len(l) != 1 {
+	if l := lb.lines("ERROR", "stream_ref="+streamRef("chat"), "mark="+marksBucket+"/"+streamRef("chat"), "high_water=500"); len(l) != 1 {
 		t.Fatalf("want one ERROR line, log:\n%s", lb)
 	}
 	if seq := appendN(t, h, "chat", 1); seq != now.Last+1 {
@@ -676,7 +676,7 @@ func TestJetStreamKVDamagedMarkIsSaid(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(context.Background(), MarksBucket)
+	kv, err := js.KeyValue(context.Background(), marksBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

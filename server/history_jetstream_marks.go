@@ -207,7 +207,7 @@ func (f *fileMarks) refs(context.Context) ([]string, error) {
 	return refs, nil
 }
 
-// kvMarks keeps the marks in the JetStream key-value bucket MarksBucket,
+// kvMarks keeps the marks in the JetStream key-value bucket marksBucket,
 // key = ref, written with compare-and-set so nodes sharing it never move
 // a mark down.
 type kvMarks struct {
@@ -216,14 +216,14 @@ type kvMarks struct {
 }
 
 func openKVMarks(ctx context.Context, js jetstream.JetStream) (*kvMarks, error) {
-	kv, err := js.KeyValue(ctx, MarksBucket)
+	kv, err := js.KeyValue(ctx, marksBucket)
 	isNew := false
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: MarksBucket, History: 1, Storage: jetstream.FileStorage,
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: marksBucket, History: 1, Storage: jetstream.FileStorage,
 			Description: "wsready: each topic's stream id and highest seq handed out"})
 		isNew = err == nil
 		if errors.Is(err, jetstream.ErrBucketExists) { // another node made it first
-			kv, err = js.KeyValue(ctx, MarksBucket)
+			kv, err = js.KeyValue(ctx, marksBucket)
 		}
 	}
 	if err != nil {
@@ -232,7 +232,7 @@ func openKVMarks(ctx context.Context, js jetstream.JetStream) (*kvMarks, error) 
 	return &kvMarks{kv: kv, isNew: isNew}, nil
 }
 
-func (k *kvMarks) where(ref string) string { return MarksBucket + "/" + ref }
+func (k *kvMarks) where(ref string) string { return marksBucket + "/" + ref }
 func (k *kvMarks) fresh() bool             { return k.isNew }
 
 func (k *kvMarks) get(ctx context.Context, ref string) (markRecord, uint64, error) {

@@ -37,10 +37,11 @@ type Options struct {
 	// Default 4s.
 	RestartDowntime time.Duration
 
-	// Demo turns on the demo's control surface: POST /api/faults (the
-	// failure switches), POST /api/reset, and the remote addresses in
-	// /api/stats. Off by default: a server anyone can reach must not be
-	// freezable by anyone.
+	// Demo turns on the demo's control surface over HTTP: a Demo's POST
+	// /api/faults (the failure switches), /api/reset and /api/drain, the
+	// remote addresses and per-id rejections in Stats, and TicketHandler.
+	// Off by default: a server anyone can reach must not be freezable by
+	// anyone.
 	Demo bool
 	// AllowedHosts are host names (without port) a request's Host header
 	// may carry besides localhost, 127.0.0.1 and ::1, which are always
@@ -115,15 +116,15 @@ type Options struct {
 	// AuthKey signs tickets (HMAC-SHA256). Default: 32 random bytes made at
 	// start (tickets then die with the process).
 	AuthKey []byte
-	// TicketLife is how long a ticket from POST /api/token lives. Default 10m.
+	// TicketLife is how long a ticket from TicketHandler lives. Default 10m.
 	TicketLife time.Duration
-	// IssueTickets turns POST /api/token on outside Demo mode. It hands a
+	// IssueTickets turns TicketHandler on outside Demo mode. It hands a
 	// ticket for any client id to anyone who can reach the server (so
 	// AuthRequired then stops nobody): off by default, when it answers 403;
 	// on with Demo. In production the application issues the tickets,
 	// signed with AuthKey (the format is in auth.go).
 	IssueTickets bool
-	// TicketRate and TicketBurst limit POST /api/token per remote address
+	// TicketRate and TicketBurst limit TicketHandler per remote address
 	// (an IPv6 /64 is one address), whatever turned it on: beyond them it
 	// answers 429 with Retry-After. At most 10,000 addresses are tracked
 	// (a bucket that has refilled is forgotten; with 10,000 live ones a new
@@ -157,12 +158,13 @@ type Options struct {
 	// Default 5s.
 	OverloadRetryAfter time.Duration
 
-	// ReadHeaderTimeout, RequestTimeout, IdleTimeout and MaxHeaderBytes
-	// harden the HTTP server HTTPServer returns: a request's headers must
-	// arrive within ReadHeaderTimeout (default 10s); a non-WebSocket
-	// request must be read and answered within RequestTimeout (default
-	// 30s); an idle keep-alive connection is closed after IdleTimeout
-	// (default 60s); headers are limited to MaxHeaderBytes (default 16 KiB).
+	// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes harden the HTTP
+	// server HTTPServer returns: a request's headers must arrive within
+	// ReadHeaderTimeout (default 10s); an idle keep-alive connection is
+	// closed after IdleTimeout (default 60s); headers are limited to
+	// MaxHeaderBytes (default 16 KiB). RequestTimeout (default 30s) is how
+	// long a request to one of the plain HTTP handlers (all but Handler)
+	// may take to be read and answered.
 	ReadHeaderTimeout time.Duration
 	RequestTimeout    time.Duration
 	IdleTimeout       time.Duration

@@ -1,8 +1,14 @@
 //go:build !js
 
-// Package server is wsready's backend: it speaks the wire protocol over
-// WebSocket at /ws, runs a small live feed, answers requests, can be broken
-// on demand by failure switches, and counts what it sees.
+// Package server is wsready's backend as a library: a Server speaks the
+// wire protocol over WebSocket (Handler, mounted where the application
+// wants it), keeps topics in a History (in memory, or NATS JetStream) and
+// delivers them with replay and resume, publishes from the application's
+// code (Publish), answers requests, guards its admission, drains, and
+// counts what it sees (Stats, MetricsHandler). The ticket endpoint, stats,
+// metrics, health and files are handlers of their own (http.go lists
+// them). The demo's failure switches and its site are a Demo (NewDemo),
+// which wsready serve uses; an application does not need it.
 package server
 
 import (
@@ -18,8 +24,9 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Server is the backend. Create it with New, serve Handler (or
-// HTTPServer), stop it with Close.
+// Server is the backend. Create it with New, mount Handler (and the other
+// handlers it needs) on the application's mux, serve that with
+// HTTPServer, stop it with Drain and Close.
 type Server struct {
 	opts   *Options
 	log    *slog.Logger

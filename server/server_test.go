@@ -681,7 +681,7 @@ func TestStaticNegotiatesEncodingAndCaching(t *testing.T) {
 		}
 	}
 	sum := sha256.Sum256([]byte("\x00asm raw"))
-	resp, body := get("/"+HashedName("wsready.wasm", hex.EncodeToString(sum[:8])), "br")
+	resp, body := get("/"+hashedName("wsready.wasm", hex.EncodeToString(sum[:8])), "br")
 	if resp.StatusCode != 200 || body != "brotli" || resp.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
 		t.Fatalf("hashed name: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
