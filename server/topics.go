@@ -201,7 +201,9 @@ func (t *topic) first() int64 {
 }
 
 // serveLocked answers a subscribe: "subscribed" with the first seq to
-// follow, the replay, then live updates. Called with t.mu held.
+// follow, the replay, then live updates. The subscription is recorded
+// first, so whoever reads "subscribed" finds it counted (Stats). Called
+// with t.mu held: live updates wait for the replay.
 func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	t.trim(t.hub.s.opts.Now())
 	from := t.head + 1 // no since: live only
@@ -212,12 +214,6 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 		}
 		from = max(since+1, t.first())
 	}
-	c.offer(c.encode(protocol.SubscribedFrame{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
-	for _, u := range t.ring {
-		if u.seq >= from {
-			c.offer(u.frame)
-		}
-	}
 	t.subs[c] = &subscription{next: max(from, t.head+1)}
 	c.subMu.Lock()
 	if c.subs == nil {
@@ -225,6 +221,12 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	}
 	c.subs[t.name] = t
 	c.subMu.Unlock()
+	c.offer(c.encode(protocol.SubscribedFrame{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
+	for _, u := range t.ring {
+		if u.seq >= from {
+			c.offer(u.frame)
+		}
+	}
 }
 
 // remove drops c's subscription; it reports whether there was one.

@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +165,42 @@ func TestMemoryHistoryBounds(t *testing.T) {
 	}
 	if _, err := h.Append(ctx, "v", []byte(`1`), false); !errors.Is(err, ErrNoTopic) {
 		t.Fatalf("append without create: %v", err)
+	}
+}
+
+// A subscription is recorded before its "subscribed" is queued, so a
+// client that counts subscriptions (Stats.Subscribed) right after it reads
+// "subscribed" sees its own. TestCountersMatchWhatTheClientsDid flaked
+// with Subscribed 4 of 5 when the frame went first. The queue's start
+// hook runs the moment the first frame, "subscribed", is queued.
+func TestASubscriptionIsRecordedBeforeItsSubscribedIsQueued(t *testing.T) {
+	srv := mustNew(t, &Options{NoFeed: true, Logger: discard()})
+	t.Cleanup(func() { srv.Close() })
+	ctx := context.Background()
+	if _, err := srv.Publish(ctx, "news", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	top, err := srv.hub.topic(ctx, "news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{s: srv, ctx: ctx}
+	seen := -1
+	c.q = newSendQueue(1<<20, func() {
+		_, inTopic := top.subs[c] // serveLocked holds top.mu on this goroutine
+		if inTopic {
+			seen = c.subscriptions()
+		} else {
+			seen = 0
+		}
+	})
+	top.mu.Lock()
+	top.serveLocked(c, protocol.Message{Type: protocol.TypeSubscribe, Topic: "news", HasSince: true, Since: 0})
+	top.mu.Unlock()
+	if seen != 1 {
+		t.Fatalf("when subscribed was queued the connection had %d subscriptions recorded, want 1", seen)
+	}
+	if f := c.q.take(nil); len(f) == 0 || !strings.Contains(string(f[0]), `"type":"subscribed"`) {
+		t.Fatalf("first frame queued: %q", f)
 	}
 }
