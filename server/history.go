@@ -29,7 +29,13 @@ type History interface {
 	// Watch calls fn with every update of topic from seq from on: the
 	// retained ones (an update already gone is skipped), then each new one
 	// as it is appended, in seq order, one call at a time, until stop is
-	// called. fn must not block for long.
+	// called (no call is made once stop returns). fn must not block for
+	// long, nor call stop. fn may also be given a stream marker (an Entry
+	// with Stream set and no Seq): the entries after it belong to that
+	// stream id. One that differs from the id Info gave says the topic's
+	// history was given a new id meanwhile (a JetStream store that came
+	// back with less than it had): its seqs are unrelated to those before,
+	// and the watcher loads the topic again (Info, then a new Watch).
 	Watch(ctx context.Context, topic string, from int64, fn func(Entry)) (stop func(), err error)
 	// Close releases the backend.
 	Close() error
@@ -44,11 +50,14 @@ type TopicInfo struct {
 	Last   int64 // the newest seq; 0 before the first update
 }
 
-// Entry is one update of a topic.
+// Entry is one update of a topic, or a stream marker (see History.Watch).
 type Entry struct {
 	Seq  int64
 	Data []byte
 	Time time.Time // when it was appended
+	// Stream, set on a marker only, names the stream the entries that
+	// follow belong to.
+	Stream string
 }
 
 // Retention bounds each topic's history: the newest MaxMsgs updates, at

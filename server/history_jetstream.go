@@ -95,8 +95,9 @@ type jsHistory struct {
 	log   *slog.Logger
 	store markStore
 
-	mu    sync.Mutex
-	marks map[string]*mark // topics whose stream or mark exists
+	mu       sync.Mutex
+	marks    map[string]*mark                   // topics whose stream or mark exists
+	watchers map[string]map[*jsWatcher]struct{} // by topic, while they run
 
 	failing atomic.Bool // writing marks fails (logged once, and once when it recovers)
 }
@@ -112,7 +113,7 @@ func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open JetStream: %w", err)
 	}
-	h := &jsHistory{nc: nc, js: js, o: o, log: o.Logger, marks: map[string]*mark{}}
+	h := &jsHistory{nc: nc, js: js, o: o, log: o.Logger, marks: map[string]*mark{}, watchers: map[string]map[*jsWatcher]struct{}{}}
 	if o.MarksDir != "" {
 		h.store, err = openFileMarks(o.MarksDir)
 	} else {
@@ -260,7 +261,11 @@ func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func
 	if err != nil {
 		return nil, err
 	}
-	m := h.markFor(topic)
+	w := &jsWatcher{fn: fn, m: h.markFor(topic)}
+	h.addWatcher(topic, w)
+	w.mu.Lock()
+	w.syncLocked() // the stream the entries below belong to
+	w.mu.Unlock()
 	// wctx ends with stop: an update waiting for its mark is then dropped.
 	wctx, cancel := context.WithCancel(context.Background())
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
@@ -272,19 +277,89 @@ func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func
 		// An update reaches a client only once the mark covers it. The
 		// mark is raised to the stream's end as this consumer sees it, so
 		// a burst costs one write, not one per update.
-		if !h.raiseWatched(wctx, m, seq, seq+int64(md.NumPending)) {
+		if !h.raiseWatched(wctx, w.m, seq, seq+int64(md.NumPending)) {
 			return
 		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.stopped {
+			return
+		}
+		w.syncLocked() // a new id since the last entry comes first
 		fn(Entry{Seq: seq, Data: msg.Data(), Time: md.Timestamp})
 	})
 	if err != nil {
 		cancel()
+		h.removeWatcher(topic, w)
 		return nil, err
 	}
 	return func() {
+		w.mu.Lock()
+		w.stopped = true
+		w.mu.Unlock()
+		h.removeWatcher(topic, w)
 		cancel()
 		cc.Stop()
 	}, nil
+}
+
+// jsWatcher is one Watch: its calls of fn are one at a time (under mu),
+// and it tells fn the stream id its entries belong to whenever the topic's
+// mark names a new one (a stream given a new id after a loss, here or by
+// another node), so the watcher can load the topic again.
+type jsWatcher struct {
+	fn func(Entry)
+	m  *mark
+
+	mu      sync.Mutex
+	told    string // the stream id fn was last given
+	stopped bool   // stop was called: fn is not called again
+}
+
+// syncLocked gives fn a stream marker if the mark names another stream id
+// than fn was last told. Called with w.mu held.
+func (w *jsWatcher) syncLocked() {
+	r, loaded := w.m.snapshot()
+	if w.stopped || !loaded || r.Stream == "" || r.Stream == w.told {
+		return
+	}
+	w.told = r.Stream
+	w.fn(Entry{Stream: r.Stream})
+}
+
+func (h *jsHistory) addWatcher(topic string, w *jsWatcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watchers[topic] == nil {
+		h.watchers[topic] = map[*jsWatcher]struct{}{}
+	}
+	h.watchers[topic][w] = struct{}{}
+}
+
+func (h *jsHistory) removeWatcher(topic string, w *jsWatcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.watchers[topic], w)
+	if len(h.watchers[topic]) == 0 {
+		delete(h.watchers, topic)
+	}
+}
+
+// tellWatchers gives topic's watchers the stream id its mark now names.
+// Called when the mark's id changed: a rename here, or one read from the
+// store (another node's).
+func (h *jsHistory) tellWatchers(topic string) {
+	h.mu.Lock()
+	ws := make([]*jsWatcher, 0, len(h.watchers[topic]))
+	for w := range h.watchers[topic] {
+		ws = append(ws, w)
+	}
+	h.mu.Unlock()
+	for _, w := range ws {
+		w.mu.Lock()
+		w.syncLocked()
+		w.mu.Unlock()
+	}
 }
 
 // jsMarkRetry is how long a watcher waits before trying again to record a

@@ -37,7 +37,9 @@ func (h *jsHistory) loadLocked(ctx context.Context, m *mark) error {
 	case err != nil:
 		return err
 	}
-	m.set(r, rev)
+	if m.set(r, rev) {
+		h.tellWatchers(m.topic)
+	}
 	return err
 }
 
@@ -59,7 +61,9 @@ func (h *jsHistory) writeLocked(ctx context.Context, m *mark, r markRecord) erro
 	if err != nil {
 		return err
 	}
-	m.set(r, n)
+	if m.set(r, n) {
+		h.tellWatchers(m.topic)
+	}
 	return nil
 }
 

@@ -697,3 +697,96 @@ func TestJetStreamKVDamagedMarkIsSaid(t *testing.T) {
 		t.Fatalf("want one ERROR line, log:\n%s", lb)
 	}
 }
+
+// A node already serving a topic when its NATS server comes back from a
+// truncated store: the stream gets a new id (the publish that finds the
+// seqs rewound says so), and the node's own subscribers are told at once
+// (unsubscribed, stream_reset), so they subscribe again and see the new
+// stream: a reset, the retained updates, then the new ones. Before, the
+// node's hub kept the stream id it had cached at attach until it
+// restarted: its subscribers heard nothing, and a subscribe again got the
+// old id.
+func TestJetStreamResetReachesTheSubscribersOfARunningNode(t *testing.T) {
+	n := startNATS(t, t.TempDir(), "127.0.0.1:0")
+	lb := &logBuf{}
+	h := n.history(lb)
+	appendN(t, h, "chat", 400)
+	old, err := h.Info(context.Background(), "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
+	resuming, live := f.dial(), f.dial()
+	resuming.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat", HasSince: true, Since: 400, Stream: old.Stream})
+	if sub := resuming.next(protocol.TypeSubscribed, 10*time.Second); sub.Stream != old.Stream || sub.From != 401 {
+		t.Fatalf("subscribed %+v, want stream %s from 401", sub, old.Stream)
+	}
+	live.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat"})
+	live.next(protocol.TypeSubscribed, 10*time.Second)
+	// And the real client library, holding a cursor of 400.
+	lost := make(chan client.ContinuityLost, 4)
+	cfg := client.MustStage(7)
+	cfg.Topic = "chat"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := native.Dial(ctx, f.url, &native.Options{Config: cfg,
+		LoadCursors:      func() []client.Cursor { return []client.Cursor{{Topic: "chat", Stream: old.Stream, Seq: 400}} },
+		OnContinuityLost: func(l client.ContinuityLost) { lost <- l }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	n.restart(func() { truncateStream(t, n.dir, "chat") })
+	var seq int64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if seq, err = f.srv.Publish(context.Background(), "chat", []byte(`{"after":"the loss"}`)); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // NATS coming back
+	}
+	if err != nil || seq > 400 {
+		t.Fatalf("publish after the truncation: seq %d, %v; want a rewound seq", seq, err)
+	}
+	now, err := h.Info(context.Background(), "chat")
+	if err != nil || now.Stream == old.Stream {
+		t.Fatalf("after the rewind: %+v, %v", now, err)
+	}
+	for name, p := range map[string]*peer{"resuming": resuming, "live": live} {
+		if m := p.next(protocol.TypeUnsubscribed, 10*time.Second); m.Topic != "chat" || m.Reason != "stream_reset" {
+			t.Fatalf("%s subscriber: %+v, want unsubscribed from chat, stream_reset", name, m)
+		}
+	}
+	select {
+	case l := <-lost:
+		if !l.Reset || l.Topic != "chat" || l.From != 401 {
+			t.Fatalf("the native client was told %+v, want a reset of chat from 401", l)
+		}
+	case <-ctx.Done():
+		t.Fatal("the native client was not told continuity was lost")
+	}
+	// Subscribing again, as a client does on unsubscribed, with its old
+	// cursor: the new stream, from its first retained seq (a reset).
+	resuming.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat", HasSince: true, Since: 400, Stream: old.Stream})
+	sub := resuming.next(protocol.TypeSubscribed, 10*time.Second)
+	if sub.Stream != now.Stream || sub.From != now.First || sub.Head != now.Last {
+		t.Fatalf("subscribed again: %+v, want stream %s from %d head %d", sub, now.Stream, now.First, now.Last)
+	}
+	if got := resuming.updatesOf("chat", 1, 10*time.Second); got[0] != now.First {
+		t.Fatalf("first update after the reset: %v, want %d", got, now.First)
+	}
+	live.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat"})
+	if sub := live.next(protocol.TypeSubscribed, 10*time.Second); sub.Stream != now.Stream {
+		t.Fatalf("live subscriber subscribed again: %+v, want stream %s", sub, now.Stream)
+	}
+	if _, err := f.srv.Publish(context.Background(), "chat", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := live.updatesOf("chat", 1, 10*time.Second); got[0] != now.Last+1 {
+		t.Fatalf("live update under the new stream: %v, want %d", got, now.Last+1)
+	}
+}

@@ -325,15 +325,19 @@ func (m *mark) snapshot() (markRecord, bool) {
 	return m.rec, m.loaded
 }
 
-func (m *mark) set(r markRecord, rev uint64) {
+// set records r, at revision rev, as m's mark. It reports whether r names
+// another stream id than the mark held (the watchers are then told).
+func (m *mark) set(r markRecord, rev uint64) (newStream bool) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if r.Stream != m.rec.Stream {
 		// Seqs asked for under another id (before a loss: far past the
 		// stream's new end) must not be written as this id's mark.
 		m.want = r.High
+		newStream = r.Stream != ""
 	}
 	m.rec, m.rev, m.loaded = r, rev, true
-	m.mu.Unlock()
+	return newStream
 }
 
 func (h *jsHistory) existing(topic string) *mark {

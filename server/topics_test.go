@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,5 +203,52 @@ func TestASubscriptionIsRecordedBeforeItsSubscribedIsQueued(t *testing.T) {
 	}
 	if f := c.q.take(nil); len(f) == 0 || !strings.Contains(string(f[0]), `"type":"subscribed"`) {
 		t.Fatalf("first frame queued: %q", f)
+	}
+}
+
+// renamedHistory is the memory History whose topic is renamed between the
+// hub's Info and its Watch, once: Info names stream "old" the first time
+// and "new" after, and the first Watch begins with a marker for "new". A
+// fake, because the point is that moment, which real parts cannot hit on
+// purpose; the rename itself is tested on a real NATS store.
+type renamedHistory struct {
+	History
+	infos, watches atomic.Int32
+}
+
+func (h *renamedHistory) Info(ctx context.Context, topic string) (TopicInfo, error) {
+	ti, err := h.History.Info(ctx, topic)
+	ti.Stream = "new"
+	if h.infos.Add(1) == 1 {
+		ti.Stream = "old"
+	}
+	return ti, err
+}
+
+func (h *renamedHistory) Watch(ctx context.Context, topic string, from int64, fn func(Entry)) (func(), error) {
+	if h.watches.Add(1) == 1 {
+		fn(Entry{Stream: "new"})
+	}
+	return h.History.Watch(ctx, topic, from, fn)
+}
+
+// A stream id that changes while the hub loads a topic makes it load the
+// topic again: subscribers get the new id, never the one it replaced.
+func TestATopicRenamedWhileLoadingIsLoadedAgain(t *testing.T) {
+	h := &renamedHistory{History: NewMemoryHistory(Retention{MaxMsgs: 10, MaxBytes: 1 << 10, MaxAge: time.Hour}, 4, nil)}
+	f := newFixture(t, &Options{History: h, NoFeed: true})
+	if _, err := f.srv.Publish(context.Background(), "news", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "news", HasSince: true})
+	if sub := p.next(protocol.TypeSubscribed, time.Second); sub.Stream != "new" || sub.From != 1 {
+		t.Fatalf("subscribed %+v, want stream new from 1", sub)
+	}
+	if got := p.updatesOf("news", 1, time.Second); got[0] != 1 {
+		t.Fatalf("update %v", got)
+	}
+	if i, w := h.infos.Load(), h.watches.Load(); i != 2 || w != 2 {
+		t.Fatalf("%d loads and %d watches, want 2 of each", i, w)
 	}
 }
