@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -37,7 +36,7 @@ func (f *fixture) token(t *testing.T, id string) (string, int64) {
 }
 
 func TestAuthRequiredServesNothingBeforeAValidTicket(t *testing.T) {
-	var logs syncBuffer
+	var logs logBuf
 	f := newFixture(t, &Options{Auth: AuthRequired, IssueTickets: true, AuthTimeout: 300 * time.Millisecond})
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tok, exp := f.token(t, "page-1")
@@ -174,7 +173,7 @@ func TestLoopingClientIsBackstopped(t *testing.T) {
 // reaches no log line and no /api/stats field but the demo's own ids.
 func TestNoPeerTextInLogsOrStats(t *testing.T) {
 	const canary = "CANARY-c4n4ry"
-	var logs syncBuffer
+	var logs logBuf
 	f := newFixture(t, &Options{Auth: AuthOptional})
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := f.dial()
@@ -187,13 +186,8 @@ func TestNoPeerTextInLogsOrStats(t *testing.T) {
 	q.send(protocol.Message{Type: protocol.TypeAuth, Token: canary + ".x"})
 	q.closeCode(2 * time.Second)
 	waitFor(t, 2*time.Second, "closed", func() bool { return f.srv.Stats().Open == 0 })
-	resp, err := http.Get(f.hs.URL + "/api/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Contains(string(body), canary) || strings.Contains(logs.String(), canary) {
+	body := getText(t, f.hs.URL+"/api/stats")
+	if strings.Contains(body, canary) || strings.Contains(logs.String(), canary) {
 		t.Fatalf("canary leaked:\nstats %s\nlogs %s", body, logs.String())
 	}
 }

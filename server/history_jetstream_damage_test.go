@@ -7,11 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,49 +27,6 @@ import (
 // the real embedded NATS server on a real store directory, stop it
 // cleanly, damage its files as a disk or an operator would, and start
 // again.
-
-// logBuf collects a logger's text lines.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuf) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// lines returns the lines at level (ERROR, WARN, ...) holding every one of
-// the given strings.
-func (b *logBuf) lines(level string, with ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
-		if !strings.Contains(l, "level="+level) {
-			continue
-		}
-		all := true
-		for _, w := range with {
-			all = all && strings.Contains(l, w)
-		}
-		if all {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func (b *logBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // dataStore is what wsready serve -data DIR runs: an embedded NATS server
 // with no listener storing in DIR, its marks in DIR/wsready/marks.
@@ -576,23 +531,32 @@ func (n *natsStore) history(lb *logBuf) History {
 	return h
 }
 
+// appendN appends n updates to topic, each retried while NATS comes back,
+// and returns the last seq.
 func appendN(t *testing.T, h History, topic string, n int) int64 {
 	t.Helper()
 	var seq int64
 	for range n {
-		var err error
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if seq, err = h.Append(context.Background(), topic, []byte(`{}`), true); err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // NATS coming back
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		seq = untilStored(t, func() (int64, error) { return h.Append(context.Background(), topic, []byte(`{}`), true) })
 	}
 	return seq
+}
+
+// untilStored calls publish until it succeeds or 10 s pass (NATS coming
+// back) and returns its seq; the last error fails t.
+func untilStored(t *testing.T, publish func() (int64, error)) int64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		seq, err := publish()
+		if err == nil {
+			return seq
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // With -nats the marks live in the NATS server's key-value bucket: the
@@ -741,16 +705,11 @@ func TestJetStreamResetReachesTheSubscribersOfARunningNode(t *testing.T) {
 	}
 
 	n.restart(func() { truncateStream(t, n.dir, "chat") })
-	var seq int64
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if seq, err = f.srv.Publish(context.Background(), "chat", []byte(`{"after":"the loss"}`)); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // NATS coming back
-	}
-	if err != nil || seq > 400 {
-		t.Fatalf("publish after the truncation: seq %d, %v; want a rewound seq", seq, err)
+	seq := untilStored(t, func() (int64, error) {
+		return f.srv.Publish(context.Background(), "chat", []byte(`{"after":"the loss"}`))
+	})
+	if seq > 400 {
+		t.Fatalf("publish after the truncation: seq %d; want a rewound seq", seq)
 	}
 	now, err := h.Info(context.Background(), "chat")
 	if err != nil || now.Stream == old.Stream {

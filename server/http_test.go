@@ -65,13 +65,8 @@ func TestHandlerIsTheWebSocketEndpointOnly(t *testing.T) {
 	// The application's routes are its own: nothing of the server's
 	// answers beside Handler.
 	for path, want := range map[string]int{"/api/stats": http.StatusOK, "/api/token": http.StatusNotFound, "/metrics": http.StatusNotFound, "/healthz": http.StatusNotFound} {
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET %s on the app's mux: %d, want %d", path, resp.StatusCode, want)
+		if code := getStatus(t, base+path, ""); code != want {
+			t.Errorf("GET %s on the app's mux: %d, want %d", path, code, want)
 		}
 	}
 	// Handler keeps the Host check wherever it is mounted.
@@ -113,15 +108,8 @@ func TestSeparateHandlersGuardThemselves(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/auth/ticket", "/ops/stats", "/ops/metrics", "/ops/health"} {
-		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		req.Host = "evil.example"
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusMisdirectedRequest {
-			t.Errorf("GET %s with a foreign Host: %d", path, resp.StatusCode)
+		if code := getStatus(t, base+path, "evil.example"); code != http.StatusMisdirectedRequest {
+			t.Errorf("GET %s with a foreign Host: %d", path, code)
 		}
 	}
 	resp, err := http.Get(base + "/auth/ticket")
@@ -142,17 +130,7 @@ func TestSeparateHandlersGuardThemselves(t *testing.T) {
 // AllowedHosts adds to the loopback names, as wsready serve's -hosts does
 // (it replaced them before); "*" allows any host.
 func TestAllowedHostsAddToLoopback(t *testing.T) {
-	status := func(f *fixture, host string) int {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, f.hs.URL+"/healthz", nil)
-		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	status := func(f *fixture, host string) int { t.Helper(); return getStatus(t, f.hs.URL+"/healthz", host) }
 	f := newFixture(t, &Options{NoFeed: true, AllowedHosts: []string{"demo.example"}})
 	for host, want := range map[string]int{"demo.example:8080": 200, "DEMO.example": 200, "localhost:1234": 200, "127.0.0.1": 200, "[::1]:80": 200, "other.example": 421} {
 		if got := status(f, host); got != want {

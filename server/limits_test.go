@@ -282,7 +282,7 @@ func TestAnUnfinishedMessageClosesTheConnection(t *testing.T) {
 // Per-connection events are debug logs: at info level, connecting and
 // disconnecting write nothing.
 func TestConnectionsAreNotLoggedAtInfo(t *testing.T) {
-	var buf syncBuffer
+	var buf logBuf
 	f := newFixture(t, nil)
 	f.srv.log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	for range 20 {
@@ -299,23 +299,6 @@ func TestConnectionsAreNotLoggedAtInfo(t *testing.T) {
 	if n := f.srv.Stats().PeerCloses.Normal; n != 20 {
 		t.Fatalf("peer closes with 1000: %d", n)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Flapping switched off before a connection's time is up leaves it open.

@@ -218,6 +218,27 @@ const maxPingInterval = time.Hour
 // minAuthKey is the shortest AuthKey, in bytes: HMAC-SHA256's own size.
 const minAuthKey = 32
 
+// numField is one number an Options field holds, with its default.
+type numField[T time.Duration | int | float64] struct {
+	name string
+	v    *T
+	def  T
+}
+
+// withDefaults sets each zero field to its default, and reports to bad
+// each that is negative or not a finite number; kind names what it holds.
+func withDefaults[T time.Duration | int | float64](fields []numField[T], kind string, bad func(field, format string, args ...any)) {
+	for _, f := range fields {
+		v := *f.v
+		switch {
+		case v < 0 || v != v || float64(v) > math.MaxFloat64: // negative, NaN, +Inf
+			bad(f.name, "is %v: %s must be positive (0 for the default, %v)", v, kind, f.def)
+		case v == 0:
+			*f.v = f.def
+		}
+	}
+}
+
 // cloneWithDefaults returns a copy of o with every zero field at its
 // default, or an error naming every field New refuses.
 func (o *Options) cloneWithDefaults() (*Options, error) {
@@ -230,11 +251,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		errs = append(errs, fmt.Errorf("Options.%s %s", field, fmt.Sprintf(format, args...)))
 	}
 	// One line a field: its name, where it is, its default.
-	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
+	withDefaults([]numField[time.Duration]{
 		{"PingInterval", &c.PingInterval, time.Second},
 		{"FeedInterval", &c.FeedInterval, 250 * time.Millisecond},
 		{"SlowReplyDelay", &c.SlowReplyDelay, 8 * time.Second},
@@ -256,19 +273,8 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},
 		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
 		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
-	} {
-		switch {
-		case *d.v < 0:
-			bad(d.name, "is %v: a duration must be positive (0 for the default, %v)", *d.v, d.def)
-		case *d.v == 0:
-			*d.v = d.def
-		}
-	}
-	for _, n := range []struct {
-		name string
-		v    *int
-		def  int
-	}{
+	}, "a duration", bad)
+	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
 		{"MaxConnsPerIP", &c.MaxConnsPerIP, 256},
 		{"MaxQueuedBytes", &c.MaxQueuedBytes, 1 << 20},
@@ -283,31 +289,13 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"HistoryBytes", &c.HistoryBytes, 256 << 10},
 		{"MaxTopics", &c.MaxTopics, 256},
 		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
-	} {
-		switch {
-		case *n.v < 0:
-			bad(n.name, "is %d: a count must be at least 1 (0 for the default, %d)", *n.v, n.def)
-		case *n.v == 0:
-			*n.v = n.def
-		}
-	}
-	for _, r := range []struct {
-		name string
-		v    *float64
-		def  float64
-	}{
+	}, "a count", bad)
+	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},
 		{"TenantRate", &c.TenantRate, 20},
 		{"ProbeRate", &c.ProbeRate, 5},
 		{"TicketRate", &c.TicketRate, 5},
-	} {
-		switch {
-		case *r.v < 0 || math.IsNaN(*r.v) || math.IsInf(*r.v, 0):
-			bad(r.name, "is %v: a rate must be a positive number per second (0 for the default, %v)", *r.v, r.def)
-		case *r.v == 0:
-			*r.v = r.def
-		}
-	}
+	}, "a rate (per second)", bad)
 	if c.PingInterval > maxPingInterval {
 		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
 	}

@@ -546,13 +546,8 @@ func TestFaultsAPIRejectsBadInput(t *testing.T) {
 	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(switches) {
 		t.Fatalf("faults after POST: %+v", got)
 	}
-	resp, err = http.Get(f.hs.URL + "/api/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var st Stats
-	json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
+	getJSON(t, f.hs.URL+"/api/stats", &st)
 	if !st.Faults["slowReplies"] || st.PingIntervalMs != 100 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -599,13 +594,8 @@ func TestStaticServesPrecompressedWasmWithValidators(t *testing.T) {
 		t.Fatalf("identity: %q %v", body, resp.Header)
 	}
 	for path, want := range map[string]int{"/": 200, "/nested/other.css": 200, "/missing": 404, "/../server.go": 404} {
-		resp, err := http.Get(f.hs.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("%s: %d want %d", path, resp.StatusCode, want)
+		if code := getStatus(t, f.hs.URL+path, ""); code != want {
+			t.Errorf("%s: %d want %d", path, code, want)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func TestAReplyComesAfterTheReplayBeforeIt(t *testing.T) {
 // server never builds one) becomes an internal error frame, and the log
 // line does not quote the result.
 func TestAReplyEncodingJSONRefusesBecomesAnInternalError(t *testing.T) {
-	var buf syncBuffer
+	var buf logBuf
 	c := &conn{id: 1, s: &Server{log: slog.New(slog.NewTextHandler(&buf, nil))}}
 	frame := c.encode(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: 1, Result: json.RawMessage(`{"secret"`)})
 	m, err := protocol.Decode(frame)

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/internal/fetch"
 )
 
 // Flags mean what they say: a zero or negative bound, or a stray argument,
@@ -121,14 +124,11 @@ func TestServeHostsAddToLoopbackAndURLsStay(t *testing.T) {
 	n := startNode(t, addr, "-hosts", "demo.example", "-demo")
 	get := func(path, host string) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+n.addr+path, nil)
-		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
+		code, err := fetch.Status(context.Background(), nil, "http://"+n.addr+path, host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return code
 	}
 	for host, want := range map[string]int{"demo.example": 200, "localhost": 200, "127.0.0.1": 200, "other.example": 421} {
 		if got := get("/healthz", host); got != want {
