@@ -277,9 +277,3 @@ func slotText(d time.Duration) string {
 func (s *Server) slotReason(notBefore time.Time) string {
 	return slotText(s.slotAfter(s.opts.Now(), notBefore))
 }
-
-func (s *Server) restartEnd() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.restartUntil
-}

@@ -517,3 +517,9 @@ func (s *Server) setOverload(on bool) {
 	s.mu.Unlock()
 	s.log.Info("switch", "overload", on)
 }
+
+func (s *Server) restartEnd() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restartUntil
+}
