@@ -26,10 +26,12 @@ import (
 	"github.com/wsready/wsready/web"
 )
 
-// Env is one real server on a random loopback port.
+// Env is one real server on a random loopback port, serving the demo's
+// site as wsready serve does.
 type Env struct {
 	Srv  *server.Server
-	Base string // http://127.0.0.1:port
+	Demo *server.Demo // the switches
+	Base string       // http://127.0.0.1:port
 	hs   *http.Server
 }
 
@@ -43,7 +45,6 @@ func StartServer(opts *server.Options) (*Env, error) {
 	if opts != nil {
 		o = *opts
 	}
-	o.Static = web.FS()
 	o.Demo = true    // the suite flips the switches, as make run's demo does
 	o.Publish = true // as make run: the page's Publish button
 	if o.Auth == "" {
@@ -59,15 +60,29 @@ func StartServer(opts *server.Options) (*Env, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	srv := server.New(&o)
+	srv, err := server.New(&o)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("failed to listen: %w", err)
 	}
-	hs := srv.HTTPServer()
+	demo := server.NewDemo(srv, web.FS())
+	hs := srv.HTTPServer(demo.Handler())
 	go hs.Serve(ln)
-	return &Env{Srv: srv, Base: "http://" + ln.Addr().String(), hs: hs}, nil
+	return &Env{Srv: srv, Demo: demo, Base: "http://" + ln.Addr().String(), hs: hs}, nil
+}
+
+// Set flips a demo switch by its name in the server's table
+// (server.Demo.Set): true or false for a toggle, true for an action, a
+// client id for revoke. A name or value the table refuses is a mistake in
+// the suite itself, so it panics with the server's error.
+func (e *Env) Set(name string, value any) {
+	if err := e.Demo.Set(name, value); err != nil {
+		panic("e2e: " + err.Error())
+	}
 }
 
 // Close stops the server and its listener.

@@ -55,9 +55,9 @@ func TestHandleAfterCloseAndBadRequests(t *testing.T) {
 
 	// Leak sockets at stage 2: freeze long enough for the watchdog to
 	// replace the socket, then let the late closes arrive.
-	env.Srv.SetFreeze(true)
+	env.Set("freeze", true)
 	time.Sleep(4500 * time.Millisecond)
-	env.Srv.SetFreeze(false)
+	env.Set("freeze", false)
 	if err := WaitJS(b, "c2.state().ready", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -267,8 +267,8 @@ func (r *stageRun) freeze() error {
 	}
 	t0 := nowMs()
 	end := time.Now().Add(r.plan.Freeze)
-	srv.SetFreeze(true)
-	defer srv.SetFreeze(false)
+	r.env.Set("freeze", true)
+	defer r.env.Set("freeze", false)
 	d, err := r.firstAfter(jsLeftReady, t0, end)
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func (r *stageRun) freeze() error {
 		r.shot(fmt.Sprintf("stage%d-freeze", r.stage))
 	}
 	time.Sleep(time.Until(end))
-	srv.SetFreeze(false)
+	r.env.Set("freeze", false)
 	if err := r.waitReady(30 * time.Second); err != nil {
 		return err
 	}
@@ -299,7 +299,6 @@ func (r *stageRun) freeze() error {
 // it starts at a random phase of the ping cycle; each lasts until the page
 // leaves READY (at most 5 s), then the page gets READY again.
 func (r *stageRun) freezeSamples() error {
-	srv := r.env.Srv
 	rnd := rand.New(rand.NewPCG(uint64(r.stage), 14))
 	for i := 0; i < r.plan.FreezeSamples; i++ {
 		if err := r.waitReady(45 * time.Second); err != nil {
@@ -307,9 +306,9 @@ func (r *stageRun) freezeSamples() error {
 		}
 		time.Sleep(2*time.Second + time.Duration(rnd.Int64N(int64(time.Second))))
 		t0 := nowMs()
-		srv.SetFreeze(true)
+		r.env.Set("freeze", true)
 		d, err := r.firstAfter(jsLeftReady, t0, time.Now().Add(5*time.Second))
-		srv.SetFreeze(false)
+		r.env.Set("freeze", false)
 		if err != nil {
 			return err
 		}
@@ -324,11 +323,10 @@ func (r *stageRun) freezeSamples() error {
 // serviceDown: time until the page leaves READY; then service back: time
 // until feed updates arrive again.
 func (r *stageRun) serviceDown() error {
-	srv := r.env.Srv
 	t0 := nowMs()
 	end := time.Now().Add(r.plan.ServiceDown)
-	srv.SetServiceDown(true)
-	defer srv.SetServiceDown(false)
+	r.env.Set("serviceDown", true)
+	defer r.env.Set("serviceDown", false)
 	d, err := r.firstAfter(jsLeftReady, t0, end)
 	if err != nil {
 		return err
@@ -336,7 +334,7 @@ func (r *stageRun) serviceDown() error {
 	r.row.ServiceOutageDetectedMs = d
 	time.Sleep(time.Until(end))
 	t1 := nowMs()
-	srv.SetServiceDown(false)
+	r.env.Set("serviceDown", false)
 	d, err = r.firstAfter(jsUpdate, t1, time.Now().Add(10*time.Second))
 	if err != nil {
 		return err
@@ -349,9 +347,8 @@ func (r *stageRun) serviceDown() error {
 // timeout. With a registry it is rejected with RequestTimeout while READY
 // holds; stage 0 leaves it pending until the late reply lands.
 func (r *stageRun) slowReplies() error {
-	srv := r.env.Srv
-	srv.SetSlowReplies(true)
-	defer srv.SetSlowReplies(false)
+	r.env.Set("slowReplies", true)
+	defer r.env.Set("slowReplies", false)
 	t0 := nowMs()
 	idx, err := Eval[int](r.b, "(wsreadyDemo.sendRequest('echo', {slow: true}), wsreadyDemo.results.length - 1)")
 	if err != nil {
@@ -409,12 +406,12 @@ func (r *stageRun) flapping() error {
 	if err != nil {
 		return err
 	}
-	srv.ResetCounters()
+	r.env.Demo.ResetCounters()
 	start := time.Now()
-	srv.SetFlapping(true)
+	r.env.Set("flapping", true)
 	time.Sleep(r.plan.Flapping)
 	n := int(srv.Stats().HandshakesWindow)
-	srv.SetFlapping(false)
+	r.env.Set("flapping", false)
 	r.row.FlappingAttempts = &n
 	r.row.FlappingWindowMs = time.Since(start).Milliseconds()
 	r.row.LossFlapping, err = r.lossSince(mark)
@@ -428,7 +425,7 @@ func (r *stageRun) restart() error {
 	if err != nil {
 		return err
 	}
-	srv.Restart()
+	r.env.Set("restart", true)
 	st := srv.Stats()
 	if st.RestartUntil == nil {
 		return fmt.Errorf("restart did not start")
@@ -514,12 +511,12 @@ func (r *stageRun) shortTokens() error {
 	if err != nil {
 		return err
 	}
-	srv.ResetCounters()
+	r.env.Demo.ResetCounters()
 	start := time.Now()
-	srv.SetShortTokens(true)
+	r.env.Set("shortTokens", true)
 	time.Sleep(r.plan.ShortTokens)
 	n := int(srv.Stats().HandshakesWindow)
-	srv.SetShortTokens(false)
+	r.env.Set("shortTokens", false)
 	after, err := r.stat("tokenRefreshes")
 	if err != nil {
 		return err
@@ -537,16 +534,16 @@ func (r *stageRun) revoke() error {
 	if err != nil {
 		return err
 	}
-	srv.ResetCounters()
+	r.env.Demo.ResetCounters()
 	start := time.Now()
-	if err := srv.Revoke(id); err != nil {
+	if err := r.env.Demo.Set("revoke", id); err != nil {
 		return err
 	}
 	time.Sleep(r.plan.Revoke)
 	n := int(srv.Stats().HandshakesWindow)
 	r.row.RevokeAttempts = &n
 	r.row.RevokeWindowMs = time.Since(start).Milliseconds()
-	if err := srv.Revoke(""); err != nil {
+	if err := r.env.Demo.Set("revoke", ""); err != nil {
 		return err
 	}
 	return r.recover()
@@ -555,9 +552,9 @@ func (r *stageRun) revoke() error {
 // endSession: attempts after the server closed every connection with 1000.
 func (r *stageRun) endSession() error {
 	srv := r.env.Srv
-	srv.ResetCounters()
+	r.env.Demo.ResetCounters()
 	start := time.Now()
-	srv.EndSession()
+	r.env.Set("endSession", true)
 	time.Sleep(r.plan.EndSession)
 	n := int(srv.Stats().HandshakesWindow)
 	r.row.EndSessionAttempts = &n
@@ -568,11 +565,10 @@ func (r *stageRun) endSession() error {
 // overload: every handshake is closed with 1013 and a 5 s retry-after; the
 // shortest gap between two of the page's dials says whether it waited.
 func (r *stageRun) overload() error {
-	srv := r.env.Srv
 	t0 := nowMs()
-	srv.SetOverload(true)
+	r.env.Set("overload", true)
 	time.Sleep(r.plan.Overload)
-	srv.SetOverload(false)
+	r.env.Set("overload", false)
 	js := "(T => { const d = wsreadyDemo.log.filter(e => e.kind === 'dial' && e.t >= T).map(e => e.t); " +
 		"let g = -1; for (let i = 1; i < d.length; i++) { const x = d[i] - d[i-1]; if (g < 0 || x < g) g = x; } return [d.length, g]; })(" + strconv.FormatInt(t0, 10) + ")"
 	v, err := Eval[[]float64](r.b, js)

@@ -209,7 +209,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 		http.Error(w, ref.why, ref.status)
 		return
 	}
-	ws, err := websocketAccept(w, r, s.opts.OriginPatterns)
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		return
 	}
@@ -255,10 +255,6 @@ const (
 	RefuseHTTP  RefuseMode = "http"  // 503 or 429 with Retry-After
 )
 
-func websocketAccept(w http.ResponseWriter, r *http.Request, origins []string) (*websocket.Conn, error) {
-	return websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: origins})
-}
-
 // slotAfter takes a reconnect slot at or after notBefore and returns how
 // far from now it is; 0 with NoSlots.
 func (s *Server) slotAfter(now, notBefore time.Time) time.Duration {
@@ -280,10 +276,4 @@ func slotText(d time.Duration) string {
 // a close reason.
 func (s *Server) slotReason(notBefore time.Time) string {
 	return slotText(s.slotAfter(s.opts.Now(), notBefore))
-}
-
-func (s *Server) restartEnd() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.restartUntil
 }

@@ -39,8 +39,8 @@ const (
 // first frame, {"type":"auth","token":"..."}, never in the URL. A ticket
 // is never logged.
 
-// ErrBadTicket is a ticket that is malformed or not signed with our key.
-var ErrBadTicket = errors.New("bad ticket")
+// errBadTicket is a ticket that is malformed or not signed with our key.
+var errBadTicket = errors.New("bad ticket")
 
 type ticket struct {
 	id       string
@@ -114,20 +114,20 @@ func (a *authority) issue(id string, now time.Time, life time.Duration) (string,
 func (a *authority) parse(tok string) (ticket, error) {
 	p64, sig, ok := strings.Cut(tok, ".")
 	if !ok {
-		return ticket{}, ErrBadTicket
+		return ticket{}, errBadTicket
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(p64)
 	if err != nil {
-		return ticket{}, ErrBadTicket
+		return ticket{}, errBadTicket
 	}
 	parts := strings.Split(string(raw), "|")
 	if len(parts) != 3 || !validClientID(parts[0]) {
-		return ticket{}, ErrBadTicket
+		return ticket{}, errBadTicket
 	}
 	iat, err1 := strconv.ParseInt(parts[1], 10, 64)
 	exp, err2 := strconv.ParseInt(parts[2], 10, 64)
 	if err1 != nil || err2 != nil {
-		return ticket{}, ErrBadTicket
+		return ticket{}, errBadTicket
 	}
 	t := ticket{id: parts[0], issued: time.UnixMilli(iat), expires: time.UnixMilli(exp)}
 	t.verified = hmac.Equal([]byte(sig), []byte(a.sign(string(raw))))
@@ -323,7 +323,18 @@ func (s *Server) ticketIssuanceEnabled() bool {
 	return s.opts.Demo || s.opts.IssueTickets
 }
 
-// serveToken issues a ticket: POST /api/token {"clientId": "..."}. With
+// TicketHandler issues tickets, signed with Options.AuthKey and living
+// TicketLife: POST {"clientId": "..."} answers {"token": "...",
+// "expiresAt": ms}. It is on only with Options.IssueTickets or
+// Options.Demo, since it asks no proof of identity (403 otherwise; 404 with
+// Auth off; 429 over TicketRate). Behind the Host check and, as it issues
+// credentials, same origin (or OriginPatterns) and Content-Type
+// application/json only; POST only. wsready serve mounts it at /api/token.
+func (s *Server) TicketHandler() http.Handler {
+	return s.httpGuard(http.HandlerFunc(s.serveToken), http.MethodPost)
+}
+
+// serveToken issues a ticket: POST {"clientId": "..."}. With
 // auth off it answers 404; with issuance off 403; over the per-address
 // rate 429 with Retry-After (whole seconds); bad JSON or client id 400.
 // Every answer's body is JSON.
@@ -497,4 +508,11 @@ func (c *conn) authed() {
 			c.offer(c.s.ping)
 		}
 	})
+}
+
+// revokedCount is how many client ids are revoked.
+func (a *authority) revokedCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.revoked)
 }

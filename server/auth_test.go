@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -37,7 +36,7 @@ func (f *fixture) token(t *testing.T, id string) (string, int64) {
 }
 
 func TestAuthRequiredServesNothingBeforeAValidTicket(t *testing.T) {
-	var logs syncBuffer
+	var logs logBuf
 	f := newFixture(t, &Options{Auth: AuthRequired, IssueTickets: true, AuthTimeout: 300 * time.Millisecond})
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tok, exp := f.token(t, "page-1")
@@ -109,9 +108,7 @@ func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
 		return p
 	}
 	victim, other := authed("victim"), authed("other")
-	if err := f.srv.Revoke("victim"); err != nil {
-		t.Fatal(err)
-	}
+	f.set("revoke", "victim")
 	if code := victim.closeCode(2 * time.Second); code != protocol.CloseForbidden {
 		t.Fatalf("revoked: %d", code)
 	}
@@ -122,20 +119,20 @@ func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
 		t.Fatalf("revoked, new ticket: %d", code)
 	}
 	// Short tokens: a ticket issued long ago is past its short life now.
-	f.srv.SetShortTokens(true)
+	f.set("shortTokens", true)
 	if code := other.closeCode(2 * time.Second); code != protocol.CloseTokenExpired {
 		t.Fatalf("short tokens: %d", code)
 	}
-	f.srv.SetShortTokens(false)
+	f.set("shortTokens", false)
 	// End session: 1000 for everyone.
 	p := f.dial()
 	f.waitOpen(1)
-	f.srv.EndSession()
+	f.set("endSession", true)
 	if code := p.closeCode(2 * time.Second); code != websocket.StatusNormalClosure {
 		t.Fatalf("end session: %d", code)
 	}
 	// Overload: a handshake is accepted and closed with 1013 and a retry-after.
-	f.srv.SetOverload(true)
+	f.set("overload", true)
 	ws, _, err := websocket.Dial(context.Background(), f.url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,9 +154,7 @@ func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
 // validating, past the threshold.
 func TestLoopingClientIsBackstopped(t *testing.T) {
 	f := newFixture(t, &Options{Auth: AuthOptional, Demo: true, RejectionThreshold: 3})
-	if err := f.srv.Revoke("looper"); err != nil {
-		t.Fatal(err)
-	}
+	f.set("revoke", "looper")
 	tok, _ := f.token(t, "looper")
 	for range 6 {
 		p := f.dial()
@@ -178,7 +173,7 @@ func TestLoopingClientIsBackstopped(t *testing.T) {
 // reaches no log line and no /api/stats field but the demo's own ids.
 func TestNoPeerTextInLogsOrStats(t *testing.T) {
 	const canary = "CANARY-c4n4ry"
-	var logs syncBuffer
+	var logs logBuf
 	f := newFixture(t, &Options{Auth: AuthOptional})
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := f.dial()
@@ -191,13 +186,8 @@ func TestNoPeerTextInLogsOrStats(t *testing.T) {
 	q.send(protocol.Message{Type: protocol.TypeAuth, Token: canary + ".x"})
 	q.closeCode(2 * time.Second)
 	waitFor(t, 2*time.Second, "closed", func() bool { return f.srv.Stats().Open == 0 })
-	resp, err := http.Get(f.hs.URL + "/api/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Contains(string(body), canary) || strings.Contains(logs.String(), canary) {
+	body := getText(t, f.hs.URL+"/api/stats")
+	if strings.Contains(body, canary) || strings.Contains(logs.String(), canary) {
 		t.Fatalf("canary leaked:\nstats %s\nlogs %s", body, logs.String())
 	}
 }

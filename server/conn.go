@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -217,80 +216,6 @@ func (c *conn) handle(data []byte) {
 	}
 }
 
-func (c *conn) request(m protocol.Message) {
-	s := c.s
-	start := time.Now()
-	s.mu.Lock()
-	down, slow := s.serviceDown, s.slowReplies
-	s.mu.Unlock()
-	if down {
-		return // the service is down: requests go unanswered
-	}
-	resp := protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID}
-	if s.panicMethod != "" && m.Method == s.panicMethod {
-		panic("test panic in a handler")
-	}
-	switch m.Method {
-	case "echo":
-		resp.Result = m.Params
-		if resp.Result == nil {
-			resp.Result = json.RawMessage("null")
-		}
-	case "time":
-		resp.Result = json.RawMessage(`{"unixMs":` + itoa64(s.opts.Now().UnixMilli()) + `}`)
-	default:
-		resp.Error = &protocol.ErrorBody{Code: protocol.ErrUnknownMethod, Message: "methods are echo and time"}
-	}
-	if !slow {
-		c.reply(resp)
-		s.metrics.requests.Observe(time.Since(start).Seconds())
-		return
-	}
-	if !c.delayReply(c.encode(resp)) {
-		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{
-			Code: protocol.ErrTooManyPending, Message: "too many unanswered requests on this connection (" + strconv.Itoa(s.opts.MaxPendingReplies) + ")"}})
-	}
-}
-
-// delayReply sends frame SlowReplyDelay from now, without a goroutine while
-// it waits. It reports false when MaxPendingReplies are already waiting.
-func (c *conn) delayReply(frame []byte) bool {
-	c.slowMu.Lock()
-	defer c.slowMu.Unlock()
-	if c.slowOff {
-		return true // the connection is ending: nobody will read it
-	}
-	if len(c.slow) >= c.s.opts.MaxPendingReplies {
-		return false
-	}
-	if c.slow == nil {
-		c.slow = map[*time.Timer]struct{}{}
-	}
-	var t *time.Timer
-	t = time.AfterFunc(c.s.opts.SlowReplyDelay, func() {
-		// Offered under slowMu, so once stopSlowReplies returns no
-		// callback is still at work on this connection.
-		c.slowMu.Lock()
-		defer c.slowMu.Unlock()
-		if _, live := c.slow[t]; live {
-			delete(c.slow, t)
-			c.offer(frame)
-		}
-	})
-	c.slow[t] = struct{}{}
-	return true
-}
-
-func (c *conn) stopSlowReplies() {
-	c.slowMu.Lock()
-	defer c.slowMu.Unlock()
-	c.slowOff = true
-	for t := range c.slow {
-		t.Stop()
-	}
-	c.slow = nil
-}
-
 func (c *conn) sendError(id uint64, code, msg string) {
 	c.errorsOut.Add(1)
 	c.reply(protocol.ErrorFrame{Type: protocol.TypeError, ID: id, Code: code, Message: msg})
@@ -400,106 +325,6 @@ func (c *conn) write(frame []byte) bool {
 	}
 	c.cancel()
 	return false
-}
-
-// startFlap arms the Flapping close: FlapAfter from now, if the switch is
-// still on then. One per connection at a time.
-func (c *conn) startFlap() {
-	c.timerMu.Lock()
-	defer c.timerMu.Unlock()
-	if c.timersOff || c.flapT != nil {
-		return
-	}
-	c.flapT = time.AfterFunc(c.s.opts.FlapAfter, func() {
-		c.timerMu.Lock()
-		c.flapT = nil
-		c.timerMu.Unlock()
-		s := c.s
-		s.mu.Lock()
-		on := s.flapping
-		s.mu.Unlock()
-		if on { // switched off meanwhile: the connection stays
-			c.closeAsync(protocol.CloseFlapping, "flapping")
-		}
-	})
-}
-
-// jitterPing queues the ping a random 0 to JitterMax from now (the Jitter
-// switch); a ping still held when the next is due goes at once.
-func (c *conn) jitterPing() {
-	c.timerMu.Lock()
-	defer c.timerMu.Unlock()
-	if c.timersOff {
-		return
-	}
-	if c.jitterT != nil && c.jitterT.Stop() {
-		c.offer(c.s.ping)
-	}
-	c.jitterT = time.AfterFunc(time.Duration(rand.Int64N(int64(c.s.opts.JitterMax))), func() {
-		if !c.s.gate.isFrozen() {
-			c.offer(c.s.ping)
-		}
-	})
-}
-
-// stopTimers stops the connection's Flapping and Jitter timers; none is
-// armed after.
-func (c *conn) stopTimers() {
-	c.timerMu.Lock()
-	defer c.timerMu.Unlock()
-	c.timersOff = true
-	if c.flapT != nil {
-		c.flapT.Stop()
-	}
-	if c.jitterT != nil {
-		c.jitterT.Stop()
-	}
-}
-
-// runHeartbeat is the server's one ticker for every connection's pings
-// (one pre-encoded frame queued to each) and its liveness sweep. A frozen
-// server sends nothing, not even late pings.
-func (s *Server) runHeartbeat() {
-	defer s.wg.Done()
-	ping := time.NewTicker(s.opts.PingInterval)
-	defer ping.Stop()
-	sweep := time.NewTicker(s.opts.SweepInterval)
-	defer sweep.Stop()
-	var conns []*conn
-	snapshot := func() []*conn {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		conns = conns[:0]
-		for _, c := range s.conns {
-			if c.served.Load() {
-				conns = append(conns, c)
-			}
-		}
-		return conns
-	}
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-ping.C:
-			if s.gate.isFrozen() {
-				continue
-			}
-			jitter := s.jitter.Load()
-			for _, c := range snapshot() {
-				if jitter {
-					c.jitterPing()
-				} else {
-					c.offer(s.ping)
-				}
-			}
-		case <-sweep.C:
-			for _, c := range snapshot() {
-				c.livenessPing()
-			}
-		}
-		clear(conns)
-	}
 }
 
 // closeWith closes the connection with a close handshake. It may block for

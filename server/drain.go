@@ -30,8 +30,15 @@ func (s *Server) drainEndsLocked() time.Time { return s.drain.until }
 func (s *Server) draining() bool             { s.mu.Lock(); defer s.mu.Unlock(); return s.drain.active }
 func (s *Server) drainEnd() time.Time        { s.mu.Lock(); defer s.mu.Unlock(); return s.drain.until }
 
-// serveHealth is /healthz: 200 "ok", or 503 "draining" from the moment a
-// drain starts.
+// HealthHandler answers GET with 200 "ok", or 503 "draining" from the
+// moment a drain starts, for a load balancer. Behind the Host check; GET
+// and HEAD only. wsready serve mounts it at /healthz.
+func (s *Server) HealthHandler() http.Handler {
+	return s.httpGuard(http.HandlerFunc(s.serveHealth), readMethods...)
+}
+
+// serveHealth is the health check: 200 "ok", or 503 "draining" from the
+// moment a drain starts.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if s.draining() {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
@@ -58,8 +65,11 @@ func (s *Server) serveDrain(w http.ResponseWriter, r *http.Request) {
 // drainBatches is how many batches a drain closes its connections in.
 const drainBatches = 10
 
-// Drain closes every connection over DrainWindow as above and returns when
-// none is left, the window is over, or ctx ends. With resume the server
+// Drain lets the server leave without bringing its fleet back in the same
+// second: HealthHandler turns 503 at once, new handshakes are refused with
+// a reconnect slot, and the open connections are closed with 1001 in
+// batches over DrainWindow, each with its own slot. It returns when none
+// is left, the window is over, or ctx ends. With resume the server
 // accepts handshakes again afterwards; without, it keeps refusing (the
 // process is about to exit).
 func (s *Server) Drain(ctx context.Context, resume bool) {

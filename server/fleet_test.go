@@ -5,7 +5,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -80,7 +79,7 @@ func TestRestartHandsOutSpreadSlots(t *testing.T) {
 		peers = append(peers, f.dial())
 	}
 	start := time.Now()
-	f.srv.Restart()
+	f.set("restart", true)
 	var slots []time.Duration
 	for _, p := range peers {
 		select {
@@ -136,12 +135,12 @@ func TestSweepClosesAPeerThatNeverAnswers(t *testing.T) {
 	}
 	alive.next(protocol.TypePing, time.Second)
 	// A frozen connection is not swept: the freeze is not its peer's fault.
-	f.srv.SetFreeze(true)
+	f.set("freeze", true)
 	time.Sleep(4 * (2*interval + grace))
 	if n := f.srv.Stats().Open; n != 1 {
 		t.Fatalf("open %d after a freeze longer than the sweep deadline", n)
 	}
-	f.srv.SetFreeze(false)
+	f.set("freeze", false)
 }
 
 // A drain turns /healthz to 503 at once, refuses new handshakes with a
@@ -156,14 +155,7 @@ func TestDrainClosesInBatchesWithSlots(t *testing.T) {
 	done := make(chan struct{})
 	start := time.Now()
 	go func() { f.srv.Drain(context.Background(), true); close(done) }()
-	waitFor(t, time.Second, "draining", func() bool {
-		resp, err := http.Get(f.hs.URL + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	})
+	waitFor(t, time.Second, "draining", func() bool { return getStatus(t, f.hs.URL+"/healthz", "") == http.StatusServiceUnavailable })
 	if ce := closeOf(t, f.url, nil); ce.Code != protocol.CloseTryAgainLater {
 		t.Fatalf("a handshake during the drain: %d %q", ce.Code, ce.Reason)
 	}
@@ -195,13 +187,8 @@ func TestDrainClosesInBatchesWithSlots(t *testing.T) {
 	if first, last := closedAt[0], closedAt[len(closedAt)-1]; first > 300*time.Millisecond || last < 700*time.Millisecond || last > 2*time.Second {
 		t.Fatalf("closes from %v to %v: want batches spread over the 1 s window", first, last)
 	}
-	resp, err := http.Get(f.hs.URL + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("healthz after a resuming drain: %d", resp.StatusCode)
+	if code := getStatus(t, f.hs.URL+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("healthz after a resuming drain: %d", code)
 	}
 	f.dial().next(protocol.TypePing, time.Second)
 }
@@ -215,13 +202,7 @@ func TestMetrics(t *testing.T) {
 	p.next(protocol.TypeResponse, time.Second)
 	p.ws.Close(4567, "CANARY-metrics")
 	waitFor(t, 2*time.Second, "closed", func() bool { return f.srv.Stats().Open == 0 })
-	resp, err := http.Get(f.hs.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	text := string(body)
+	text := getText(t, f.hs.URL+"/metrics")
 	for _, want := range []string{
 		`wsready_handshakes_total{outcome="accepted"} 1`,
 		`wsready_handshakes_total{outcome="admission_refused"} 0`,

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -52,20 +51,15 @@ func TestSwitchesNeedDemoMode(t *testing.T) {
 			t.Errorf("POST %s without -demo: %d %q", path, code, msg)
 		}
 	}
-	if f.srv.Stats().Faults.Freeze {
+	if f.srv.Stats().Faults["freeze"] {
 		t.Fatal("a switch changed without -demo")
 	}
-	resp, err := http.Get(f.hs.URL + "/api/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Contains(string(body), "127.0.0.1:") || strings.Contains(string(body), `"remote"`) {
+	body := getText(t, f.hs.URL+"/api/stats")
+	if strings.Contains(body, "127.0.0.1:") || strings.Contains(body, `"remote"`) {
 		t.Fatalf("stats without -demo show remote addresses: %s", body)
 	}
 	var st Stats
-	json.Unmarshal(body, &st)
+	json.Unmarshal([]byte(body), &st)
 	if st.Demo || st.Open != 1 {
 		t.Fatalf("stats: demo %v open %d", st.Demo, st.Open)
 	}
@@ -103,7 +97,7 @@ func TestStateChangingRequestsAreGuarded(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d", c.name, code, msg, c.want)
 		}
 	}
-	if f.srv.Stats().Faults.Freeze {
+	if f.srv.Stats().Faults["freeze"] {
 		t.Fatal("a refused request changed a switch")
 	}
 	// Same origin, and no Origin at all (curl), are fine.
@@ -129,49 +123,25 @@ func TestHostMustBeAllowed(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Fatalf("rebound WebSocket: %v %+v", err, resp)
 	}
-	for _, path := range []string{"/api/stats", "/healthz"} {
-		req, _ := http.NewRequest("GET", f.hs.URL+path, nil)
-		req.Host = "evil.example"
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusMisdirectedRequest {
-			t.Errorf("GET %s with a foreign Host: %d", path, resp.StatusCode)
+	for _, path := range []string{"/api/stats", "/healthz", "/api/faults", "/metrics", "/no-such-path"} {
+		if code := getStatus(t, f.hs.URL+path, "evil.example"); code != http.StatusMisdirectedRequest {
+			t.Errorf("GET %s with a foreign Host: %d", path, code)
 		}
 	}
 	for _, h := range []string{"localhost:1234", "127.0.0.1", "[::1]:80", "LOCALHOST."} {
-		req, _ := http.NewRequest("GET", f.hs.URL+"/healthz", nil)
-		req.Host = h
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("Host %q: %d", h, resp.StatusCode)
+		if code := getStatus(t, f.hs.URL+"/healthz", h); code != http.StatusOK {
+			t.Errorf("Host %q: %d", h, code)
 		}
 	}
-	g := newFixture(t, &Options{AllowedHosts: []string{"demo.example"}})
-	req, _ := http.NewRequest("GET", g.hs.URL+"/healthz", nil)
-	req.Host = "demo.example:8080"
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("listed host: %d", resp.StatusCode)
-	}
+	// A listed host: TestAllowedHostsAddToLoopback.
 }
 
 // serveHardened runs the server behind the http.Server HTTPServer returns,
 // as wsready serve does.
 func serveHardened(t *testing.T, o *Options) string {
 	t.Helper()
-	srv := New(o)
-	hs := srv.HTTPServer()
+	srv := mustNew(t, o)
+	hs := srv.HTTPServer(NewDemo(srv, nil).Handler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -228,5 +198,3 @@ func TestHTTPTimeoutsFreeHeldSockets(t *testing.T) {
 	// end before the leak check.
 	time.Sleep(700 * time.Millisecond)
 }
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -3,47 +3,87 @@
 package server
 
 import (
+	"encoding/json"
+	"errors"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
 
-// HTTPServer returns an http.Server for Handler with the timeouts and
-// header limit of the Options, so an unfinished request or an idle
-// keep-alive cannot hold a socket forever. WebSocket connections are
-// hijacked and governed by WriteTimeout and MessageTimeout instead.
-func (s *Server) HTTPServer() *http.Server {
+// Mounting. Handler serves the WebSocket endpoint only, at whatever path
+// the application mounts it. What else an application may want is a
+// handler of its own, to mount where it wants (Demo.Handler mounts them all
+// as wsready serve serves them):
+//
+//	Handler         the WebSocket endpoint (/ws in wsready serve)
+//	TicketHandler   POST: a ticket for a client id (auth.go; /api/token)
+//	StatsHandler    GET: Stats as JSON (stats.go; /api/stats)
+//	MetricsHandler  GET: Prometheus metrics (metrics.go; /metrics)
+//	HealthHandler   GET: ok, or 503 while draining (drain.go; /healthz)
+//	StaticHandler   GET: files, such as web.FS() (static.go; /)
+//
+// Each applies the guards it needs (hostGuard, httpGuard): every one the
+// Host check; the plain HTTP ones read and write deadlines; the ones that
+// change state or issue credentials the Origin and Content-Type checks.
+
+// Handler returns the WebSocket endpoint, behind the Host check; it checks
+// the Origin of each upgrade itself (same origin or OriginPatterns, else
+// accepted and closed with 1008). A request that is not a WebSocket
+// upgrade gets 426 with a JSON error. Mount it at the path clients dial.
+func (s *Server) Handler() http.Handler { return s.hostGuard(http.HandlerFunc(s.serveWS)) }
+
+// HTTPServer returns an http.Server for h (an application's mux with
+// Handler mounted on it, or Demo.Handler) with the timeouts and header
+// limit of the Options (ReadHeaderTimeout, IdleTimeout, MaxHeaderBytes), so
+// an unfinished request or an idle keep-alive cannot hold a socket forever.
+// WebSocket connections are hijacked and governed by WriteTimeout and
+// MessageTimeout instead.
+func (s *Server) HTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           s.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 	}
 }
 
-// guard checks every request before routing it:
-//   - the Host header must name an allowed host (421 otherwise), so a page
-//     that rebinds its own DNS name to this server cannot reach it;
-//   - a state-changing request (any method but GET, HEAD, OPTIONS) must not
-//     come from a foreign Origin (403) and must say application/json (415),
-//     which a cross-site form or a no-preflight fetch cannot;
-//   - a non-WebSocket request gets read and write deadlines of
-//     RequestTimeout, so an unfinished body cannot hold its socket.
-func (s *Server) guard(next http.Handler) http.Handler {
+// hostGuard refuses with 421 a request whose Host header names a host
+// that is not allowed (Options.AllowedHosts), so a page that rebinds its
+// own DNS name to this server cannot reach it: that page's Origin equals
+// its Host, which a same-origin check alone would pass.
+func (s *Server) hostGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r.Host) {
-			writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": "this server does not answer for that host name; allow it with -hosts"})
+			writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": "this server does not answer for that host name; allow it with -hosts (Options.AllowedHosts)"})
 			return
 		}
-		if r.URL.Path != "/ws" {
-			rc := http.NewResponseController(w)
-			deadline := time.Now().Add(s.opts.RequestTimeout)
-			rc.SetReadDeadline(deadline)
-			rc.SetWriteDeadline(deadline)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpGuard is hostGuard for a plain HTTP handler that serves methods
+// (its others get 405 with Allow), and more:
+//   - the request gets read and write deadlines of RequestTimeout, so an
+//     unfinished body cannot hold its socket;
+//   - a state-changing request (any method but GET, HEAD, OPTIONS) must not
+//     come from a foreign Origin (403) and must say application/json (415),
+//     which a cross-site form or a no-preflight fetch cannot.
+func (s *Server) httpGuard(next http.Handler, methods ...string) http.Handler {
+	allow := strings.Join(methods, ", ")
+	return s.hostGuard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		deadline := time.Now().Add(s.opts.RequestTimeout)
+		rc.SetReadDeadline(deadline)
+		rc.SetWriteDeadline(deadline)
+		if !slices.Contains(methods, r.Method) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method " + r.Method + " not allowed here: " + allow})
+			return
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -59,19 +99,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
-	})
+	}))
 }
 
-// demoOnly serves h only in Demo mode; otherwise it answers 403.
-func (s *Server) demoOnly(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.opts.Demo {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "the failure switches are off: start the server with -demo to use them"})
-			return
-		}
-		h(w, r)
-	}
-}
+// The methods a read-only handler serves.
+var readMethods = []string{http.MethodGet, http.MethodHead}
 
 func (s *Server) hostAllowed(hostport string) bool {
 	host := hostport
@@ -106,4 +138,16 @@ func (s *Server) originAllowed(origin, host string) bool {
 		}
 	}
 	return false
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, errors.New("encode: "+err.Error()).Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
 }

@@ -164,7 +164,7 @@ func TestAFastClientIsPacedNotClosed(t *testing.T) {
 // at most MaxPendingReplies waiting; the rest are refused at once, by id.
 func TestPendingSlowRepliesAreCapped(t *testing.T) {
 	f := newFixture(t, &Options{SlowReplyDelay: time.Second, MaxPendingReplies: 10})
-	f.srv.SetSlowReplies(true)
+	f.set("slowReplies", true)
 	p := f.dial()
 	before := runtime.NumGoroutine()
 	for id := uint64(1); id <= 30; id++ {
@@ -233,7 +233,7 @@ func TestConnectionCaps(t *testing.T) {
 // the freeze ends.
 func TestAFrozenConnectionEndsWhenItsPeerGoes(t *testing.T) {
 	f := newFixture(t, nil)
-	f.srv.SetFreeze(true)
+	f.set("freeze", true)
 	for range 3 {
 		ws, _, err := rawDial(t, f.url, "")
 		if err != nil {
@@ -245,7 +245,7 @@ func TestAFrozenConnectionEndsWhenItsPeerGoes(t *testing.T) {
 		st := f.srv.Stats()
 		return st.Open == 0 && st.Limits.PeerGone == 3
 	})
-	if !f.srv.Stats().Faults.Freeze {
+	if !f.srv.Stats().Faults["freeze"] {
 		t.Fatal("freeze ended")
 	}
 	if n := f.srv.Stats().Limits.PeerGone; n != 3 {
@@ -282,7 +282,7 @@ func TestAnUnfinishedMessageClosesTheConnection(t *testing.T) {
 // Per-connection events are debug logs: at info level, connecting and
 // disconnecting write nothing.
 func TestConnectionsAreNotLoggedAtInfo(t *testing.T) {
-	var buf syncBuffer
+	var buf logBuf
 	f := newFixture(t, nil)
 	f.srv.log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	for range 20 {
@@ -301,29 +301,12 @@ func TestConnectionsAreNotLoggedAtInfo(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Flapping switched off before a connection's time is up leaves it open.
 func TestFlappingOffSparesPendingConnections(t *testing.T) {
 	f := newFixture(t, &Options{FlapAfter: 300 * time.Millisecond})
-	f.srv.SetFlapping(true)
+	f.set("flapping", true)
 	p := f.dial()
-	f.srv.SetFlapping(false)
+	f.set("flapping", false)
 	select {
 	case err := <-p.closed:
 		t.Fatalf("closed after Flapping was switched off: %v", err)
@@ -334,7 +317,7 @@ func TestFlappingOffSparesPendingConnections(t *testing.T) {
 // After shutdown a handshake is refused with a positive Retry-After.
 func TestRetryAfterIsPositiveAfterShutdown(t *testing.T) {
 	f := newFixture(t, &Options{RestartDowntime: 100 * time.Millisecond, RefuseWith: RefuseHTTP})
-	f.srv.Restart()
+	f.set("restart", true)
 	time.Sleep(200 * time.Millisecond)
 	f.srv.Close()
 	_, resp, err := rawDial(t, f.url, "")

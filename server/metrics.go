@@ -103,6 +103,11 @@ func (s *Server) registerGauges() {
 	)
 }
 
-func (s *Server) serveMetrics() http.Handler {
-	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+// MetricsHandler answers GET with the server's Prometheus metrics in the
+// text format: wsready_* (handshakes by outcome, closes by code, open
+// connections, drains, sweeps, requests, publishes), the Go runtime's and
+// the process's; no label carries peer text. Behind the Host check; GET and HEAD only. wsready
+// serve mounts it at /metrics.
+func (s *Server) MetricsHandler() http.Handler {
+	return s.httpGuard(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}), readMethods...)
 }

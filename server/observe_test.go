@@ -5,7 +5,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -39,16 +38,7 @@ func (h *failingHistory) Append(ctx context.Context, topic string, data []byte, 
 
 func scrapeMetrics(t *testing.T, f *fixture) string {
 	t.Helper()
-	resp, err := http.Get(f.hs.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
+	return getText(t, f.hs.URL+"/metrics")
 }
 
 // Issue 18: while NATS was down every failed publish logged a WARN line
@@ -58,7 +48,7 @@ func scrapeMetrics(t *testing.T, f *fixture) string {
 func TestPublishFailuresLogOnceAndAreCounted(t *testing.T) {
 	h := &failingHistory{History: NewMemoryHistory(Retention{MaxMsgs: 100, MaxBytes: 1 << 20, MaxAge: time.Hour}, 16, time.Now)}
 	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true})
-	var logs syncBuffer
+	var logs logBuf
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, nil)) // info, as without -v
 	p := f.dial()
 	id := uint64(0)
@@ -159,7 +149,7 @@ func TestMetricsHaveRuntimeProcessAndBuildInfo(t *testing.T) {
 // debug level, without the origin (the peer's text) or an address.
 func TestRefusedOriginIsLoggedAtDebug(t *testing.T) {
 	f := newFixture(t, &Options{})
-	var logs syncBuffer
+	var logs logBuf
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	const evil = "https://evil-CANARY.example"
 	req, _ := http.NewRequest("GET", f.hs.URL+"/ws", nil)

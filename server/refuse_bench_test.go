@@ -19,7 +19,7 @@ import (
 // process's CPU (user + system) per refusal, refusals/s the throughput of
 // one dialer. make bench-refuse runs it.
 func benchRefuse(b *testing.B, mode RefuseMode) {
-	srv := New(&Options{AdmitRate: 0.001, AdmitBurst: 1, TenantRate: 1e9, TenantBurst: 1e9, RefuseWith: mode, Logger: discard()})
+	srv := mustNew(b, &Options{AdmitRate: 0.001, AdmitBurst: 1, TenantRate: 1e9, TenantBurst: 1e9, RefuseWith: mode, Logger: discard()})
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { srv.Close(); hs.Close() }()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -107,7 +107,7 @@ func TestLoopingGarbageTicketIsBackstoppedPerAddress(t *testing.T) {
 	p.send(protocol.Message{Type: protocol.TypeAuth, Token: tok})
 	p.next(protocol.TypeAuthenticated, 2*time.Second)
 	// Reset counters (the demo's) forgets the address too.
-	f.srv.ResetCounters()
+	f.demo.ResetCounters()
 	q := f.dial()
 	q.send(protocol.Message{Type: protocol.TypeAuth, Token: "not-a-ticket"})
 	if ce := q.closeErr(2 * time.Second); ce.Reason != "bad ticket" {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -27,13 +28,22 @@ func TestMain(m *testing.M) {
 }
 
 type fixture struct {
-	t   *testing.T
-	srv *Server
-	hs  *httptest.Server
-	url string
+	t    *testing.T
+	srv  *Server
+	demo *Demo
+	hs   *httptest.Server
+	url  string
 }
 
+// newFixture serves the demo's site over a server with o (nil: the
+// fixture's defaults), as wsready serve does, without files.
 func newFixture(t *testing.T, o *Options) *fixture {
+	t.Helper()
+	return newSite(t, o, nil)
+}
+
+// newSite is newFixture with files served at /.
+func newSite(t *testing.T, o *Options, files fs.FS) *fixture {
 	t.Helper()
 	if o == nil {
 		o = &Options{}
@@ -45,14 +55,23 @@ func newFixture(t *testing.T, o *Options) *fixture {
 		o.FeedInterval = 20 * time.Millisecond
 	}
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := New(o)
-	hs := httptest.NewServer(srv.Handler())
-	f := &fixture{t: t, srv: srv, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
+	srv := mustNew(t, o)
+	demo := NewDemo(srv, files)
+	hs := httptest.NewServer(demo.Handler()) // the site wsready serve serves
+	f := &fixture{t: t, srv: srv, demo: demo, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
 	t.Cleanup(func() {
 		srv.Close()
 		hs.Close()
 	})
 	return f
+}
+
+// set flips a demo switch (Demo.Set); an error fails the test.
+func (f *fixture) set(name string, value any) {
+	f.t.Helper()
+	if err := f.demo.Set(name, value); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // peer is a raw protocol client: every frame it receives lands in frames.
@@ -243,7 +262,7 @@ func TestFreezeSilencesOpenAndNewConnectionsWithoutClosing(t *testing.T) {
 	old := f.dial()
 	old.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
 	old.next(protocol.TypeUpdate, time.Second)
-	f.srv.SetFreeze(true)
+	f.set("freeze", true)
 	time.Sleep(50 * time.Millisecond) // frames already on the wire may still land
 	for len(old.frames) > 0 {
 		<-old.frames
@@ -254,10 +273,10 @@ func TestFreezeSilencesOpenAndNewConnectionsWithoutClosing(t *testing.T) {
 	// ... and then neither side hears anything, and nothing closes.
 	old.silentFor(400 * time.Millisecond)
 	fresh.silentFor(50 * time.Millisecond)
-	if st := f.srv.Stats(); st.Open != 2 || !st.Faults.Freeze || !st.Connections[1].Frozen {
+	if st := f.srv.Stats(); st.Open != 2 || !st.Faults["freeze"] || !st.Connections[1].Frozen {
 		t.Fatalf("stats during freeze: %+v", st)
 	}
-	f.srv.SetFreeze(false)
+	f.set("freeze", false)
 	// Traffic resumes, and the request sent during the freeze is answered.
 	old.next(protocol.TypeUpdate, time.Second)
 	if r := fresh.next(protocol.TypeResponse, time.Second); r.ID != 1 {
@@ -270,7 +289,7 @@ func TestFreezeHoldsACloseHandshakeUntilItEnds(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.dial()
 	p.next(protocol.TypePing, time.Second)
-	f.srv.SetFreeze(true)
+	f.set("freeze", true)
 	done := make(chan error, 1)
 	go func() { done <- p.ws.Close(websocket.StatusNormalClosure, "bye") }()
 	select {
@@ -281,7 +300,7 @@ func TestFreezeHoldsACloseHandshakeUntilItEnds(t *testing.T) {
 	if f.srv.Stats().Open != 1 {
 		t.Fatal("server let go of the frozen connection")
 	}
-	f.srv.SetFreeze(false)
+	f.set("freeze", false)
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
@@ -295,7 +314,7 @@ func TestServiceDownDropsSubscriptionsButKeepsPinging(t *testing.T) {
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
 	p.next(protocol.TypeSubscribed, time.Second)
-	f.srv.SetServiceDown(true)
+	f.set("serviceDown", true)
 	u := p.next(protocol.TypeUnsubscribed, time.Second)
 	if u.Reason != "service_unavailable" {
 		t.Fatalf("reason %q", u.Reason)
@@ -312,7 +331,7 @@ func TestServiceDownDropsSubscriptionsButKeepsPinging(t *testing.T) {
 	if _, ok := p.maybe(protocol.TypeUpdate, 100*time.Millisecond); ok {
 		t.Fatal("feed delivered while down")
 	}
-	f.srv.SetServiceDown(false)
+	f.set("serviceDown", false)
 	// No data until the client subscribes again.
 	if _, ok := p.maybe(protocol.TypeUpdate, 200*time.Millisecond); ok {
 		t.Fatal("feed resumed without a new subscribe")
@@ -325,7 +344,7 @@ func TestServiceDownDropsSubscriptionsButKeepsPinging(t *testing.T) {
 func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
 	f := newFixture(t, &Options{SlowReplyDelay: 400 * time.Millisecond})
 	p := f.dial()
-	f.srv.SetSlowReplies(true)
+	f.set("slowReplies", true)
 	start := time.Now()
 	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 9, Method: "echo", Params: []byte(`1`)})
 	p.next(protocol.TypePing, time.Second) // pings are unaffected
@@ -333,7 +352,7 @@ func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
 	if d := time.Since(start); d < 380*time.Millisecond || r.ID != 9 {
 		t.Fatalf("response %d after %v", r.ID, d)
 	}
-	f.srv.SetSlowReplies(false)
+	f.set("slowReplies", false)
 	start = time.Now()
 	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 10, Method: "echo", Params: []byte(`1`)})
 	p.next(protocol.TypeResponse, time.Second)
@@ -345,7 +364,7 @@ func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
 func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 	f := newFixture(t, &Options{FlapAfter: 150 * time.Millisecond})
 	open := f.dial()
-	f.srv.SetFlapping(true)
+	f.set("flapping", true)
 	if code := open.closeCode(2 * time.Second); code != protocol.CloseFlapping {
 		t.Fatalf("open connection closed with %d", code)
 	}
@@ -357,7 +376,7 @@ func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 	if d := time.Since(start); d < 100*time.Millisecond || d > 1500*time.Millisecond {
 		t.Fatalf("closed after %v", d)
 	}
-	f.srv.SetFlapping(false)
+	f.set("flapping", false)
 	q := f.dial()
 	q.next(protocol.TypePing, time.Second)
 	q.silentFor(0)
@@ -369,7 +388,7 @@ func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
 	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond, RefuseWith: RefuseHTTP})
 	a, b := f.dial(), f.dial()
-	f.srv.Restart()
+	f.set("restart", true)
 	for _, p := range []*peer{a, b} {
 		if code := p.closeCode(2 * time.Second); code != protocol.CloseServiceRestart {
 			t.Fatalf("closed with %d, want 1012", code)
@@ -379,20 +398,20 @@ func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("dial during restart: err %v resp %+v", err, resp)
 	}
-	if !f.srv.Stats().Faults.Restart {
+	if !f.srv.Stats().Faults["restart"] {
 		t.Fatal("stats do not show the restart")
 	}
 	time.Sleep(600 * time.Millisecond)
 	c := f.dial()
 	c.next(protocol.TypePing, time.Second)
-	if st := f.srv.Stats(); st.Faults.Restart || st.RefusedWindow != 1 {
+	if st := f.srv.Stats(); st.Faults["restart"] || st.RefusedWindow != 1 {
 		t.Fatalf("after downtime: %+v", st)
 	}
 }
 
 func TestCountersMatchWhatTheClientsDid(t *testing.T) {
 	f := newFixture(t, nil)
-	f.srv.ResetCounters()
+	f.demo.ResetCounters()
 	const n = 5
 	var peers []*peer
 	for range n {
@@ -409,7 +428,7 @@ func TestCountersMatchWhatTheClientsDid(t *testing.T) {
 		p.ws.Close(websocket.StatusNormalClosure, "")
 	}
 	waitFor(t, 2*time.Second, "open count 0", func() bool { return f.srv.Stats().Open == 0 })
-	f.srv.ResetCounters()
+	f.demo.ResetCounters()
 	if st := f.srv.Stats(); st.HandshakesWindow != 0 || st.Handshakes != n {
 		t.Fatalf("after reset: %+v", st)
 	}
@@ -458,7 +477,9 @@ func TestBadInputGetsAnErrorFrameAndTheConnectionStays(t *testing.T) {
 
 func TestAPanicInAHandlerStaysWithItsConnection(t *testing.T) {
 	f := newFixture(t, nil)
-	f.srv.panicMethod = "boom"
+	f.srv.methods["boom"] = func(*Server, json.RawMessage) (json.RawMessage, *protocol.ErrorBody) {
+		panic("test panic in a method")
+	}
 	p, other := f.dial(), f.dial()
 	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 1, Method: "boom"})
 	if e := p.next(protocol.TypeError, time.Second); e.Error.Code != protocol.ErrInternal {
@@ -508,27 +529,26 @@ func TestFaultsAPIRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: status %d error %q", body, resp.StatusCode, e.Error)
 		}
 	}
-	if f.srv.Stats().Faults.Freeze {
+	if f.srv.Stats().Faults["freeze"] {
 		t.Fatal("a rejected request changed a switch")
 	}
 	resp, err := http.Post(f.hs.URL+"/api/faults", "application/json", strings.NewReader(`{"slowReplies":true,"serviceDown":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got Faults
+	var got faultsView
 	json.NewDecoder(resp.Body).Decode(&got)
 	resp.Body.Close()
-	if !got.SlowReplies || !got.ServiceDown || got.Freeze {
+	on := map[string]bool{}
+	for _, sw := range got.Switches {
+		on[sw.Name] = sw.On
+	}
+	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(switches) {
 		t.Fatalf("faults after POST: %+v", got)
 	}
-	resp, err = http.Get(f.hs.URL + "/api/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var st Stats
-	json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
-	if !st.Faults.SlowReplies || st.PingIntervalMs != 100 {
+	getJSON(t, f.hs.URL+"/api/stats", &st)
+	if !st.Faults["slowReplies"] || st.PingIntervalMs != 100 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -540,7 +560,7 @@ func TestStaticServesPrecompressedWasmWithValidators(t *testing.T) {
 		"wsready.wasm.gz":  {Data: []byte("gzipped")},
 		"nested/other.css": {Data: []byte("body{}")},
 	}
-	f := newFixture(t, &Options{Static: fsys})
+	f := newSite(t, nil, fsys)
 	req, _ := http.NewRequest("GET", f.hs.URL+"/wsready.wasm", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := http.DefaultTransport.RoundTrip(req)
@@ -574,20 +594,15 @@ func TestStaticServesPrecompressedWasmWithValidators(t *testing.T) {
 		t.Fatalf("identity: %q %v", body, resp.Header)
 	}
 	for path, want := range map[string]int{"/": 200, "/nested/other.css": 200, "/missing": 404, "/../server.go": 404} {
-		resp, err := http.Get(f.hs.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("%s: %d want %d", path, resp.StatusCode, want)
+		if code := getStatus(t, f.hs.URL+path, ""); code != want {
+			t.Errorf("%s: %d want %d", path, code, want)
 		}
 	}
 }
 
 func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 	o := &Options{PingInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	srv := New(o)
+	srv := mustNew(t, o)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
@@ -606,8 +621,13 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 			}
 		}
 	}()
-	srv.SetFreeze(true)
-	srv.SetSlowReplies(true)
+	demo := NewDemo(srv, nil)
+	if err := demo.Set("freeze", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.Set("slowReplies", true); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { srv.Close(); close(done) }()
 	select {
@@ -629,7 +649,7 @@ func TestStaticNegotiatesEncodingAndCaching(t *testing.T) {
 		"wsready.wasm.br": {Data: []byte("brotli")},
 		"index.html":      {Data: []byte("<!doctype html>")},
 	}
-	f := newFixture(t, &Options{Static: fsys})
+	f := newSite(t, nil, fsys)
 	get := func(path, accept string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", f.hs.URL+path, nil)
 		req.Header.Set("Accept-Encoding", accept)
@@ -651,7 +671,7 @@ func TestStaticNegotiatesEncodingAndCaching(t *testing.T) {
 		}
 	}
 	sum := sha256.Sum256([]byte("\x00asm raw"))
-	resp, body := get("/"+HashedName("wsready.wasm", hex.EncodeToString(sum[:8])), "br")
+	resp, body := get("/"+hashedName("wsready.wasm", hex.EncodeToString(sum[:8])), "br")
 	if resp.StatusCode != 200 || body != "brotli" || resp.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
 		t.Fatalf("hashed name: %d %q %v", resp.StatusCode, body, resp.Header)
 	}

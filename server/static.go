@@ -46,6 +46,16 @@ type staticFile struct {
 	modified time.Time
 }
 
+// StaticHandler serves the files of fsys (web.FS() holds the client's JS
+// and wasm and the demo's page), index.html at the root: each with a
+// strong ETag, also under a content-hashed name that may be cached for
+// good, precompressed .br and .gz siblings sent to clients that accept
+// them, and the client's files open to other origins. Behind the Host check; GET and HEAD only. wsready serve mounts it
+// at /.
+func (s *Server) StaticHandler(fsys fs.FS) http.Handler {
+	return s.httpGuard(newStaticHandler(fsys), readMethods...)
+}
+
 func newStaticHandler(fsys fs.FS) *staticHandler {
 	h := &staticHandler{files: map[string]*staticFile{}, hashed: map[string]*staticFile{}}
 	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
@@ -65,7 +75,7 @@ func newStaticHandler(fsys fs.FS) *staticHandler {
 			f.br, f.brETag = br, etagOf(br)
 		}
 		h.files[p] = f
-		h.hashed[HashedName(p, f.hash)] = f
+		h.hashed[hashedName(p, f.hash)] = f
 		return nil
 	})
 	return h
@@ -131,9 +141,9 @@ func (h *staticHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", f.modified, bytes.NewReader(body))
 }
 
-// HashedName is the content-hashed name a file is also served under:
+// hashedName is the content-hashed name a file is also served under:
 // wsready.wasm with hash h is wsready.h.wasm.
-func HashedName(name, h string) string {
+func hashedName(name, h string) string {
 	ext := path.Ext(name)
 	return strings.TrimSuffix(name, ext) + "." + h + ext
 }

@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,17 +22,41 @@ import (
 // then the ring's updates from there: live updates wait for the lock, so
 // there is no gap and no duplicate at the seam. An update is encoded once
 // and the same bytes are queued to every subscriber.
+//
+// A topic caches the stream id it attached to. When the History's Watch
+// says the topic's history goes on under a new stream id (a JetStream store
+// that came back with less than it had), the topic is retired: its ring is
+// dropped, its subscribers are told (unsubscribed, stream_reset: they
+// subscribe again, see the new id and report a reset), and the next
+// subscribe attaches it afresh. The retired watch is stopped by the hub's
+// one goroutine, since a Watch cannot be stopped from its own callback.
 
 type hub struct {
 	s   *Server
 	h   History
 	lim Retention
 
-	mu     sync.Mutex
-	topics map[string]*topic
+	mu      sync.Mutex
+	topics  map[string]*topic
+	retired []*topic // watches to stop (by run)
+	closed  bool
+
+	kick chan struct{} // cap 1: retired has topics
+	done chan struct{} // closed by close: run ends
+	wg   sync.WaitGroup
 
 	pub publishHealth
 }
+
+// errHubClosed is a subscribe that came while the server closes.
+var errHubClosed = errors.New("the server is closing")
+
+// maxAttach bounds the loads of a topic whose stream id changes under it.
+const maxAttach = 3
+
+// reasonStreamReset is the unsubscribed reason for a topic whose history
+// was given a new stream id under this node.
+const reasonStreamReset = "stream_reset"
 
 // publishHealth logs publish failures (a client's or Server.Publish's) as
 // runFeed logs the feed's: one line when they start, one when a publish
@@ -49,16 +74,19 @@ type topic struct {
 	once sync.Once
 	err  error // the attach's error; set before once returns
 
-	mu      sync.Mutex
-	stream  string
-	target  int64 // the topic's last seq when attached: ready once head reaches it
-	ready   bool
-	head    int64          // the newest seq in the ring (or before it)
-	ring    []cachedUpdate // contiguous seqs, oldest first
-	bytes   int
-	subs    map[*conn]*subscription
-	waiting map[*conn]protocol.Message // subscribes that came while loading
-	stop    func()
+	mu       sync.Mutex
+	stream   string
+	target   int64 // the topic's last seq when attached: ready once head reaches it
+	ready    bool
+	head     int64          // the newest seq in the ring (or before it)
+	ring     []cachedUpdate // contiguous seqs, oldest first
+	bytes    int
+	subs     map[*conn]*subscription
+	waiting  map[*conn]protocol.Message // subscribes that came while loading
+	stop     func()
+	gen      int  // the watch whose entries count; a reset moves it on
+	attached bool // attach has finished
+	retired  bool // its stream id changed: no longer in hub.topics
 }
 
 type cachedUpdate struct {
@@ -72,14 +100,67 @@ type subscription struct {
 	next int64 // the first seq this subscriber has not been sent
 }
 
+// newHub returns a hub over h and starts its goroutine; close stops it.
 func newHub(s *Server, h History, lim Retention) *hub {
-	return &hub{s: s, h: h, lim: lim, topics: map[string]*topic{}}
+	hb := &hub{s: s, h: h, lim: lim, topics: map[string]*topic{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	hb.wg.Add(1)
+	go hb.run()
+	return hb
+}
+
+// run stops the watches of retired topics.
+func (h *hub) run() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-h.kick:
+		}
+		h.mu.Lock()
+		ts := h.retired
+		h.retired = nil
+		h.mu.Unlock()
+		for _, t := range ts {
+			t.stopWatch()
+		}
+	}
+}
+
+// retire takes t out of the hub (a later subscribe attaches the topic
+// afresh) and has its watch stopped.
+func (h *hub) retire(t *topic) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.topics[t.name] == t {
+		delete(h.topics, t.name)
+	}
+	if h.closed {
+		return // close stops every topic it took, this one with them
+	}
+	h.retired = append(h.retired, t)
+	signal(h.kick)
+}
+
+// stopWatch stops t's watch, once.
+func (t *topic) stopWatch() {
+	t.mu.Lock()
+	stop := t.stop
+	t.stop = nil
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // topic returns the topic attached on this node, attaching it on first use.
 // ErrNoTopic when the History does not have it.
 func (h *hub) topic(ctx context.Context, name string) (*topic, error) {
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, errHubClosed
+	}
 	t := h.topics[name]
 	if t == nil {
 		if len(h.topics) >= h.s.opts.MaxTopics {
@@ -102,47 +183,72 @@ func (h *hub) topic(ctx context.Context, name string) (*topic, error) {
 	return t, nil
 }
 
+// attach loads the topic from the History (Info) and watches it from its
+// first retained seq. A stream id that changes while it does so (the
+// Watch's first marker names another) makes it load again.
 func (t *topic) attach(ctx context.Context) error {
-	info, err := t.hub.h.Info(ctx, t.name)
-	if err != nil {
-		return err
+	for range maxAttach {
+		info, err := t.hub.h.Info(ctx, t.name)
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		t.gen++
+		gen := t.gen
+		t.stream, t.target, t.head = info.Stream, info.Last, info.First-1
+		t.ready = t.head >= t.target
+		clear(t.ring)
+		t.ring, t.bytes = t.ring[:0], 0
+		t.mu.Unlock()
+		stop, err := t.hub.h.Watch(ctx, t.name, info.First, func(e Entry) { t.deliver(gen, e) })
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		if t.gen != gen { // a new stream id meanwhile
+			t.mu.Unlock()
+			stop()
+			continue
+		}
+		t.stop, t.attached = stop, true
+		t.mu.Unlock()
+		return nil
 	}
-	t.mu.Lock()
-	t.stream, t.target, t.head = info.Stream, info.Last, info.First-1
-	t.ready = t.head >= t.target
-	t.mu.Unlock()
-	stop, err := t.hub.h.Watch(ctx, t.name, info.First, t.deliver)
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.stop = stop
-	t.mu.Unlock()
-	return nil
+	return fmt.Errorf("failed to load the topic: its stream id changed %d times while it loaded", maxAttach)
 }
 
+// close stops the hub's goroutine and every topic's watch.
 func (h *hub) close() {
 	h.mu.Lock()
-	ts := make([]*topic, 0, len(h.topics))
+	h.closed = true
+	ts := make([]*topic, 0, len(h.topics)+len(h.retired))
 	for _, t := range h.topics {
 		ts = append(ts, t)
 	}
+	ts = append(ts, h.retired...)
+	h.retired = nil
 	h.mu.Unlock()
+	close(h.done)
+	h.wg.Wait()
 	for _, t := range ts {
-		t.mu.Lock()
-		stop := t.stop
-		t.stop = nil
-		t.mu.Unlock()
-		if stop != nil {
-			stop()
-		}
+		t.stopWatch()
 	}
 }
 
-// deliver takes the topic's next update from the History.
-func (t *topic) deliver(e Entry) {
+// deliver takes the topic's next update from the History's watch gen: an
+// update, or a stream marker.
+func (t *topic) deliver(gen int, e Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if gen != t.gen || t.retired {
+		return // a watch that is being stopped
+	}
+	if e.Stream != "" {
+		if e.Stream != t.stream {
+			t.resetLocked(e.Stream)
+		}
+		return
+	}
 	if e.Seq <= t.head {
 		return // seen already (a consumer's redelivery)
 	}
@@ -177,6 +283,40 @@ func (t *topic) deliver(e Entry) {
 	}
 }
 
+// resetLocked handles a new stream id for the topic: the entries of the
+// current watch are ignored from now on. While attach runs it loads the
+// topic again; after, the topic is retired and its subscribers told, so
+// they subscribe again and meet the new stream. Called with t.mu held.
+func (t *topic) resetLocked(stream string) {
+	t.gen++
+	if !t.attached {
+		return
+	}
+	t.retired = true
+	n := len(t.subs) + len(t.waiting)
+	t.hub.s.log.Info("topic's history has a new stream id: its subscribers are told to subscribe again",
+		"stream_was", t.stream, "stream", stream, "subscribers", n)
+	frame := func(c *conn) []byte {
+		return c.encode(protocol.UnsubscribedFrame{Type: protocol.TypeUnsubscribed, Topic: t.name, Reason: reasonStreamReset})
+	}
+	for c := range t.subs {
+		c.subMu.Lock()
+		if c.subs[t.name] == t {
+			delete(c.subs, t.name)
+		}
+		c.subMu.Unlock()
+		c.offer(frame(c))
+	}
+	for c := range t.waiting {
+		c.offer(frame(c))
+	}
+	clear(t.subs)
+	clear(t.waiting)
+	clear(t.ring)
+	t.ring, t.bytes = nil, 0
+	t.hub.retire(t)
+}
+
 // trim drops the ring's oldest updates past the retention limits.
 func (t *topic) trim(now time.Time) {
 	lim := t.hub.lim
@@ -201,7 +341,9 @@ func (t *topic) first() int64 {
 }
 
 // serveLocked answers a subscribe: "subscribed" with the first seq to
-// follow, the replay, then live updates. Called with t.mu held.
+// follow, the replay, then live updates. The subscription is recorded
+// first, so whoever reads "subscribed" finds it counted (Stats). Called
+// with t.mu held: live updates wait for the replay.
 func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	t.trim(t.hub.s.opts.Now())
 	from := t.head + 1 // no since: live only
@@ -212,12 +354,6 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 		}
 		from = max(since+1, t.first())
 	}
-	c.offer(c.encode(protocol.SubscribedFrame{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
-	for _, u := range t.ring {
-		if u.seq >= from {
-			c.offer(u.frame)
-		}
-	}
 	t.subs[c] = &subscription{next: max(from, t.head+1)}
 	c.subMu.Lock()
 	if c.subs == nil {
@@ -225,6 +361,12 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	}
 	c.subs[t.name] = t
 	c.subMu.Unlock()
+	c.offer(c.encode(protocol.SubscribedFrame{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
+	for _, u := range t.ring {
+		if u.seq >= from {
+			c.offer(u.frame)
+		}
+	}
 }
 
 // remove drops c's subscription; it reports whether there was one.
@@ -255,27 +397,44 @@ func (c *conn) subscribe(m protocol.Message) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
-	t, err := s.hub.topic(ctx, m.Topic)
-	cancel()
-	switch {
-	case errors.Is(err, ErrNoTopic):
-		c.sendTopicError(m.Topic, protocol.ErrUnknownTopic, "no such topic: publish to it first")
-		return
-	case errors.Is(err, ErrTooManyTopics):
-		c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "this node has reached its topic cap")
-		return
-	case err != nil:
-		s.log.Warn("topic unavailable", "cause", errKind(err)) // the error may quote the peer's topic name
-		c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
-		return
+	defer cancel()
+	// Twice at most: a topic retired between the lookup and its lock (its
+	// stream id changed) is attached afresh.
+	for range 2 {
+		t, err := s.hub.topic(ctx, m.Topic)
+		switch {
+		case errors.Is(err, ErrNoTopic):
+			c.sendTopicError(m.Topic, protocol.ErrUnknownTopic, "no such topic: publish to it first")
+			return
+		case errors.Is(err, ErrTooManyTopics):
+			c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "this node has reached its topic cap")
+			return
+		case err != nil:
+			s.log.Warn("topic unavailable", "cause", errKind(err)) // the error may quote the peer's topic name
+			c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
+			return
+		}
+		if t.serveOrWait(c, m) {
+			return
+		}
 	}
+	c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
+}
+
+// serveOrWait serves a subscribe, or holds it until the ring has caught
+// up; false if t was retired meanwhile.
+func (t *topic) serveOrWait(c *conn, m protocol.Message) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.ready {
+	switch {
+	case t.retired:
+		return false
+	case !t.ready:
 		t.waiting[c] = m // served when the ring has caught up
-		return
+	default:
+		t.serveLocked(c, m)
 	}
-	t.serveLocked(c, m)
+	return true
 }
 
 // unsubscribe serves an unsubscribe frame.

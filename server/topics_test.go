@@ -5,6 +5,8 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,7 +137,7 @@ func TestServiceDownDropsEveryTopic(t *testing.T) {
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "x"})
 	p.next(protocol.TypeSubscribed, time.Second)
 	p.next(protocol.TypeSubscribed, time.Second)
-	f.srv.SetServiceDown(true)
+	f.set("serviceDown", true)
 	got := map[string]bool{}
 	for range 2 {
 		got[p.next(protocol.TypeUnsubscribed, time.Second).Topic] = true
@@ -164,5 +166,89 @@ func TestMemoryHistoryBounds(t *testing.T) {
 	}
 	if _, err := h.Append(ctx, "v", []byte(`1`), false); !errors.Is(err, ErrNoTopic) {
 		t.Fatalf("append without create: %v", err)
+	}
+}
+
+// A subscription is recorded before its "subscribed" is queued, so a
+// client that counts subscriptions (Stats.Subscribed) right after it reads
+// "subscribed" sees its own. TestCountersMatchWhatTheClientsDid flaked
+// with Subscribed 4 of 5 when the frame went first. The queue's start
+// hook runs the moment the first frame, "subscribed", is queued.
+func TestASubscriptionIsRecordedBeforeItsSubscribedIsQueued(t *testing.T) {
+	srv := mustNew(t, &Options{NoFeed: true, Logger: discard()})
+	t.Cleanup(func() { srv.Close() })
+	ctx := context.Background()
+	if _, err := srv.Publish(ctx, "news", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	top, err := srv.hub.topic(ctx, "news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{s: srv, ctx: ctx}
+	seen := -1
+	c.q = newSendQueue(1<<20, func() {
+		_, inTopic := top.subs[c] // serveLocked holds top.mu on this goroutine
+		if inTopic {
+			seen = c.subscriptions()
+		} else {
+			seen = 0
+		}
+	})
+	top.mu.Lock()
+	top.serveLocked(c, protocol.Message{Type: protocol.TypeSubscribe, Topic: "news", HasSince: true, Since: 0})
+	top.mu.Unlock()
+	if seen != 1 {
+		t.Fatalf("when subscribed was queued the connection had %d subscriptions recorded, want 1", seen)
+	}
+	if f := c.q.take(nil); len(f) == 0 || !strings.Contains(string(f[0]), `"type":"subscribed"`) {
+		t.Fatalf("first frame queued: %q", f)
+	}
+}
+
+// renamedHistory is the memory History whose topic is renamed between the
+// hub's Info and its Watch, once: Info names stream "old" the first time
+// and "new" after, and the first Watch begins with a marker for "new". A
+// fake, because the point is that moment, which real parts cannot hit on
+// purpose; the rename itself is tested on a real NATS store.
+type renamedHistory struct {
+	History
+	infos, watches atomic.Int32
+}
+
+func (h *renamedHistory) Info(ctx context.Context, topic string) (TopicInfo, error) {
+	ti, err := h.History.Info(ctx, topic)
+	ti.Stream = "new"
+	if h.infos.Add(1) == 1 {
+		ti.Stream = "old"
+	}
+	return ti, err
+}
+
+func (h *renamedHistory) Watch(ctx context.Context, topic string, from int64, fn func(Entry)) (func(), error) {
+	if h.watches.Add(1) == 1 {
+		fn(Entry{Stream: "new"})
+	}
+	return h.History.Watch(ctx, topic, from, fn)
+}
+
+// A stream id that changes while the hub loads a topic makes it load the
+// topic again: subscribers get the new id, never the one it replaced.
+func TestATopicRenamedWhileLoadingIsLoadedAgain(t *testing.T) {
+	h := &renamedHistory{History: NewMemoryHistory(Retention{MaxMsgs: 10, MaxBytes: 1 << 10, MaxAge: time.Hour}, 4, nil)}
+	f := newFixture(t, &Options{History: h, NoFeed: true})
+	if _, err := f.srv.Publish(context.Background(), "news", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "news", HasSince: true})
+	if sub := p.next(protocol.TypeSubscribed, time.Second); sub.Stream != "new" || sub.From != 1 {
+		t.Fatalf("subscribed %+v, want stream new from 1", sub)
+	}
+	if got := p.updatesOf("news", 1, time.Second); got[0] != 1 {
+		t.Fatalf("update %v", got)
+	}
+	if i, w := h.infos.Load(), h.watches.Load(); i != 2 || w != 2 {
+		t.Fatalf("%d loads and %d watches, want 2 of each", i, w)
 	}
 }

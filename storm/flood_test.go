@@ -28,9 +28,12 @@ func fromAddr(ip string) *http.Client {
 // not starve the others: 50 well-behaved stage 6 clients from another
 // address all get READY, those refused at their slots.
 func TestAFloodIsShedWithoutStarvingOthers(t *testing.T) {
-	srv := server.New(&server.Options{AdmitRate: 200, AdmitBurst: 40, TenantRate: 20, TenantBurst: 40,
+	srv, err := server.New(&server.Options{AdmitRate: 200, AdmitBurst: 40, TenantRate: 20, TenantBurst: 40,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	hs := srv.HTTPServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer(srv.Handler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

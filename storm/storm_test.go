@@ -15,12 +15,15 @@ import (
 
 func startServer(t *testing.T, noSlots bool) string {
 	t.Helper()
-	srv := server.New(&server.Options{
+	srv, err := server.New(&server.Options{
 		Demo: true, PingInterval: time.Second, FeedInterval: 5 * time.Second, RestartDowntime: 2 * time.Second,
 		AdmitRate: 100, AdmitBurst: 20, TenantRate: 10000, TenantBurst: 10000, MaxConnsPerIP: 10000, NoSlots: noSlots,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	hs := srv.HTTPServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer(server.NewDemo(srv, nil).Handler()) // storm flips Restart through /api/faults
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
 // Package web embeds wsready's browser files, so a Go server can serve
-// them (wsready serve does, through server.Options.Static):
+// them (wsready serve does, through server.Server.StaticHandler):
 //
 //   - wsready.js, the JS loader (an ES module: connect), and wsready.d.ts,
 //     its type declarations;
@@ -7,7 +7,7 @@
 //   - index.html, app.js, style.css and favicon.svg: the demo page, whose
 //     buttons call a wsready server's /api;
 //   - wsready.wasm (with wsready.wasm.br and wsready.wasm.gz beside it, which
-//     server.Options.Static sends to browsers that accept them) and Go's
+//     server.Server.StaticHandler sends to browsers that accept them) and Go's
 //     wasm_exec.js: the client itself.
 //
 // The last group is built, never committed: it is present only after

@@ -18,7 +18,10 @@ import (
 )
 
 func Example() {
-	srv := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { srv.Close(); hs.Close() }()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
@@ -41,7 +44,10 @@ func Example() {
 // A session that reached a terminal state (here the server ended it with
 // 1000) stays down until the app starts a fresh one with Reconnect.
 func ExampleClient_Reconnect() {
-	srv := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { srv.Close(); hs.Close() }()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
@@ -54,7 +60,7 @@ func ExampleClient_Reconnect() {
 	}
 	defer c.Close()
 	c.WaitReady(ctx)
-	srv.EndSession()
+	server.NewDemo(srv, nil).Set("endSession", true) // the demo's End session switch
 	c.WaitState(ctx, func(s client.State) bool { return s.Ended != client.NotEnded })
 	var ended *native.EndedError
 	if err := c.WaitReady(ctx); errors.As(err, &ended) {
@@ -85,7 +91,10 @@ func ExampleClient_WaitReady() {
 // startDemo runs the real server on loopback for an example; stop ends it.
 func startDemo(o server.Options) (url string, stop func()) {
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(&o)
+	srv, err := server.New(&o)
+	if err != nil {
+		panic(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", func() { srv.Close(); hs.Close() }
 }

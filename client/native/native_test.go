@@ -5,17 +5,14 @@ package native
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/server"
 	"go.uber.org/goleak"
 )
@@ -24,16 +21,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The real server with short intervals so every switch can be exercised in
 // a couple of seconds.
-func startServer(t *testing.T) (*server.Server, string) {
+func startServer(t *testing.T) (*testutil.Server, string) {
 	t.Helper()
-	srv := server.New(&server.Options{
+	srv := testutil.StartServer(t, server.Options{
 		PingInterval: 100 * time.Millisecond, FeedInterval: 50 * time.Millisecond,
 		SlowReplyDelay: time.Second, FlapAfter: 100 * time.Millisecond, RestartDowntime: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { srv.Close(); hs.Close() })
-	return srv, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	return srv, srv.URL
 }
 
 type probe struct {
@@ -119,7 +113,7 @@ func TestNativeFreeze(t *testing.T) {
 		t.Run(stageName(stage), func(t *testing.T) {
 			srv, url := startServer(t)
 			p := dialStage(t, url, stage)
-			srv.SetFreeze(true)
+			srv.Set("freeze", true)
 			d, left := leftReady(p, 1500*time.Millisecond)
 			switch stage {
 			case 0:
@@ -131,7 +125,7 @@ func TestNativeFreeze(t *testing.T) {
 					t.Fatalf("stage 5 left READY after %v (%v); want within 3 intervals of 100ms-ish plus slack", d, left)
 				}
 			}
-			srv.SetFreeze(false)
+			srv.Set("freeze", false)
 			waitReady(t, p, 5*time.Second)
 			if stage == 5 {
 				// Old sockets finish closing; exactly one stays.
@@ -152,7 +146,7 @@ func TestNativeServiceDown(t *testing.T) {
 		t.Run(stageName(stage), func(t *testing.T) {
 			srv, url := startServer(t)
 			p := dialStage(t, url, stage)
-			srv.SetServiceDown(true)
+			srv.Set("serviceDown", true)
 			d, left := leftReady(p, time.Second)
 			if stage == 0 && left {
 				t.Fatal("stage 0 noticed the service outage")
@@ -166,7 +160,7 @@ func TestNativeServiceDown(t *testing.T) {
 					t.Fatalf("a service outage touched lower layers: %+v", st)
 				}
 			}
-			srv.SetServiceDown(false)
+			srv.Set("serviceDown", false)
 			got := updatesWithin(p, 1500*time.Millisecond)
 			if stage == 0 && got {
 				t.Fatal("stage 0 got data after recovery without resubscribing")
@@ -186,7 +180,7 @@ func TestNativeSlowReplies(t *testing.T) {
 		t.Run(stageName(stage), func(t *testing.T) {
 			srv, url := startServer(t)
 			p := dialStage(t, url, stage)
-			srv.SetSlowReplies(true)
+			srv.Set("slowReplies", true)
 			ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 			defer cancel()
 			_, err := p.Request(ctx, "time", nil)
@@ -210,11 +204,11 @@ func TestNativeFlappingAttempts(t *testing.T) {
 	for _, stage := range []int{0, 5} {
 		srv, url := startServer(t)
 		p := dialStage(t, url, stage)
-		srv.SetFlapping(true)
-		srv.ResetCounters()
+		srv.Set("flapping", true)
+		srv.Demo.ResetCounters()
 		time.Sleep(3 * time.Second)
 		attempts[stage] = srv.Stats().HandshakesWindow
-		srv.SetFlapping(false)
+		srv.Set("flapping", false)
 		p.Close()
 	}
 	t.Logf("handshakes in 3s of flapping: stage 0 %d, stage 5 %d", attempts[0], attempts[5])
@@ -228,7 +222,7 @@ func TestNativeRestart(t *testing.T) {
 		t.Run(stageName(stage), func(t *testing.T) {
 			srv, url := startServer(t)
 			p := dialStage(t, url, stage)
-			srv.Restart()
+			srv.Set("restart", true)
 			if _, left := leftReady(p, time.Second); !left {
 				t.Fatal("restart not noticed")
 			}
@@ -249,7 +243,7 @@ func TestNativeRestart(t *testing.T) {
 func TestNativeCloseEndsEverything(t *testing.T) {
 	srv, url := startServer(t)
 	p := dialStage(t, url, 5)
-	srv.SetFreeze(true) // closing must not hang on a frozen peer
+	srv.Set("freeze", true) // closing must not hang on a frozen peer
 	start := time.Now()
 	p.Close()
 	if d := time.Since(start); d > 8*time.Second {
@@ -258,7 +252,7 @@ func TestNativeCloseEndsEverything(t *testing.T) {
 	if _, err := p.Request(context.Background(), "time", nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("request after close: %v", err)
 	}
-	srv.SetFreeze(false)
+	srv.Set("freeze", false)
 }
 
 func stageName(n int) string { return "stage" + string(rune('0'+n)) }
@@ -294,9 +288,9 @@ func TestNativeCloseSendsNormalClosure(t *testing.T) {
 func TestNativeCloseClosesLeakedSockets(t *testing.T) {
 	srv, url := startServer(t)
 	p := dialStage(t, url, 2)
-	srv.SetFreeze(true)
+	srv.Set("freeze", true)
 	time.Sleep(1500 * time.Millisecond) // the watchdog replaces the frozen socket several times
-	srv.SetFreeze(false)
+	srv.Set("freeze", false)
 	// The late closes of the replaced sockets arrive, each taken as the
 	// current socket's: each starts another socket and the live ones leak.
 	deadline := time.Now().Add(5 * time.Second)

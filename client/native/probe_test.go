@@ -84,7 +84,7 @@ func TestProbeDetectsAFreezeWithinAnIntervalAndAHalf(t *testing.T) {
 		}
 		time.Sleep(1500*time.Millisecond + time.Duration(rnd.Int64N(int64(time.Second))))
 		start := time.Now()
-		srv.SetFreeze(true)
+		srv.Set("freeze", true)
 		err := eventually(4*time.Second, func() bool {
 			for _, w := range watches {
 				if _, ok := w.leftAfter(start); !ok {
@@ -93,7 +93,7 @@ func TestProbeDetectsAFreezeWithinAnIntervalAndAHalf(t *testing.T) {
 			}
 			return true
 		})
-		srv.SetFreeze(false)
+		srv.Set("freeze", false)
 		if err != nil {
 			t.Fatalf("freeze %d: not every client noticed within 4 s", f)
 		}
@@ -144,9 +144,9 @@ func TestJitteryPingsNeverKillAHealthyConnection(t *testing.T) {
 		d = 5 * time.Minute
 	}
 	start := time.Now()
-	srv.SetJitter(true)
+	srv.Set("jitter", true)
 	time.Sleep(d)
-	srv.SetJitter(false)
+	srv.Set("jitter", false)
 	probes, answered := 0, 0
 	for i, c := range cls {
 		if l, ok := watches[i].leftAfter(start); ok {

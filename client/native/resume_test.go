@@ -5,17 +5,14 @@ package native
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"math/rand/v2"
-	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/server"
 )
 
@@ -44,21 +41,6 @@ func (r *seqRecorder) snapshot() ([]int64, []client.ContinuityLost) {
 	return append([]int64(nil), r.seqs...), append([]client.ContinuityLost(nil), r.lost...)
 }
 
-// exactly reports the first way seqs differs from from..to, or "".
-func exactly(seqs []int64, from, to int64) string {
-	want := from
-	for i, s := range seqs {
-		if s != want {
-			return "update " + strconv.Itoa(i) + " has seq " + strconv.FormatInt(s, 10) + ", want " + strconv.FormatInt(want, 10)
-		}
-		want++
-	}
-	if want != to+1 {
-		return "delivered up to " + strconv.FormatInt(want-1, 10) + ", want " + strconv.FormatInt(to, 10)
-	}
-	return ""
-}
-
 // eventually polls cond every 10 ms until it holds or d passes.
 func eventually(d time.Duration, cond func() bool) error {
 	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
@@ -71,13 +53,10 @@ func eventually(d time.Duration, cond func() bool) error {
 	}
 }
 
-func topicServer(t *testing.T, o server.Options) (*server.Server, string) {
+func topicServer(t *testing.T, o server.Options) (*testutil.Server, string) {
 	t.Helper()
-	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(&o)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { srv.Close(); hs.Close() })
-	return srv, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	srv := testutil.StartServer(t, o)
+	return srv, srv.URL
 }
 
 func fastStage7(seed uint64) *client.Config {
@@ -163,16 +142,16 @@ func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
 	for minOpens() < 101 && time.Now().Before(deadline) {
 		switch turns % 3 {
 		case 0:
-			srv.Restart()
+			srv.Set("restart", true)
 			time.Sleep(500 * time.Millisecond)
 		case 1:
-			srv.SetFlapping(true)
+			srv.Set("flapping", true)
 			time.Sleep(1500 * time.Millisecond)
-			srv.SetFlapping(false)
+			srv.Set("flapping", false)
 		case 2:
-			srv.SetFreeze(true)
+			srv.Set("freeze", true)
 			time.Sleep(500 * time.Millisecond)
-			srv.SetFreeze(false)
+			srv.Set("freeze", false)
 		}
 		time.Sleep(300 * time.Millisecond)
 		turns++
@@ -199,7 +178,7 @@ func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
 	for i, c := range cls {
 		seqs, lost := recs[i].snapshot()
 		st := c.Stats()
-		if d := exactly(seqs, seqs[0], last); d != "" || seqs[0] > 2 {
+		if d := testutil.ExactRun(seqs, seqs[0], last); d != "" || seqs[0] > 2 {
 			t.Errorf("client %d: %s (first %d)", i, d, seqs[0])
 		}
 		if len(lost) != 0 || st.SeqGaps != 0 || st.MissedUpdates != 0 {
@@ -240,7 +219,7 @@ func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
 	if err := eventually(5*time.Second, func() bool { s, _ := first.snapshot(); return len(s) == 7 }); err != nil {
 		t.Fatalf("replay from since 3: %v", err)
 	}
-	if s, _ := first.snapshot(); exactly(s, 4, 10) != "" {
+	if s, _ := first.snapshot(); testutil.ExactRun(s, 4, 10) != "" {
 		t.Fatalf("replay from since 3 delivered %v", s)
 	}
 	c.Close()
@@ -268,7 +247,7 @@ func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // nothing more may come
 	seqs, lost := rec.snapshot()
-	if d := exactly(seqs, 41, 60); d != "" {
+	if d := testutil.ExactRun(seqs, 41, 60); d != "" {
 		t.Fatal(d)
 	}
 	if len(lost) != 1 || lost[0] != (client.ContinuityLost{Topic: "news", From: 11, To: 40}) {
@@ -326,7 +305,7 @@ func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
 		s, _ := rec.snapshot()
 		t.Fatalf("subscriber got %v", s)
 	}
-	if s, _ := rec.snapshot(); exactly(s, 1, 2) != "" {
+	if s, _ := rec.snapshot(); testutil.ExactRun(s, 1, 2) != "" {
 		t.Fatalf("subscriber got %v", s)
 	}
 	var se *client.ServerError

@@ -5,8 +5,6 @@ package native
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,19 +15,17 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
 )
 
-func authServer(t *testing.T, o server.Options) (*server.Server, string, string) {
+func authServer(t *testing.T, o server.Options) (*testutil.Server, string, string) {
 	t.Helper()
 	o.Auth = server.AuthRequired
 	o.IssueTickets = true // the tests fetch tickets from POST /api/token, as a page does from its app
-	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(&o)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { srv.Close(); hs.Close() })
-	return srv, hs.URL, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	srv := testutil.StartServer(t, o)
+	return srv, srv.Base, srv.URL
 }
 
 // tokenHook fetches tickets from the server, caching one until asked to
@@ -90,7 +86,7 @@ func TestNativeShortTicketsRefreshOncePerLifetime(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv.ResetCounters()
+	srv.Demo.ResetCounters()
 	time.Sleep(20 * time.Second)
 	st, hs := c.Stats(), srv.Stats().HandshakesWindow
 	rec.mu.Lock()
@@ -114,9 +110,7 @@ func TestNativeShortTicketsRefreshOncePerLifetime(t *testing.T) {
 func TestNativeRevokedMakesOneHandshake(t *testing.T) {
 	t.Parallel()
 	srv, base, url := authServer(t, server.Options{})
-	if err := srv.Revoke("banned"); err != nil {
-		t.Fatal(err)
-	}
+	srv.Set("revoke", "banned")
 	var fetched atomic.Int64
 	c, err := Dial(context.Background(), url, &Options{Token: tokenHook(base, "banned", &fetched)})
 	if err != nil {

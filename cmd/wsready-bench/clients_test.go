@@ -92,7 +92,10 @@ func TestLeanServerPingsConnectionsAtRestAndSendsNoUpdates(t *testing.T) {
 func newWsready(t *testing.T, o server.Options) string {
 	t.Helper()
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(&o)
+	srv, err := server.New(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wsready/wsready/internal/fetch"
 )
 
 // child is a process this harness started.
@@ -92,18 +93,7 @@ func (c *child) stop() {
 var statsClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 
 func getJSON(url string, v any) error {
-	resp, err := statsClient.Get(url)
-	if err != nil {
-		return fmt.Errorf("failed to get %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("failed to get %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("failed to decode %s: %w", url, err)
-	}
-	return nil
+	return fetch.JSON(context.Background(), statsClient, url, v) // statsClient's Timeout bounds it
 }
 
 // readRSS is a process's resident set in bytes: VmRSS in /proc/PID/status.

@@ -131,11 +131,14 @@ func runServer(args []string) error {
 		if !*updates {
 			feed = silentFeed
 		}
-		srv := server.New(&server.Options{
+		srv, err := server.New(&server.Options{
 			PingInterval: *ping, FeedInterval: feed,
 			MaxConns: 30000, MaxConnsPerIP: 30000, AdmitRate: 1e6, AdmitBurst: 1e6, TenantRate: 1e6, TenantBurst: 1e6,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
 		defer srv.Close()
 		h = srv.Handler()
 	case "lean":

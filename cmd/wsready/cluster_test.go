@@ -4,14 +4,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wsready/wsready/internal/fetch"
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/testutil"
 )
 
 // A node with -data keeps its topics in an embedded JetStream: SIGTERM it,
@@ -58,7 +59,7 @@ func TestJetStreamDataSurvivesAProcessRestart(t *testing.T) {
 	for i, s := range subs {
 		seqs, lost := s.snapshot()
 		st := s.c.Stats()
-		if d := exactRun(seqs, 1, last); d != "" {
+		if d := testutil.ExactRun(seqs, 1, last); d != "" {
 			t.Errorf("client %d: %s", i, d)
 		}
 		if len(lost) != 0 || st.MissedUpdates != 0 || st.SeqGaps != 0 {
@@ -148,7 +149,7 @@ func TestClusterSurvivesADrainAndAKill(t *testing.T) {
 	for i, s := range subs {
 		seqs, lost := s.snapshot()
 		st := s.c.Stats()
-		if d := exactRun(seqs, 1, last); d != "" {
+		if d := testutil.ExactRun(seqs, 1, last); d != "" {
 			t.Errorf("client %d: %s", i, d)
 		}
 		if len(lost) != 0 || st.MissedUpdates != 0 {
@@ -181,14 +182,9 @@ func TestClusterSurvivesADrainAndAKill(t *testing.T) {
 	t.Logf("%d updates, each delivered once to each of %d clients (%d of them moved); %d failed publish attempts", last, clients, moved, pub.fails)
 }
 
+// getJSON reads a node's JSON within 5 s.
 func getJSON(url string, v any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	return json.NewDecoder(resp.Body).Decode(v)
+	return fetch.JSON(ctx, nil, url, v)
 }

@@ -190,21 +190,6 @@ func subscribe(t *testing.T, seed uint64, urls []string, topic string, since *in
 	return s
 }
 
-// exactRun reports how seqs differs from from..to, or "".
-func exactRun(seqs []int64, from, to int64) string {
-	want := from
-	for i, s := range seqs {
-		if s != want {
-			return "update " + strconv.Itoa(i) + " is seq " + strconv.FormatInt(s, 10) + ", want " + strconv.FormatInt(want, 10)
-		}
-		want++
-	}
-	if want != to+1 {
-		return "ends at " + strconv.FormatInt(want-1, 10) + ", want " + strconv.FormatInt(to, 10)
-	}
-	return ""
-}
-
 // publisher publishes to topic every interval until stop, retrying on
 // errors; it records the highest seq acknowledged.
 type publisher struct {

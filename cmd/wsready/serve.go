@@ -132,7 +132,7 @@ func serve(args []string) error {
 	default:
 		return usagef("serve: -log-format must be text or json, not %q", *logFormat)
 	}
-	allowed := append([]string{"localhost", "127.0.0.1", "::1"}, split(*hosts)...)
+	allowed := split(*hosts) // added to the loopback names, which are always allowed (Options.AllowedHosts)
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
 		return usagef("serve: bad -addr %q: %w", *addr, err)
@@ -179,7 +179,7 @@ func serve(args []string) error {
 	if *node == "" {
 		*node = displayAddr(ln.Addr())
 	}
-	srv := server.New(&server.Options{
+	srv, err := server.New(&server.Options{
 		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
@@ -191,9 +191,21 @@ func serve(args []string) error {
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
 		Publish: *publish, NoFeed: !*feedLeader, History: history, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
 		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs, Node: *node,
-		Static: web.FS(), Logger: log,
+		Logger: log,
 	})
-	hs := srv.HTTPServer()
+	if err != nil {
+		// An option the flags above let through (an -origins pattern):
+		// the server never took the history.
+		ln.Close()
+		if history != nil {
+			history.Close()
+		}
+		return &usageError{fmt.Errorf("serve: %w", err)}
+	}
+	// The demo's site: the server's handlers mounted at /ws, /api/token,
+	// /api/stats, /metrics and /healthz, the switches under /api/, and the
+	// page at / (server.Demo.Handler).
+	hs := srv.HTTPServer(server.NewDemo(srv, web.FS()).Handler())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/internal/fetch"
 )
 
 // Flags mean what they say: a zero or negative bound, or a stray argument,
@@ -110,5 +113,32 @@ func TestServeLogFormat(t *testing.T) {
 	resp.Body.Close()
 	if v := next(); v["msg"] != "websocket origin refused" || v["level"] != "DEBUG" {
 		t.Fatalf("line %v, want the refused origin at debug", v)
+	}
+}
+
+// -hosts adds to the loopback names, as Options.AllowedHosts does: both
+// answer; another name gets 421. The URLs of wsready serve are those of
+// before the server became a library of separate handlers.
+func TestServeHostsAddToLoopbackAndURLsStay(t *testing.T) {
+	addr := freeAddr(t)
+	n := startNode(t, addr, "-hosts", "demo.example", "-demo")
+	get := func(path, host string) int {
+		t.Helper()
+		code, err := fetch.Status(context.Background(), nil, "http://"+n.addr+path, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code
+	}
+	for host, want := range map[string]int{"demo.example": 200, "localhost": 200, "127.0.0.1": 200, "other.example": 421} {
+		if got := get("/healthz", host); got != want {
+			t.Errorf("-hosts demo.example, Host %s: %d, want %d", host, got, want)
+		}
+	}
+	for path, want := range map[string]int{"/": 200, "/app.js": 200, "/api/stats": 200, "/api/faults": 200, "/metrics": 200, "/healthz": 200,
+		"/ws": http.StatusUpgradeRequired, "/api/token": http.StatusMethodNotAllowed, "/api/reset": http.StatusMethodNotAllowed} {
+		if got := get(path, "localhost"); got != want {
+			t.Errorf("GET %s: %d, want %d", path, got, want)
+		}
 	}
 }

@@ -198,6 +198,56 @@ async function api(path, body) {
   return json;
 }
 
+// The switches, as GET /api/faults lists them (server/faults.go's table):
+// each is rendered into its group, a checkbox for a toggle, a button for
+// an action or a client-id switch, so a new switch needs no edit here.
+// A control carries data-switch=<name>; a button also the id <kebab-name>
+// (restart, end-session, revoke).
+let switches = [];
+// Client-id switches (Revoke) the page has applied to its own client id.
+demo.applied = {};
+
+function renderSwitches(list) {
+  switches = list;
+  for (const sw of list) {
+    const group = document.querySelector(`.switches[data-group="${sw.group}"]`) || document.querySelector('.switches');
+    const before = [...group.children].find((el) => !el.dataset.switch && !(el.firstElementChild && el.firstElementChild.dataset.switch));
+    let el;
+    if (sw.kind === 'toggle') {
+      el = document.createElement('label');
+      const box = document.createElement('input');
+      box.type = 'checkbox';
+      box.dataset.switch = sw.name;
+      box.addEventListener('change', () => flip(sw, box.checked, `${sw.name} ${box.checked ? 'on' : 'off'}`));
+      el.append(box, ` ${sw.label}`);
+    } else {
+      el = document.createElement('button');
+      el.id = sw.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+      el.dataset.switch = sw.name;
+      el.textContent = sw.label;
+      el.addEventListener('click', async () => {
+        if (sw.kind === 'clientId') {
+          const next = !demo.applied[sw.name];
+          await flip(sw, next ? demo.clientId : '', `${(next ? sw.label : sw.activeLabel || `un${sw.label}`).toLowerCase()} this page`);
+          demo.applied[sw.name] = next;
+        } else {
+          await flip(sw, true, sw.label.toLowerCase());
+        }
+      });
+    }
+    el.title = sw.description;
+    group.insertBefore(el, before || null);
+  }
+}
+
+async function flip(sw, value, what) {
+  try {
+    await api('/api/faults', { [sw.name]: value });
+    addLog('switch', what);
+  } catch (e) { $('s-status').textContent = e.message; }
+  pollServer();
+}
+
 function renderServer(st) {
   demo.server = st;
   $('s-open').textContent = st.open;
@@ -205,14 +255,20 @@ function renderServer(st) {
   $('s-window').textContent = st.handshakesWindow;
   $('s-subscribed').textContent = st.subscribed;
   $('s-node').textContent = st.node || '–';
-  for (const box of document.querySelectorAll('[data-switch]')) {
-    if (document.activeElement !== box) box.checked = st.faults[box.dataset.switch];
-  }
-  $('restart').textContent = st.faults.restart ? 'Restarting…' : 'Restart';
   const authOn = st.auth && st.auth.mode !== 'off';
-  for (const el of document.querySelectorAll('[data-switch], #restart, #reset, #end-session, #drain')) el.disabled = !st.demo;
-  for (const el of document.querySelectorAll('[data-switch=shortTokens], #revoke')) el.disabled = !st.demo || !authOn;
-  $('revoke').textContent = demo.revokedSelf ? 'Unrevoke' : 'Revoke';
+  for (const sw of switches) {
+    const el = document.querySelector(`[data-switch="${sw.name}"]`);
+    if (!el) continue;
+    const on = Boolean(st.faults && st.faults[sw.name]);
+    if (sw.kind === 'toggle') {
+      if (document.activeElement !== el) el.checked = on;
+    } else {
+      const active = sw.kind === 'clientId' ? demo.applied[sw.name] : on;
+      el.textContent = active && sw.activeLabel ? sw.activeLabel : sw.label;
+    }
+    el.disabled = !st.demo || (sw.needsAuth && !authOn);
+  }
+  for (const el of document.querySelectorAll('#reset, #drain')) el.disabled = !st.demo;
   $('s-status').textContent = st.demo ? '' : 'The switches are off: start the server with -demo (make run does) to use them.';
 }
 
@@ -221,36 +277,10 @@ async function pollServer() {
 }
 
 function wireSwitches() {
-  for (const box of document.querySelectorAll('[data-switch]')) {
-    box.addEventListener('change', async () => {
-      try {
-        await api('/api/faults', { [box.dataset.switch]: box.checked });
-        addLog('switch', `${box.dataset.switch} ${box.checked ? 'on' : 'off'}`);
-      } catch (e) { $('s-status').textContent = e.message; }
-      pollServer();
-    });
-  }
-  $('restart').addEventListener('click', async () => {
-    await api('/api/faults', { restart: true }).catch((e) => { $('s-status').textContent = e.message; });
-    addLog('switch', 'restart');
-    pollServer();
-  });
   $('reset').addEventListener('click', async () => { renderServer(await api('/api/reset', {})); });
   $('drain').addEventListener('click', async () => {
     await api('/api/drain', {}).catch((e) => { $('s-status').textContent = e.message; });
     addLog('switch', 'drain');
-    pollServer();
-  });
-  $('end-session').addEventListener('click', async () => {
-    await api('/api/faults', { endSession: true }).catch((e) => { $('s-status').textContent = e.message; });
-    addLog('switch', 'end session');
-    pollServer();
-  });
-  $('revoke').addEventListener('click', async () => {
-    const next = !demo.revokedSelf;
-    await api('/api/faults', { revoke: next ? demo.clientId : '' }).catch((e) => { $('s-status').textContent = e.message; });
-    demo.revokedSelf = next;
-    addLog('switch', next ? 'revoke this page' : 'unrevoke');
     pollServer();
   });
   $('reconnect').addEventListener('click', () => { if (demo.client) demo.client.reconnect(); });
@@ -281,7 +311,9 @@ async function main() {
   const { stage, error } = stageFromURL();
   renderStageNav(stage);
   wireSwitches();
-  const firstStats = api('/api/stats?connections=false');
+  const firstStats = api('/api/faults')
+    .then((f) => renderSwitches(f.switches), (e) => { $('s-status').textContent = `no switches: ${e.message}`; })
+    .then(() => api('/api/stats?connections=false'));
   firstStats.then(renderServer, () => {});
   setInterval(pollServer, 500);
   if (error !== undefined) {

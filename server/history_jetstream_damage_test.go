@@ -7,11 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,49 +27,6 @@ import (
 // the real embedded NATS server on a real store directory, stop it
 // cleanly, damage its files as a disk or an operator would, and start
 // again.
-
-// logBuf collects a logger's text lines.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuf) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// lines returns the lines at level (ERROR, WARN, ...) holding every one of
-// the given strings.
-func (b *logBuf) lines(level string, with ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
-		if !strings.Contains(l, "level="+level) {
-			continue
-		}
-		all := true
-		for _, w := range with {
-			all = all && strings.Contains(l, w)
-		}
-		if all {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func (b *logBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // dataStore is what wsready serve -data DIR runs: an embedded NATS server
 // with no listener storing in DIR, its marks in DIR/wsready/marks.
@@ -576,23 +531,32 @@ func (n *natsStore) history(lb *logBuf) History {
 	return h
 }
 
+// appendN appends n updates to topic, each retried while NATS comes back,
+// and returns the last seq.
 func appendN(t *testing.T, h History, topic string, n int) int64 {
 	t.Helper()
 	var seq int64
 	for range n {
-		var err error
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if seq, err = h.Append(context.Background(), topic, []byte(`{}`), true); err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // NATS coming back
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		seq = untilStored(t, func() (int64, error) { return h.Append(context.Background(), topic, []byte(`{}`), true) })
 	}
 	return seq
+}
+
+// untilStored calls publish until it succeeds or 10 s pass (NATS coming
+// back) and returns its seq; the last error fails t.
+func untilStored(t *testing.T, publish func() (int64, error)) int64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		seq, err := publish()
+		if err == nil {
+			return seq
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // With -nats the marks live in the NATS server's key-value bucket: the
@@ -618,7 +582,7 @@ func TestJetStreamKVMarksCatchATruncatedStreamAtStart(t *testing.T) {
 	if now.Stream == old.Stream || now.Last >= 500 {
 		t.Fatalf("after the truncation: %+v, before %+v", now, old)
 	}
-	if l := lb.lines("ERROR", "stream_ref="+streamRef("chat"), "mark="+MarksBucket+"/"+streamRef("chat"), "high_water=500"); len(l) != 1 {
+	if l := lb.lines("ERROR", "stream_ref="+streamRef("chat"), "mark="+marksBucket+"/"+streamRef("chat"), "high_water=500"); len(l) != 1 {
 		t.Fatalf("want one ERROR line, log:\n%s", lb)
 	}
 	if seq := appendN(t, h, "chat", 1); seq != now.Last+1 {
@@ -676,7 +640,7 @@ func TestJetStreamKVDamagedMarkIsSaid(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(context.Background(), MarksBucket)
+	kv, err := js.KeyValue(context.Background(), marksBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -695,5 +659,93 @@ func TestJetStreamKVDamagedMarkIsSaid(t *testing.T) {
 	}
 	if l := lb.lines("ERROR", "stream_ref="+streamRef("chat"), "checksum mismatch"); len(l) != 1 {
 		t.Fatalf("want one ERROR line, log:\n%s", lb)
+	}
+}
+
+// A node already serving a topic when its NATS server comes back from a
+// truncated store: the stream gets a new id (the publish that finds the
+// seqs rewound says so), and the node's own subscribers are told at once
+// (unsubscribed, stream_reset), so they subscribe again and see the new
+// stream: a reset, the retained updates, then the new ones. Before, the
+// node's hub kept the stream id it had cached at attach until it
+// restarted: its subscribers heard nothing, and a subscribe again got the
+// old id.
+func TestJetStreamResetReachesTheSubscribersOfARunningNode(t *testing.T) {
+	n := startNATS(t, t.TempDir(), "127.0.0.1:0")
+	lb := &logBuf{}
+	h := n.history(lb)
+	appendN(t, h, "chat", 400)
+	old, err := h.Info(context.Background(), "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
+	resuming, live := f.dial(), f.dial()
+	resuming.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat", HasSince: true, Since: 400, Stream: old.Stream})
+	if sub := resuming.next(protocol.TypeSubscribed, 10*time.Second); sub.Stream != old.Stream || sub.From != 401 {
+		t.Fatalf("subscribed %+v, want stream %s from 401", sub, old.Stream)
+	}
+	live.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat"})
+	live.next(protocol.TypeSubscribed, 10*time.Second)
+	// And the real client library, holding a cursor of 400.
+	lost := make(chan client.ContinuityLost, 4)
+	cfg := client.MustStage(7)
+	cfg.Topic = "chat"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := native.Dial(ctx, f.url, &native.Options{Config: cfg,
+		LoadCursors:      func() []client.Cursor { return []client.Cursor{{Topic: "chat", Stream: old.Stream, Seq: 400}} },
+		OnContinuityLost: func(l client.ContinuityLost) { lost <- l }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	n.restart(func() { truncateStream(t, n.dir, "chat") })
+	seq := untilStored(t, func() (int64, error) {
+		return f.srv.Publish(context.Background(), "chat", []byte(`{"after":"the loss"}`))
+	})
+	if seq > 400 {
+		t.Fatalf("publish after the truncation: seq %d; want a rewound seq", seq)
+	}
+	now, err := h.Info(context.Background(), "chat")
+	if err != nil || now.Stream == old.Stream {
+		t.Fatalf("after the rewind: %+v, %v", now, err)
+	}
+	for name, p := range map[string]*peer{"resuming": resuming, "live": live} {
+		if m := p.next(protocol.TypeUnsubscribed, 10*time.Second); m.Topic != "chat" || m.Reason != "stream_reset" {
+			t.Fatalf("%s subscriber: %+v, want unsubscribed from chat, stream_reset", name, m)
+		}
+	}
+	select {
+	case l := <-lost:
+		if !l.Reset || l.Topic != "chat" || l.From != 401 {
+			t.Fatalf("the native client was told %+v, want a reset of chat from 401", l)
+		}
+	case <-ctx.Done():
+		t.Fatal("the native client was not told continuity was lost")
+	}
+	// Subscribing again, as a client does on unsubscribed, with its old
+	// cursor: the new stream, from its first retained seq (a reset).
+	resuming.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat", HasSince: true, Since: 400, Stream: old.Stream})
+	sub := resuming.next(protocol.TypeSubscribed, 10*time.Second)
+	if sub.Stream != now.Stream || sub.From != now.First || sub.Head != now.Last {
+		t.Fatalf("subscribed again: %+v, want stream %s from %d head %d", sub, now.Stream, now.First, now.Last)
+	}
+	if got := resuming.updatesOf("chat", 1, 10*time.Second); got[0] != now.First {
+		t.Fatalf("first update after the reset: %v, want %d", got, now.First)
+	}
+	live.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat"})
+	if sub := live.next(protocol.TypeSubscribed, 10*time.Second); sub.Stream != now.Stream {
+		t.Fatalf("live subscriber subscribed again: %+v, want stream %s", sub, now.Stream)
+	}
+	if _, err := f.srv.Publish(context.Background(), "chat", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := live.updatesOf("chat", 1, 10*time.Second); got[0] != now.Last+1 {
+		t.Fatalf("live update under the new stream: %v, want %d", got, now.Last+1)
 	}
 }

@@ -1,0 +1,525 @@
+//go:build !js
+
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// The demo's failure switches, as one table (switches): each entry is read
+// by GET and POST /api/faults, by Demo.Set, by Stats.Faults and, through GET
+// /api/faults, by the page, which renders its controls from it. Adding a
+// switch is adding an entry (and the effect it has). What each switch does
+// lives here too: the server-wide part in the entry's set, the
+// per-connection part in the timers below.
+
+// startFlap arms the Flapping close: FlapAfter from now, if the switch is
+// still on then. One per connection at a time.
+func (c *conn) startFlap() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	if c.timersOff || c.flapT != nil {
+		return
+	}
+	c.flapT = time.AfterFunc(c.s.opts.FlapAfter, func() {
+		c.timerMu.Lock()
+		c.flapT = nil
+		c.timerMu.Unlock()
+		s := c.s
+		s.mu.Lock()
+		on := s.flapping
+		s.mu.Unlock()
+		if on { // switched off meanwhile: the connection stays
+			c.closeAsync(protocol.CloseFlapping, "flapping")
+		}
+	})
+}
+
+// jitterPing queues the ping a random 0 to JitterMax from now (the Jitter
+// switch); a ping still held when the next is due goes at once.
+func (c *conn) jitterPing() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	if c.timersOff {
+		return
+	}
+	if c.jitterT != nil && c.jitterT.Stop() {
+		c.offer(c.s.ping)
+	}
+	c.jitterT = time.AfterFunc(time.Duration(rand.Int64N(int64(c.s.opts.JitterMax))), func() {
+		if !c.s.gate.isFrozen() {
+			c.offer(c.s.ping)
+		}
+	})
+}
+
+// stopTimers stops the connection's Flapping and Jitter timers; none is
+// armed after.
+func (c *conn) stopTimers() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	c.timersOff = true
+	if c.flapT != nil {
+		c.flapT.Stop()
+	}
+	if c.jitterT != nil {
+		c.jitterT.Stop()
+	}
+}
+
+// switchKind says what a switch takes and how the page shows it.
+type switchKind string
+
+const (
+	// kindToggle takes true or false; the page shows a checkbox.
+	kindToggle switchKind = "toggle"
+	// kindAction acts on true (false is ignored); its state is whether it
+	// is still at work (Restart refusing). The page shows a button.
+	kindAction switchKind = "action"
+	// kindClientID takes a client id ("" clears); its state is whether any
+	// id is held. The page shows a button that applies it to the page's
+	// own client id, and clears it when pressed again.
+	kindClientID switchKind = "clientId"
+)
+
+// Where the page shows a switch.
+const (
+	groupServer  = "server"
+	groupSession = "session" // the session switches: stage 6 shows the fix
+)
+
+// faultSwitch is one demo switch.
+type faultSwitch struct {
+	name  string // its key in POST /api/faults, Demo.Set and Stats.Faults
+	label string // the page's label
+	// activeLabel is the page's label while an action is at work, or
+	// while the page holds a client-id switch on its own id.
+	activeLabel string
+	kind        switchKind
+	group       string
+	// needsAuth: it acts on tickets, so the page disables it while
+	// Options.Auth is off.
+	needsAuth bool
+	describe  func(o *Options) string             // the page's tooltip
+	on        func(s *Server, now time.Time) bool // its state; called with s.mu held
+	set       func(s *Server, v switchValue) error
+}
+
+// switchValue is what a switch is set to: on for toggles and actions, id
+// for client-id switches.
+type switchValue struct {
+	on bool
+	id string
+}
+
+// switches are the demo's failure switches, in the page's order.
+var switches = []faultSwitch{
+	{name: "freeze", label: "Freeze", kind: kindToggle, group: groupServer,
+		describe: func(*Options) string {
+			return "every connection stays open at the TCP level and carries nothing, both ways, new ones included (a hung server, a dead NAT)"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.gate.isFrozen() },
+		set: func(s *Server, v switchValue) error { s.setFreeze(v.on); return nil }},
+	{name: "serviceDown", label: "Service down", kind: kindToggle, group: groupServer,
+		describe: func(*Options) string {
+			return "pings go on; subscriptions are dropped with unsubscribed, subscribes, publishes and requests are ignored"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.serviceDown },
+		set: func(s *Server, v switchValue) error { s.setServiceDown(v.on); return nil }},
+	{name: "slowReplies", label: "Slow replies", kind: kindToggle, group: groupServer,
+		describe: func(o *Options) string { return "responses arrive " + o.SlowReplyDelay.String() + " late" },
+		on:       func(s *Server, _ time.Time) bool { return s.slowReplies },
+		set:      func(s *Server, v switchValue) error { s.setSlowReplies(v.on); return nil }},
+	{name: "flapping", label: "Flapping", kind: kindToggle, group: groupServer,
+		describe: func(o *Options) string {
+			return "every connection, open or new, is closed " + o.FlapAfter.String() + " after it is accepted"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.flapping },
+		set: func(s *Server, v switchValue) error { s.setFlapping(v.on); return nil }},
+	{name: "jitter", label: "Jitter", kind: kindToggle, group: groupServer,
+		describe: func(o *Options) string {
+			return "each ping delayed by a random 0 to " + o.JitterMax.String() + " (a loaded server, not a dead one)"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.jitter.Load() },
+		set: func(s *Server, v switchValue) error { s.setJitter(v.on); return nil }},
+	{name: "restart", label: "Restart", activeLabel: "Restarting…", kind: kindAction, group: groupServer,
+		describe: func(o *Options) string {
+			return "every connection dropped with 1012, new ones refused for " + o.RestartDowntime.String() + ", as a redeploy would"
+		},
+		on: func(s *Server, now time.Time) bool { return now.Before(s.restartUntil) },
+		set: func(s *Server, v switchValue) error {
+			if v.on {
+				s.restart()
+			}
+			return nil
+		}},
+	{name: "shortTokens", label: "Short tokens", kind: kindToggle, group: groupSession, needsAuth: true,
+		describe: func(o *Options) string {
+			return "tickets live " + o.ShortTicketLife.String() + ", old ones included: connections past it close with 4001"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.shortTokens },
+		set: func(s *Server, v switchValue) error { s.setShortTokens(v.on); return nil }},
+	{name: "overload", label: "Overload", kind: kindToggle, group: groupSession,
+		describe: func(o *Options) string {
+			return "every connection, open or new, is closed with 1013 and retry-after-ms=" + itoa64(o.OverloadRetryAfter.Milliseconds())
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.overload },
+		set: func(s *Server, v switchValue) error { s.setOverload(v.on); return nil }},
+	{name: "revoke", label: "Revoke", activeLabel: "Unrevoke", kind: kindClientID, group: groupSession, needsAuth: true,
+		describe: func(*Options) string {
+			return "the client id is refused with 4003 from now on, its open connections closed; pressed again, the list is cleared"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.auth.revokedCount() > 0 },
+		set: func(s *Server, v switchValue) error { return s.revoke(v.id) }},
+	{name: "endSession", label: "End session", kind: kindAction, group: groupSession,
+		describe: func(*Options) string {
+			return "every connection closed with 1000: the server ends the sessions for good"
+		},
+		set: func(s *Server, v switchValue) error {
+			if v.on {
+				s.endSession()
+			}
+			return nil
+		}},
+}
+
+// switchNamed returns the switch called name, or nil.
+func switchNamed(name string) *faultSwitch {
+	for i := range switches {
+		if switches[i].name == name {
+			return &switches[i]
+		}
+	}
+	return nil
+}
+
+// switchNames lists the switches' names, for error messages.
+func switchNames() string {
+	names := make([]string, len(switches))
+	for i, sw := range switches {
+		names[i] = sw.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// faultsLocked is every switch's state by name (Stats.Faults). Called with
+// s.mu held.
+func (s *Server) faultsLocked(now time.Time) map[string]bool {
+	m := make(map[string]bool, len(switches))
+	for _, sw := range switches {
+		m[sw.name] = sw.on != nil && sw.on(s, now)
+	}
+	return m
+}
+
+// switchState is the server-wide state the switches set, embedded in
+// Server. Freeze is the gate (freeze.go) and Revoke the authority's list
+// (auth.go); the rest is guarded by s.mu but jitter, read on every ping
+// tick without it.
+type switchState struct {
+	serviceDown  bool
+	slowReplies  bool
+	flapping     bool
+	shortTokens  bool
+	overload     bool
+	restartUntil time.Time   // Restart refuses until then
+	jitter       atomic.Bool // read without s.mu by the heartbeat
+}
+
+// parsePatch reads a POST /api/faults body, {"name": value, ...}: every
+// name a switch of the table, every value what its kind takes (null: left
+// as it is). It checks all of it before anything is set.
+func parsePatch(body []byte) ([]patchEntry, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("bad JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("bad JSON: trailing data")
+	}
+	var out []patchEntry
+	for name := range raw {
+		if switchNamed(name) == nil {
+			return nil, fmt.Errorf("unknown switch %q; switches are %s", name, switchNames())
+		}
+	}
+	for i := range switches { // in the table's order
+		sw := &switches[i]
+		v, ok := raw[sw.name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		var val switchValue
+		var err error
+		if sw.kind == kindClientID {
+			err = json.Unmarshal(v, &val.id)
+			if err == nil && val.id != "" && !validClientID(val.id) {
+				err = errors.New("a client id is 1 to 64 of A-Z a-z 0-9 _ -")
+			}
+			if err != nil {
+				return nil, fmt.Errorf("switch %s takes a client id (or \"\" to clear): %w", sw.name, err)
+			}
+		} else if err = json.Unmarshal(v, &val.on); err != nil {
+			return nil, fmt.Errorf("switch %s takes true or false: %w", sw.name, err)
+		}
+		out = append(out, patchEntry{sw, val})
+	}
+	return out, nil
+}
+
+type patchEntry struct {
+	sw *faultSwitch
+	v  switchValue
+}
+
+// apply sets each switch of a parsed patch, in the table's order.
+func (s *Server) apply(p []patchEntry) error {
+	for _, e := range p {
+		if err := e.sw.set(s, e.v); err != nil {
+			return fmt.Errorf("failed to set switch %s: %w", e.sw.name, err)
+		}
+	}
+	return nil
+}
+
+// Set flips the demo switch called name, as one entry of POST /api/faults
+// would: value is true or false for a toggle (freeze, serviceDown,
+// slowReplies, flapping, jitter, shortTokens, overload), true to act for an
+// action (restart, endSession), a client id for revoke ("" clears the
+// list). GET /api/faults lists the switches. It works whatever
+// Options.Demo says: that guards the HTTP API, not the program.
+func (d *Demo) Set(name string, value any) error {
+	b, err := json.Marshal(map[string]any{name: value})
+	if err != nil {
+		return fmt.Errorf("failed to set switch %s: %w", name, err)
+	}
+	p, err := parsePatch(b)
+	if err != nil {
+		return fmt.Errorf("failed to set switch %s: %w", name, err)
+	}
+	return d.s.apply(p)
+}
+
+// switchView is one switch as GET /api/faults shows it.
+type switchView struct {
+	Name        string     `json:"name"`
+	Label       string     `json:"label"`
+	ActiveLabel string     `json:"activeLabel,omitempty"`
+	Description string     `json:"description"`
+	Kind        switchKind `json:"kind"`
+	Group       string     `json:"group"`
+	NeedsAuth   bool       `json:"needsAuth"`
+	On          bool       `json:"on"`
+}
+
+// faultsView is GET /api/faults: whether the switches can be flipped
+// (Options.Demo), whether tickets are on, and every switch with its state.
+type faultsView struct {
+	Demo     bool         `json:"demo"`
+	Auth     bool         `json:"auth"`
+	Switches []switchView `json:"switches"`
+}
+
+func (s *Server) faultsView() faultsView {
+	now := s.opts.Now()
+	s.mu.Lock()
+	state := s.faultsLocked(now)
+	s.mu.Unlock()
+	v := faultsView{Demo: s.opts.Demo, Auth: s.opts.Auth != AuthOff, Switches: make([]switchView, len(switches))}
+	for i, sw := range switches {
+		v.Switches[i] = switchView{Name: sw.name, Label: sw.label, ActiveLabel: sw.activeLabel, Description: sw.describe(s.opts),
+			Kind: sw.kind, Group: sw.group, NeedsAuth: sw.needsAuth, On: state[sw.name]}
+	}
+	return v
+}
+
+// serveFaults is GET /api/faults.
+func (d *Demo) serveFaults(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, d.s.faultsView())
+}
+
+// setFaults is POST /api/faults: {"name": value, ...}, absent switches
+// keep their state. 400 with {"error"} for bad JSON, an unknown switch or
+// a value its kind does not take (nothing is set then), or a set that
+// fails (a full revoked list); else 200 with GET's answer.
+func (d *Demo) setFaults(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxSwitchBody+1))
+	if err == nil && len(body) > maxSwitchBody {
+		err = errors.New("the body is over " + strconv.Itoa(maxSwitchBody) + " bytes")
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "failed to read the body: " + err.Error()})
+		return
+	}
+	p, err := parsePatch(body)
+	if err == nil {
+		err = d.s.apply(p)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, d.s.faultsView())
+}
+
+// maxSwitchBody bounds a POST /api/faults body, in bytes.
+const maxSwitchBody = 4096
+
+// What each switch does to the server.
+
+func (s *Server) setFreeze(on bool) {
+	s.gate.set(on)
+	s.log.Info("switch", "freeze", on)
+}
+
+// setServiceDown on drops every subscription with an unsubscribed frame;
+// off, the service works again for clients that subscribe again.
+func (s *Server) setServiceDown(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.serviceDown == on {
+		return
+	}
+	s.serviceDown = on
+	if on {
+		for _, c := range s.conns {
+			c.dropSubscriptions("service_unavailable")
+		}
+	}
+	s.log.Info("switch", "serviceDown", on)
+}
+
+func (s *Server) setSlowReplies(on bool) {
+	s.mu.Lock()
+	s.slowReplies = on
+	s.mu.Unlock()
+	s.log.Info("switch", "slowReplies", on)
+}
+
+// setFlapping on closes every connection, open or new, FlapAfter after it
+// is accepted (or after the switch, for those already open).
+func (s *Server) setFlapping(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flapping = on
+	if on {
+		for _, c := range s.conns {
+			c.startFlap()
+		}
+	}
+	s.log.Info("switch", "flapping", on)
+}
+
+// setJitter on sends each ping a random 0 to JitterMax after its tick, so
+// pings arrive unevenly, as from a loaded server; nothing else changes. A
+// client must not take it for a dead server.
+func (s *Server) setJitter(on bool) {
+	s.jitter.Store(on)
+	s.log.Info("switch", "jitter", on)
+}
+
+// restart drops every connection with 1012 and refuses new ones for
+// RestartDowntime, as a redeploy would.
+func (s *Server) restart() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.restartUntil = s.opts.Now().Add(s.opts.RestartDowntime)
+	// Started under s.mu: each connection's handler is still counted in
+	// s.wg, so closeAsync's Add never races Close's Wait. Each carries its
+	// reconnect slot, spread under the admission rate after the downtime.
+	now := s.opts.Now()
+	for _, c := range s.conns {
+		c.closeAsync(protocol.CloseServiceRestart, slotText(s.slotAfter(now, s.restartUntil)))
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)
+}
+
+// setShortTokens on makes new tickets live ShortTicketLife, and every
+// ticket, old ones included, good for at most that long after it was
+// issued; connections past it close with 4001.
+func (s *Server) setShortTokens(on bool) {
+	s.mu.Lock()
+	s.shortTokens = on
+	var authed []*conn
+	for _, c := range s.conns {
+		if c.clientID != "" {
+			authed = append(authed, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range authed {
+		s.mu.Lock()
+		t := c.ticket
+		s.mu.Unlock()
+		c.armExpiry(s.effectiveExpiry(t))
+	}
+	s.log.Info("switch", "shortTokens", on)
+}
+
+// revoke refuses client id with 4003 from now on and closes its open
+// connections; "" clears the list. It fails when the list is full.
+func (s *Server) revoke(id string) error {
+	if !s.auth.revoke(id) {
+		return errors.New("the revoked list is full (" + strconv.Itoa(maxRevoked) + " client ids)")
+	}
+	s.mu.Lock()
+	if id != "" {
+		for _, c := range s.conns {
+			if c.clientID == id {
+				c.closeAsync(protocol.CloseForbidden, "forbidden")
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "revoke", id != "")
+	return nil
+}
+
+// endSession closes every connection with 1000: the server ends the
+// sessions for good.
+func (s *Server) endSession() {
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.closeAsync(protocol.CloseNormal, "session ended")
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "endSession", true)
+}
+
+// setOverload on closes every connection, open or new, with 1013 and
+// "retry-after-ms=N".
+func (s *Server) setOverload(on bool) {
+	s.mu.Lock()
+	s.overload = on
+	if on {
+		reason := protocol.RetryAfterReason(s.opts.OverloadRetryAfter)
+		for _, c := range s.conns {
+			c.closeAsync(protocol.CloseTryAgainLater, reason)
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "overload", on)
+}
+
+func (s *Server) restartEnd() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restartUntil
+}

@@ -1,0 +1,58 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// The demo feed: one small update per FeedInterval to the "feed" topic,
+// produced by this node unless Options.NoFeed, delivered like any topic.
+
+// runFeed appends one update per FeedInterval to the feed topic; the hub
+// delivers it to the subscribers (of every node, on JetStream).
+func (s *Server) runFeed() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.FeedInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.produce(now)
+		}
+	}
+}
+
+func (s *Server) produce(now time.Time) {
+	s.mu.Lock()
+	down := s.serviceDown
+	s.mu.Unlock()
+	if down || s.gate.isFrozen() {
+		return
+	}
+	s.feedValue++
+	v := s.feedValue
+	data := []byte(`{"ts":` + itoa64(now.UnixMilli()) + `,"value":` + itoa64(50+(v*37)%50) + `}`)
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.HistoryTimeout)
+	seq, err := s.hub.h.Append(ctx, protocol.DefaultTopic, data, true)
+	cancel()
+	if err != nil {
+		// Logged when it starts failing and when it recovers, not 4 times a
+		// second while the history backend is away.
+		if s.ctx.Err() == nil && !s.feedFailing {
+			s.feedFailing = true
+			s.log.Warn("feed updates not stored: the history backend failed", "cause", errKind(err))
+		}
+		return
+	}
+	if s.feedFailing {
+		s.feedFailing = false
+		s.log.Info("feed updates stored again")
+	}
+	s.feedSeq.Store(seq)
+}

@@ -1,0 +1,414 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The JetStream mapping. Each topic is a stream of its own, named
+// streamPrefix+topic, holding one subject, subjectPrefix+topic, so a
+// stream's sequence numbers are the topic's seqs: +1 per update, from 1, no
+// gaps (JetStream assigns them atomically, whichever node publishes). The
+// stream keeps the newest HistoryMsgs updates, none older than HistoryAge
+// (limits retention, discard old), on file storage. Each node loads a topic
+// when first used with an ordered consumer from the stream's first retained
+// seq and keeps it running for live updates (topics.go). Topic names are
+// already limited to characters valid in both a subject token and a stream
+// name.
+//
+// The stream id (TopicInfo.Stream) names an incarnation of the topic's
+// history: clients hold it with their cursor and are told continuity was
+// lost when it changes. It is the id in the stream's metadata
+// (streamIDMetadataKey) when there is one, else the stream's creation time:
+// a stream deleted and made again starts a new id by itself.
+//
+// A store can also come back with less than it had (a truncated message
+// block, a store restored from an older copy, writes JetStream acknowledged
+// but had not synced when the power went) while keeping its creation time.
+// Its seqs would then be handed out again under an id clients already hold,
+// and a client resuming past the new end would get nothing, silently. So the
+// server keeps, outside the stream, each topic's high-water mark: the
+// stream id it handed out and the highest seq a client may hold under it
+// (a publish is acknowledged, and an update delivered, only after the mark
+// covers it). When a topic is loaded, a stream that ends below its mark lost
+// acknowledged updates: the server logs it at ERROR and gives the stream a
+// new id (written into its metadata), so resuming clients get
+// continuity_lost with a reset instead of silence, and later seqs never
+// share an id with seqs clients may hold from before. A stream that
+// vanished (a damaged metadata file makes JetStream drop it) is logged the
+// same way, and its next history starts under a new id. A damaged mark
+// (checksum) is logged and, since no loss can be ruled out, also ends in a
+// new id. Where the marks live: see JetStreamOptions.MarksDir.
+const (
+	streamPrefix  = "WSREADY_"
+	subjectPrefix = "wsready.topic."
+	// streamIDMetadataKey is the stream metadata key holding the stream id
+	// given after a loss; a stream without it is named by its creation
+	// time.
+	streamIDMetadataKey = "wsready_stream_id"
+	// marksBucket is the JetStream key-value bucket holding the marks when
+	// JetStreamOptions.MarksDir is empty.
+	marksBucket = "WSREADY_MARKS"
+)
+
+// JetStreamOptions configure a History over JetStream.
+type JetStreamOptions struct {
+	// Retention bounds each topic's stream.
+	Retention Retention
+	// MaxTopics is the most topics (streams); 0 allows none.
+	MaxTopics int
+	// MarksDir is the directory for the high-water marks, one small file
+	// per topic, each write synced to disk (wsready serve -data DIR uses
+	// DIR/wsready/marks): kept apart from the JetStream store, they survive
+	// its damage, a restore of it from an older copy and the writes
+	// JetStream had not synced. Empty: the marks are kept in the JetStream
+	// key-value bucket WSREADY_MARKS, shared by every node on that NATS
+	// (wsready serve -nats): that catches a stream's own damage, not a
+	// whole store restored from an older copy.
+	MarksDir string
+	// CloseConn makes Close close the NATS connection.
+	CloseConn bool
+	// Logger receives the damage reports; default slog.Default().
+	Logger *slog.Logger
+}
+
+// jsCheckTimeout bounds the check of every stream when a History starts.
+const jsCheckTimeout = 30 * time.Second
+
+type jsHistory struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	o     JetStreamOptions
+	log   *slog.Logger
+	store markStore
+
+	mu       sync.Mutex
+	marks    map[string]*mark                   // topics whose stream or mark exists
+	watchers map[string]map[*jsWatcher]struct{} // by topic, while they run
+
+	failing atomic.Bool // writing marks fails (logged once, and once when it recovers)
+}
+
+// NewJetStreamHistory keeps topics in JetStream over nc. It opens the marks
+// (MarksDir, or the key-value bucket) and checks every wsready stream
+// against its mark before it returns, logging what was lost; within ctx.
+func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions) (History, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open JetStream: %w", err)
+	}
+	h := &jsHistory{nc: nc, js: js, o: o, log: o.Logger, marks: map[string]*mark{}, watchers: map[string]map[*jsWatcher]struct{}{}}
+	if o.MarksDir != "" {
+		h.store, err = openFileMarks(o.MarksDir)
+	} else {
+		h.store, err = openKVMarks(ctx, js)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, jsCheckTimeout)
+	defer cancel()
+	if err := h.checkAll(ctx); err != nil {
+		// The topics are checked again when they are loaded.
+		h.log.Warn("failed to check every JetStream stream against its high-water mark at start", "cause", errKind(err))
+	}
+	return h, nil
+}
+
+func streamName(topic string) string { return streamPrefix + topic }
+
+// streamRef names topic's stream in logs and in the marks: the topic is a
+// name a peer may have chosen, which logs never carry (no peer text). The
+// mark it names holds the topic, so an operator can look it up:
+// printf WSREADY_<topic> | sha256sum | cut -c1-16 gives it too.
+func streamRef(topic string) string {
+	sum := sha256.Sum256([]byte(streamName(topic)))
+	return hex.EncodeToString(sum[:8])
+}
+
+// streamID is the id clients are given for the stream described by info.
+func streamID(info *jetstream.StreamInfo) string {
+	if id := info.Config.Metadata[streamIDMetadataKey]; id != "" {
+		return id
+	}
+	return strconv.FormatInt(info.Created.UnixNano(), 36)
+}
+
+// stream fetches topic's stream info (jetstream.ErrStreamNotFound when
+// there is none).
+func (h *jsHistory) stream(ctx context.Context, topic string) (*jetstream.StreamInfo, error) {
+	st, err := h.js.Stream(ctx, streamName(topic))
+	if err != nil {
+		return nil, err
+	}
+	return st.CachedInfo(), nil
+}
+
+// ensure makes topic's stream if it does not exist yet, and loads it.
+func (h *jsHistory) ensure(ctx context.Context, topic string) error {
+	if m := h.existing(topic); m != nil && m.isChecked() {
+		return nil
+	}
+	_, _, err := h.load(ctx, topic)
+	if !errors.Is(err, ErrNoTopic) {
+		return err
+	}
+	if n, err := h.count(ctx); err != nil {
+		return err
+	} else if n >= h.o.MaxTopics {
+		return ErrTooManyTopics
+	}
+	_, err = h.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:       streamName(topic),
+		Subjects:   []string{subjectPrefix + topic},
+		Retention:  jetstream.LimitsPolicy,
+		Discard:    jetstream.DiscardOld,
+		MaxMsgs:    int64(h.o.Retention.MaxMsgs),
+		MaxAge:     h.o.Retention.MaxAge,
+		MaxMsgSize: 64 << 10,
+		Storage:    jetstream.FileStorage,
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // in use: another node made it first
+		return err
+	}
+	_, _, err = h.load(ctx, topic)
+	return err
+}
+
+// count is the number of wsready streams.
+func (h *jsHistory) count(ctx context.Context) (int, error) {
+	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
+	n := 0
+	for range l.Name() {
+		n++
+	}
+	return n, l.Err()
+}
+
+func (h *jsHistory) Create(ctx context.Context, topic string) error { return h.ensure(ctx, topic) }
+
+func (h *jsHistory) Append(ctx context.Context, topic string, data []byte, create bool) (int64, error) {
+	if create {
+		if err := h.ensure(ctx, topic); err != nil {
+			return 0, err
+		}
+	} else if _, _, err := h.load(ctx, topic); err != nil {
+		return 0, err
+	}
+	m := h.markFor(topic)
+	before, _ := m.snapshot() // durable before the publish: the stream had reached it
+	ack, err := h.js.Publish(ctx, subjectPrefix+topic, data, jetstream.WithExpectStream(streamName(topic)))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			m.setChecked(false) // deleted behind our back: looked at again next time
+		}
+		return 0, err
+	}
+	seq := int64(ack.Sequence)
+	if before.Stream != "" && seq <= before.High {
+		// A seq at or below one the stream had already reached: it lost
+		// updates while this process ran (its NATS server came back from a
+		// damaged store).
+		if err := h.rewound(ctx, m, before, seq); err != nil {
+			return 0, err
+		}
+	}
+	// The publisher is told its seq only once the mark covers it.
+	if err := h.raise(ctx, m, seq); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+func (h *jsHistory) Info(ctx context.Context, topic string) (TopicInfo, error) {
+	info, id, err := h.load(ctx, topic)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	last := int64(info.State.LastSeq)
+	first := int64(info.State.FirstSeq)
+	if info.State.Msgs == 0 {
+		first = last + 1
+	}
+	return TopicInfo{Stream: id, First: first, Last: last}, nil
+}
+
+func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func(Entry)) (func(), error) {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 1 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(from)}
+	}
+	cons, err := h.js.OrderedConsumer(ctx, streamName(topic), cfg)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, ErrNoTopic
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := &jsWatcher{fn: fn, m: h.markFor(topic)}
+	h.addWatcher(topic, w)
+	w.mu.Lock()
+	w.syncLocked() // the stream the entries below belong to
+	w.mu.Unlock()
+	// wctx ends with stop: an update waiting for its mark is then dropped.
+	wctx, cancel := context.WithCancel(context.Background())
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		md, err := msg.Metadata()
+		if err != nil {
+			return
+		}
+		seq := int64(md.Sequence.Stream)
+		// An update reaches a client only once the mark covers it. The
+		// mark is raised to the stream's end as this consumer sees it, so
+		// a burst costs one write, not one per update.
+		if !h.raiseWatched(wctx, w.m, seq, seq+int64(md.NumPending)) {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.stopped {
+			return
+		}
+		w.syncLocked() // a new id since the last entry comes first
+		fn(Entry{Seq: seq, Data: msg.Data(), Time: md.Timestamp})
+	})
+	if err != nil {
+		cancel()
+		h.removeWatcher(topic, w)
+		return nil, err
+	}
+	return func() {
+		w.mu.Lock()
+		w.stopped = true
+		w.mu.Unlock()
+		h.removeWatcher(topic, w)
+		cancel()
+		cc.Stop()
+	}, nil
+}
+
+// jsWatcher is one Watch: its calls of fn are one at a time (under mu),
+// and it tells fn the stream id its entries belong to whenever the topic's
+// mark names a new one (a stream given a new id after a loss, here or by
+// another node), so the watcher can load the topic again.
+type jsWatcher struct {
+	fn func(Entry)
+	m  *mark
+
+	mu      sync.Mutex
+	told    string // the stream id fn was last given
+	stopped bool   // stop was called: fn is not called again
+}
+
+// syncLocked gives fn a stream marker if the mark names another stream id
+// than fn was last told. Called with w.mu held.
+func (w *jsWatcher) syncLocked() {
+	r, loaded := w.m.snapshot()
+	if w.stopped || !loaded || r.Stream == "" || r.Stream == w.told {
+		return
+	}
+	w.told = r.Stream
+	w.fn(Entry{Stream: r.Stream})
+}
+
+func (h *jsHistory) addWatcher(topic string, w *jsWatcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watchers[topic] == nil {
+		h.watchers[topic] = map[*jsWatcher]struct{}{}
+	}
+	h.watchers[topic][w] = struct{}{}
+}
+
+func (h *jsHistory) removeWatcher(topic string, w *jsWatcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.watchers[topic], w)
+	if len(h.watchers[topic]) == 0 {
+		delete(h.watchers, topic)
+	}
+}
+
+// tellWatchers gives topic's watchers the stream id its mark now names.
+// Called when the mark's id changed: a rename here, or one read from the
+// store (another node's).
+func (h *jsHistory) tellWatchers(topic string) {
+	h.mu.Lock()
+	ws := make([]*jsWatcher, 0, len(h.watchers[topic]))
+	for w := range h.watchers[topic] {
+		ws = append(ws, w)
+	}
+	h.mu.Unlock()
+	for _, w := range ws {
+		w.mu.Lock()
+		w.syncLocked()
+		w.mu.Unlock()
+	}
+}
+
+// jsMarkRetry is how long a watcher waits before trying again to record a
+// mark that failed.
+const jsMarkRetry = 500 * time.Millisecond
+
+// raiseWatched raises m to at least seq (to, if it can), retrying until it
+// succeeds; false when ctx ended first.
+func (h *jsHistory) raiseWatched(ctx context.Context, m *mark, seq, to int64) bool {
+	for {
+		if err := h.raise(ctx, m, max(seq, to)); err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(jsMarkRetry):
+		}
+	}
+}
+
+func (h *jsHistory) Close() error {
+	if h.o.CloseConn {
+		h.nc.Close()
+	}
+	return nil
+}
+
+// natsConnectTimeout bounds the first connection to NATS.
+const natsConnectTimeout = 5 * time.Second
+
+// ConnectJetStream connects to the NATS server at url (one or several,
+// comma-separated) and returns a History over its JetStream, its marks in
+// o.MarksDir or, empty, in the bucket WSREADY_MARKS there. The connection
+// reconnects forever; Close ends it (o.CloseConn is implied).
+func ConnectJetStream(ctx context.Context, url string, o JetStreamOptions) (History, error) {
+	// No reconnect buffer: a publish while NATS is away fails at once
+	// (unavailable) instead of being held and stored later, after the
+	// publisher was told it failed.
+	nc, err := nats.Connect(url, nats.Name("wsready"), nats.Timeout(natsConnectTimeout),
+		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false), nats.ReconnectBufSize(-1))
+	if err != nil {
+		return nil, fmt.Errorf("failed to connect to NATS: %w", err)
+	}
+	o.CloseConn = true
+	h, err := NewJetStreamHistory(ctx, nc, o)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return h, nil
+}

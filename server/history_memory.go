@@ -1,0 +1,133 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// The in-memory History (the default).
+
+// memHistory is History in this process's memory: a bounded ring per topic.
+// It is lost when the process ends; every restart starts new streams.
+type memHistory struct {
+	lim       Retention
+	maxTopics int
+	now       func() time.Time
+
+	mu     sync.Mutex
+	topics map[string]*memTopic
+}
+
+type memTopic struct {
+	stream   string
+	entries  []Entry // retained, oldest first
+	bytes    int
+	last     int64
+	watchers map[int]func(Entry)
+	nextW    int
+}
+
+// NewMemoryHistory returns a History kept in memory with the given limits
+// per topic and at most maxTopics topics.
+func NewMemoryHistory(lim Retention, maxTopics int, now func() time.Time) History {
+	if now == nil {
+		now = time.Now
+	}
+	return &memHistory{lim: lim, maxTopics: maxTopics, now: now, topics: map[string]*memTopic{}}
+}
+
+func (h *memHistory) Create(_ context.Context, topic string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := h.topicLocked(topic, true)
+	return err
+}
+
+func (h *memHistory) topicLocked(topic string, create bool) (*memTopic, error) {
+	t := h.topics[topic]
+	if t == nil {
+		if !create {
+			return nil, ErrNoTopic
+		}
+		if len(h.topics) >= h.maxTopics {
+			return nil, ErrTooManyTopics
+		}
+		t = &memTopic{stream: newStreamID(), watchers: map[int]func(Entry){}}
+		h.topics[topic] = t
+	}
+	return t, nil
+}
+
+func (h *memHistory) Append(_ context.Context, topic string, data []byte, create bool) (int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, err := h.topicLocked(topic, create)
+	if err != nil {
+		return 0, err
+	}
+	t.last++
+	e := Entry{Seq: t.last, Data: append([]byte(nil), data...), Time: h.now()}
+	t.entries = append(t.entries, e)
+	t.bytes += len(e.Data)
+	h.trim(t)
+	for _, fn := range t.watchers { // under h.mu: every watcher sees seqs in order
+		fn(e)
+	}
+	return e.Seq, nil
+}
+
+// trim drops the oldest entries past the limits.
+func (h *memHistory) trim(t *memTopic) {
+	cut := h.now().Add(-h.lim.MaxAge)
+	n := 0
+	for n < len(t.entries) && (len(t.entries)-n > h.lim.MaxMsgs || t.bytes > h.lim.MaxBytes || t.entries[n].Time.Before(cut)) {
+		t.bytes -= len(t.entries[n].Data)
+		t.entries[n] = Entry{}
+		n++
+	}
+	if n > 0 {
+		t.entries = append(t.entries[:0], t.entries[n:]...)
+	}
+}
+
+func (h *memHistory) Info(_ context.Context, topic string) (TopicInfo, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[topic]
+	if t == nil {
+		return TopicInfo{}, ErrNoTopic
+	}
+	h.trim(t)
+	first := t.last + 1
+	if len(t.entries) > 0 {
+		first = t.entries[0].Seq
+	}
+	return TopicInfo{Stream: t.stream, First: first, Last: t.last}, nil
+}
+
+func (h *memHistory) Watch(_ context.Context, topic string, from int64, fn func(Entry)) (func(), error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[topic]
+	if t == nil {
+		return nil, ErrNoTopic
+	}
+	for _, e := range t.entries {
+		if e.Seq >= from {
+			fn(e)
+		}
+	}
+	id := t.nextW
+	t.nextW++
+	t.watchers[id] = fn
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(t.watchers, id)
+	}, nil
+}
+
+func (h *memHistory) Close() error { return nil }

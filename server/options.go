@@ -1,0 +1,344 @@
+//go:build !js
+
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path"
+	"strings"
+	"time"
+)
+
+// Options configures a Server. A nil *Options means all defaults.
+//
+// Every duration, count and rate below means its default when it is 0 (the
+// default is given with each field, with its unit); a negative one, or a
+// value a field's doc rules out, makes New fail with an error that names
+// the field. The wsready command's flags refuse the zeros that would mean
+// nothing.
+type Options struct {
+	// PingInterval is how often the server pings each connection; the first
+	// ping goes out at once. Default 1s.
+	PingInterval time.Duration
+	// FeedInterval is the time between two feed updates. Default 250ms.
+	FeedInterval time.Duration
+	// SlowReplyDelay is how late responses arrive while Slow replies is on.
+	// Default 8s (beyond the client's 5s request timeout).
+	SlowReplyDelay time.Duration
+	// FlapAfter is how long a connection lives while Flapping is on. Default 300ms.
+	FlapAfter time.Duration
+	// JitterMax is the most a ping is delayed while Jitter is on (each by
+	// a random 0 to JitterMax). Default 800ms.
+	JitterMax time.Duration
+	// RestartDowntime is how long new connections are refused after Restart.
+	// Default 4s.
+	RestartDowntime time.Duration
+
+	// Demo turns on the demo's control surface over HTTP: a Demo's POST
+	// /api/faults (the failure switches), /api/reset and /api/drain, the
+	// remote addresses and per-id rejections in Stats, and TicketHandler.
+	// Off by default: a server anyone can reach must not be freezable by
+	// anyone.
+	Demo bool
+	// AllowedHosts are host names (without port) a request's Host header
+	// may carry besides localhost, 127.0.0.1 and ::1, which are always
+	// allowed: they add to those, as wsready serve's -hosts does. A Host
+	// not allowed is refused with 421, which also defeats DNS rebinding.
+	// "*" allows any host. Default none (loopback names only).
+	AllowedHosts []string
+	// OriginPatterns lists extra origins (host patterns, as in
+	// websocket.AcceptOptions) allowed to open a WebSocket or to send a
+	// state-changing API request. Same-origin requests are always allowed.
+	// Default none.
+	OriginPatterns []string
+
+	// MaxConns caps open WebSocket connections (and handshakes in
+	// progress); beyond it a handshake is refused with 503 and Retry-After.
+	// Default 10000.
+	MaxConns int
+	// MaxConnsPerIP caps them per remote IP address. Default 256.
+	MaxConnsPerIP int
+	// MaxQueuedBytes bounds the bytes queued for one connection, in flight
+	// included; a connection whose feed would pass it is closed with 4429.
+	// Replies wait for room instead (the connection's reads pause), so a
+	// client that pipelines requests is slowed, not closed. Default 1 MiB.
+	MaxQueuedBytes int
+	// WriteTimeout is how long one write to a connection's socket may make
+	// no progress before the connection is closed (a stalled reader; time
+	// spent frozen by the Freeze switch does not count). Default 10s.
+	WriteTimeout time.Duration
+	// MessageTimeout is how long a message may take from its first byte to
+	// its last; a fragment started and never finished closes the
+	// connection. Default 10s.
+	MessageTimeout time.Duration
+	// MaxPendingReplies caps the delayed replies (Slow replies) one
+	// connection may have waiting; a request beyond it is answered at once
+	// with error too_many_pending. Default 64.
+	MaxPendingReplies int
+
+	// AdmitRate and AdmitBurst are the fleet-wide handshake ceiling
+	// (admission.go), in handshakes per second. Default 500/s, burst 100.
+	// Reconnect slots are spread at 90% of AdmitRate.
+	AdmitRate  float64
+	AdmitBurst int
+	// TenantRate and TenantBurst are the ceiling per remote IP. Default
+	// 20/s, burst 40.
+	TenantRate  float64
+	TenantBurst int
+	// ProbeKey, when set, lets a request carrying it in the X-Wsready-Probe
+	// header through on a reserved limiter of ProbeRate (default 5/s)
+	// instead of the fleet's, so an operator's probe gets in during a storm.
+	ProbeKey  string
+	ProbeRate float64
+	// NoSlots turns reconnect slots off: refusals, Restart and drains then
+	// carry no retry-after (to compare, as make storm does). Default: slots.
+	NoSlots bool
+	// RefuseWith is how a refused handshake is answered: RefuseClose (the
+	// default: accept and close at once with 1013 and "retry-after-ms=N",
+	// which browsers can read) or RefuseHTTP (503 or 429 with Retry-After).
+	RefuseWith RefuseMode
+	// SweepInterval and SweepGrace are the liveness sweep (sweep.go): one
+	// ticker sends every connection a WebSocket ping every SweepInterval and
+	// closes a connection whose pong has not come within two intervals plus
+	// the grace (a connection's first sweep ping goes at the next tick).
+	// Browsers answer these pings themselves. Default 10s and 5s.
+	SweepInterval time.Duration
+	SweepGrace    time.Duration
+	// DrainWindow is how long a drain (drain.go) spreads its closes over.
+	// Default 10s.
+	DrainWindow time.Duration
+
+	// Auth is whether the server asks for tickets (auth.go). Default AuthOff.
+	Auth AuthMode
+	// AuthKey signs tickets (HMAC-SHA256). Default: 32 random bytes made at
+	// start (tickets then die with the process).
+	AuthKey []byte
+	// TicketLife is how long a ticket from TicketHandler lives. Default 10m.
+	TicketLife time.Duration
+	// IssueTickets turns TicketHandler on outside Demo mode. It hands a
+	// ticket for any client id to anyone who can reach the server (so
+	// AuthRequired then stops nobody): off by default, when it answers 403;
+	// on with Demo. In production the application issues the tickets,
+	// signed with AuthKey (the format is in auth.go).
+	IssueTickets bool
+	// TicketRate and TicketBurst limit TicketHandler per remote address
+	// (an IPv6 /64 is one address), whatever turned it on: beyond them it
+	// answers 429 with Retry-After. At most 10,000 addresses are tracked
+	// (a bucket that has refilled is forgotten; with 10,000 live ones a new
+	// address gets 429). Default 5/s, burst 20: a page fetches one ticket
+	// per lifetime, and wsready storm's clients use none.
+	TicketRate  float64
+	TicketBurst int
+	// ShortTicketLife is their life while the Short tokens switch is on.
+	// Default 5s.
+	ShortTicketLife time.Duration
+	// AuthTimeout is how long AuthRequired waits for the auth frame before
+	// closing with 4003. Default 10s.
+	AuthTimeout time.Duration
+	// RejectionThreshold and RejectionWindow are the backstop for a looping
+	// client: a client id whose tickets (signed by us, refused as revoked
+	// or expired) were rejected more than RejectionThreshold times within
+	// RejectionWindow is closed with 4003 at once. Default 20 in 5m. At
+	// most 10,000 client ids are tracked.
+	RejectionThreshold int
+	RejectionWindow    time.Duration
+	// BadTicketThreshold is the backstop for tickets we did not sign
+	// (garbage, forged, another key's), counted per remote address (an
+	// IPv6 /64 is one), never against the client id they name: an address
+	// that sent more than BadTicketThreshold of them within
+	// RejectionWindow has its next ones closed with 4003 "too many
+	// rejected tickets" without more accounting. Valid tickets from that
+	// address are still accepted. Default 20. At most 10,000 addresses
+	// are tracked.
+	BadTicketThreshold int
+	// OverloadRetryAfter is the retry-after the Overload switch gives.
+	// Default 5s.
+	OverloadRetryAfter time.Duration
+
+	// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes harden the HTTP
+	// server HTTPServer returns: a request's headers must arrive within
+	// ReadHeaderTimeout (default 10s); an idle keep-alive connection is
+	// closed after IdleTimeout (default 60s); headers are limited to
+	// MaxHeaderBytes (default 16 KiB). RequestTimeout (default 30s) is how
+	// long a request to one of the plain HTTP handlers (all but Handler)
+	// may take to be read and answered.
+	ReadHeaderTimeout time.Duration
+	RequestTimeout    time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+
+	// Publish lets clients publish to topics (any valid name but the
+	// demo's feed), creating them. Off by default: it changes server state.
+	Publish bool
+	// NoFeed turns off this node's demo feed. With several nodes on one
+	// NATS, exactly one should produce it. Default: the feed runs.
+	NoFeed bool
+	// History keeps the topics' updates. Default: in memory
+	// (NewMemoryHistory with the limits below), lost with the process.
+	// The Server closes it.
+	History History
+	// HistoryMsgs, HistoryBytes and HistoryAge bound each topic's retained
+	// updates (count, bytes of data, age): a replay further back reports
+	// the first seq it still has. They also bound each node's copy of a
+	// topic. Default 1000, 256 KiB, 10m.
+	HistoryMsgs  int
+	HistoryBytes int
+	HistoryAge   time.Duration
+	// MaxTopics caps the topics (and the topics this node keeps in
+	// memory); a publish that would create one more is answered with
+	// too_many_topics. Default 256.
+	MaxTopics int
+	// MaxSubscriptions caps the topics one connection may subscribe to;
+	// one more is answered with too_many_subscriptions. Default 16.
+	MaxSubscriptions int
+	// HistoryTimeout bounds each call into the History (publish, loading a
+	// topic). Default 5s.
+	HistoryTimeout time.Duration
+	// Node names this node in /api/stats and on the page (several nodes on
+	// one NATS). Default none.
+	Node string
+
+	// Logger receives structured logs. Per-connection events are logged at
+	// debug level; no token, payload or peer text is logged. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for timestamps in stats. Default time.Now.
+	Now func() time.Time
+}
+
+// loopbackHosts are always allowed in a Host header (Options.AllowedHosts).
+var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// maxPingInterval is the longest PingInterval: clients refuse a longer one.
+const maxPingInterval = time.Hour
+
+// minAuthKey is the shortest AuthKey, in bytes: HMAC-SHA256's own size.
+const minAuthKey = 32
+
+// numField is one number an Options field holds, with its default.
+type numField[T time.Duration | int | float64] struct {
+	name string
+	v    *T
+	def  T
+}
+
+// withDefaults sets each zero field to its default, and reports to bad
+// each that is negative or not a finite number; kind names what it holds.
+func withDefaults[T time.Duration | int | float64](fields []numField[T], kind string, bad func(field, format string, args ...any)) {
+	for _, f := range fields {
+		v := *f.v
+		switch {
+		case v < 0 || v != v || float64(v) > math.MaxFloat64: // negative, NaN, +Inf
+			bad(f.name, "is %v: %s must be positive (0 for the default, %v)", v, kind, f.def)
+		case v == 0:
+			*f.v = f.def
+		}
+	}
+}
+
+// cloneWithDefaults returns a copy of o with every zero field at its
+// default, or an error naming every field New refuses.
+func (o *Options) cloneWithDefaults() (*Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("Options.%s %s", field, fmt.Sprintf(format, args...)))
+	}
+	// One line a field: its name, where it is, its default.
+	withDefaults([]numField[time.Duration]{
+		{"PingInterval", &c.PingInterval, time.Second},
+		{"FeedInterval", &c.FeedInterval, 250 * time.Millisecond},
+		{"SlowReplyDelay", &c.SlowReplyDelay, 8 * time.Second},
+		{"FlapAfter", &c.FlapAfter, 300 * time.Millisecond},
+		{"JitterMax", &c.JitterMax, 800 * time.Millisecond},
+		{"RestartDowntime", &c.RestartDowntime, 4 * time.Second},
+		{"WriteTimeout", &c.WriteTimeout, 10 * time.Second},
+		{"MessageTimeout", &c.MessageTimeout, 10 * time.Second},
+		{"SweepInterval", &c.SweepInterval, 10 * time.Second},
+		{"SweepGrace", &c.SweepGrace, 5 * time.Second},
+		{"DrainWindow", &c.DrainWindow, 10 * time.Second},
+		{"TicketLife", &c.TicketLife, 10 * time.Minute},
+		{"ShortTicketLife", &c.ShortTicketLife, 5 * time.Second},
+		{"AuthTimeout", &c.AuthTimeout, 10 * time.Second},
+		{"RejectionWindow", &c.RejectionWindow, 5 * time.Minute},
+		{"OverloadRetryAfter", &c.OverloadRetryAfter, 5 * time.Second},
+		{"ReadHeaderTimeout", &c.ReadHeaderTimeout, 10 * time.Second},
+		{"RequestTimeout", &c.RequestTimeout, 30 * time.Second},
+		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},
+		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
+		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
+	}, "a duration", bad)
+	withDefaults([]numField[int]{
+		{"MaxConns", &c.MaxConns, 10000},
+		{"MaxConnsPerIP", &c.MaxConnsPerIP, 256},
+		{"MaxQueuedBytes", &c.MaxQueuedBytes, 1 << 20},
+		{"MaxPendingReplies", &c.MaxPendingReplies, 64},
+		{"AdmitBurst", &c.AdmitBurst, 100},
+		{"TenantBurst", &c.TenantBurst, 40},
+		{"TicketBurst", &c.TicketBurst, 20},
+		{"RejectionThreshold", &c.RejectionThreshold, 20},
+		{"BadTicketThreshold", &c.BadTicketThreshold, 20},
+		{"MaxHeaderBytes", &c.MaxHeaderBytes, 16 << 10},
+		{"HistoryMsgs", &c.HistoryMsgs, 1000},
+		{"HistoryBytes", &c.HistoryBytes, 256 << 10},
+		{"MaxTopics", &c.MaxTopics, 256},
+		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
+	}, "a count", bad)
+	withDefaults([]numField[float64]{
+		{"AdmitRate", &c.AdmitRate, 500},
+		{"TenantRate", &c.TenantRate, 20},
+		{"ProbeRate", &c.ProbeRate, 5},
+		{"TicketRate", &c.TicketRate, 5},
+	}, "a rate (per second)", bad)
+	if c.PingInterval > maxPingInterval {
+		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
+	}
+	switch c.RefuseWith {
+	case "":
+		c.RefuseWith = RefuseClose
+	case RefuseClose, RefuseHTTP:
+	default:
+		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
+	}
+	switch c.Auth {
+	case "":
+		c.Auth = AuthOff
+	case AuthOff, AuthOptional, AuthRequired:
+	default:
+		bad("Auth", "is %q: it must be %q, %q or %q", c.Auth, AuthOff, AuthOptional, AuthRequired)
+	}
+	if n := len(c.AuthKey); n > 0 && n < minAuthKey {
+		bad("AuthKey", "has %d bytes: at least %d (or none for a random key)", n, minAuthKey)
+	}
+	for _, h := range c.AllowedHosts {
+		if strings.TrimSpace(h) == "" {
+			bad("AllowedHosts", "holds an empty host name")
+		}
+	}
+	for _, p := range c.OriginPatterns {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			bad("OriginPatterns", "holds %q, which is not a host pattern", p)
+		}
+	}
+	c.AllowedHosts = append(append([]string(nil), loopbackHosts...), c.AllowedHosts...)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("failed to create the server: %w", errors.Join(errs...))
+	}
+	return &c, nil
+}
+
+func (o *Options) retention() Retention {
+	return Retention{MaxMsgs: o.HistoryMsgs, MaxBytes: o.HistoryBytes, MaxAge: o.HistoryAge}
+}

@@ -1,0 +1,72 @@
+//go:build !js
+
+package server
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// New refuses what an option's doc rules out, naming the field, instead
+// of silently taking the default; zero still means the default.
+func TestNewRefusesInvalidOptions(t *testing.T) {
+	cases := []struct {
+		o    Options
+		want string
+	}{
+		{Options{PingInterval: -time.Second}, "Options.PingInterval is -1s"},
+		{Options{PingInterval: 2 * time.Hour}, "Options.PingInterval is 2h0m0s: at most 1h0m0s"},
+		{Options{SweepGrace: -1}, "Options.SweepGrace"},
+		{Options{HistoryTimeout: -time.Millisecond}, "Options.HistoryTimeout"},
+		{Options{MaxConns: -1}, "Options.MaxConns is -1"},
+		{Options{MaxSubscriptions: -3}, "Options.MaxSubscriptions"},
+		{Options{AdmitRate: -1}, "Options.AdmitRate is -1"},
+		{Options{TicketRate: math.NaN()}, "Options.TicketRate is NaN"},
+		{Options{TenantRate: math.Inf(1)}, "Options.TenantRate is +Inf"},
+		{Options{RefuseWith: "drop"}, `Options.RefuseWith is "drop"`},
+		{Options{Auth: "maybe"}, `Options.Auth is "maybe"`},
+		{Options{AuthKey: []byte("short")}, "Options.AuthKey has 5 bytes: at least 32"},
+		{Options{AllowedHosts: []string{"example.com", " "}}, "Options.AllowedHosts holds an empty host name"},
+		{Options{OriginPatterns: []string{"[a-"}}, `Options.OriginPatterns holds "[a-"`},
+	}
+	for _, c := range cases {
+		o := c.o
+		o.Logger = discard()
+		s, err := New(&o)
+		if err == nil {
+			s.Close()
+			t.Errorf("%+v: accepted", c.o)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "failed to create the server: ") {
+			t.Errorf("error %q, want it to say %q", err, c.want)
+		}
+	}
+	// Every problem is named at once.
+	_, err := New(&Options{MaxConns: -1, FeedInterval: -1, Logger: discard()})
+	if err == nil || !strings.Contains(err.Error(), "MaxConns") || !strings.Contains(err.Error(), "FeedInterval") {
+		t.Fatalf("two bad fields: %v", err)
+	}
+}
+
+func TestZeroOptionsMeanTheDefaults(t *testing.T) {
+	o, err := (&Options{}).cloneWithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.PingInterval != time.Second || o.MaxConns != 10000 || o.AdmitRate != 500 || o.RefuseWith != RefuseClose ||
+		o.Auth != AuthOff || o.HistoryBytes != 256<<10 || o.Logger == nil || o.Now == nil {
+		t.Fatalf("defaults: %+v", o)
+	}
+	n, err := (*Options)(nil).cloneWithDefaults()
+	if err != nil || n.PingInterval != time.Second {
+		t.Fatalf("nil options: %+v, %v", n, err)
+	}
+	s, err := New(&Options{AuthKey: make([]byte, 32), Logger: discard()})
+	if err != nil {
+		t.Fatalf("a 32-byte key: %v", err)
+	}
+	s.Close()
+}
