@@ -30,6 +30,7 @@ type Stats struct {
 	BadFrames         int   // frames that failed to decode
 	ServerErrors      int   // error frames from the server
 	Authenticated     int   // tickets the server accepted
+	Welcomes          int   // welcome frames: connections the server said it serves
 	TokensRequested   int   // calls of the token hook
 	TokenRefreshes    int   // forced ones (after a 4001)
 	TokenFailures     int   // token hook failures or timeouts
@@ -208,6 +209,10 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 	case protocol.TypeAuthenticated:
 		c.stats.Authenticated++
 		c.trace("authenticated", s, "ticket accepted")
+	case protocol.TypeWelcome:
+		c.onWelcome(s, m)
+	case protocol.TypePresence:
+		c.onPresence(m)
 	case protocol.TypeError:
 		c.stats.ServerErrors++
 		c.trace("server-error", s, "error frame from the server")

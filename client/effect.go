@@ -34,6 +34,9 @@ const (
 	// EffTopicError: the server refused a subscribe (TopicError). The
 	// subscribe is retried at the subscribe deadline (Service).
 	EffTopicError
+	// EffPresence: a user joined or left a topic the app subscribed to
+	// with presence (SubscribeOptions.Presence).
+	EffPresence
 )
 
 // SocketID names a socket the core asked a driver to open. IDs increase by
@@ -63,6 +66,17 @@ type Effect struct {
 	Lost   ContinuityLost // EffContinuityLost
 	// TopicError is EffTopicError's: which topic, and the server's code.
 	TopicError TopicError
+	// Presence is EffPresence's: who joined or left which topic.
+	Presence PresenceEvent
+}
+
+// PresenceEvent is a presence frame the server sent for a topic the app
+// subscribed to with presence: User's first connection joined Topic
+// (cluster-wide), or its last left.
+type PresenceEvent struct {
+	Topic string
+	Event string // protocol.PresenceJoin or protocol.PresenceLeave
+	User  string
 }
 
 // TopicError is the server's refusal of a subscribe to Topic. Code is its

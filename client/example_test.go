@@ -53,6 +53,6 @@ func Example() {
 	// state transport=up protocol=pending service=pending ready=false
 	// state transport=up protocol=up service=pending ready=false
 	// state transport=up protocol=up service=up ready=true
-	// send {"type":"request","id":1,"method":"echo","params":{"hi":1}}
+	// send {"type":"request","id":1,"method":"echo","params":{"hi":1},"timeoutMs":5000}
 	// request 1 settled: {"hi":1} <nil>
 }

@@ -25,6 +25,7 @@ type harness struct {
 	tokens    []bool // EffToken asks, by Force
 	lost      []ContinuityLost
 	topicErrs []string // topic + ":" + code
+	presence  []PresenceEvent
 	rand      *seq
 	// seen, if set, hears of every effect in order before the harness
 	// carries it out (the scenario scripts print them).
@@ -112,6 +113,10 @@ func (h *harness) drain() {
 			h.lost = append(h.lost, e.Lost)
 		case EffTopicError:
 			h.topicErrs = append(h.topicErrs, e.TopicError.Topic+":"+e.TopicError.Code)
+		case EffPresence:
+			h.presence = append(h.presence, e.Presence)
+		default:
+			h.t.Fatalf("an effect the harness does not know: %+v", e)
 		}
 	}
 }

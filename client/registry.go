@@ -89,6 +89,9 @@ func (c *Core) call(m protocol.Message, invalid string, timeout time.Duration, n
 		}
 		c.pending[id] = p
 		m.ID = id
+		if c.cfg.Features.Registry && m.Type == protocol.TypeRequest {
+			m.TimeoutMs = timeoutMs(p.deadline.Sub(now))
+		}
 		c.send(m)
 	}
 	c.after(now)
@@ -118,7 +121,8 @@ func (c *Core) onResponse(m protocol.Message) {
 	p.done = true
 	delete(c.pending, m.ID)
 	if m.Error != nil || m.Type == protocol.TypeError {
-		c.settleErr(m.ID, &ServerError{ID: m.ID, Code: m.Error.Code, Message: m.Error.Message})
+		c.settleErr(m.ID, &ServerError{ID: m.ID, Code: m.Error.Code, Message: m.Error.Message,
+			RetryAfter: time.Duration(min(m.Error.RetryAfterMs, protocol.MaxTimeoutMs)) * time.Millisecond})
 		return
 	}
 	c.emit(Effect{Kind: EffSettle, ID: m.ID, Result: m.Result})
@@ -175,6 +179,14 @@ func (c *Core) nextRequestDeadline() time.Time {
 		return time.Time{}
 	}
 	return c.queue[0].deadline
+}
+
+// timeoutMs is a request's timeoutMs: what is left of its timeout, in
+// whole milliseconds rounded up, within the protocol's 1 ms to 1 h (the
+// server caps it further).
+func timeoutMs(left time.Duration) int64 {
+	ms := (left + time.Millisecond - 1) / time.Millisecond
+	return int64(min(max(ms, 1), protocol.MaxTimeoutMs))
 }
 
 func (c *Core) settleErr(id uint64, err error) {

@@ -198,6 +198,13 @@ func (r *scenario) run(path string, at int, line string) []string {
 		r.frame(sock(0), protocol.Message{Type: protocol.TypeUpdate, Topic: arg(1), Seq: num(arg(2)), Data: []byte(`{}`)})
 	case "respond":
 		r.frame(sock(0), protocol.Message{Type: protocol.TypeResponse, ID: uint64(num(arg(1))), Result: []byte(`{"ok":true}`)})
+	case "welcome":
+		r.frame(sock(0), protocol.Message{Type: protocol.TypeWelcome, Session: opt("session", "s1"), User: opt("user", "")})
+	case "presence":
+		r.frame(sock(0), protocol.Message{Type: protocol.TypePresence, Topic: arg(1), Event: arg(2), User: arg(3)})
+	case "error-response":
+		r.frame(sock(0), protocol.Message{Type: protocol.TypeResponse, ID: uint64(num(arg(1))),
+			Error: &protocol.ErrorBody{Code: arg(2), Message: "refused", RetryAfterMs: num(opt("retry-after-ms", "0"))}})
 	case "topic-error":
 		r.frame(sock(0), protocol.Message{Type: protocol.TypeError, Topic: arg(1), Error: &protocol.ErrorBody{Code: arg(2), Message: "refused"}})
 	case "frame":
@@ -205,11 +212,11 @@ func (r *scenario) run(path string, at int, line string) []string {
 	case "request":
 		h.c.RequestWithTimeout(opt("method", "echo"), []byte(`{}`), dur(opt("timeout", "0s")), h.now)
 	case "subscribe":
-		var since int64
+		o := SubscribeOptions{Presence: has("presence")}
 		if v := opt("since", ""); v != "" {
-			since = num(v)
+			o.Since, o.HasSince = num(v), true
 		}
-		if !h.c.Subscribe(arg(0), since, opt("since", "") != "", h.now) {
+		if !h.c.SubscribeWith(arg(0), o, h.now) {
 			r.out = append(r.out, "refused")
 		}
 	case "unsubscribe":
@@ -315,6 +322,8 @@ func (r *scenario) fmtEffect(e Effect) string {
 		return fmt.Sprintf("continuity-lost %s %d-%d", l.Topic, l.From, l.To)
 	case EffTopicError:
 		return "topic-error " + e.TopicError.Topic + " " + e.TopicError.Code
+	case EffPresence:
+		return "presence " + e.Presence.Topic + " " + e.Presence.Event + " " + e.Presence.User
 	}
 	r.t.Fatalf("an effect the scripts do not know: %+v", e)
 	return ""
@@ -366,6 +375,7 @@ func fmtStats(s Stats) []string {
 	add("dropped-responses", int64(s.DroppedResponses))
 	add("bad-frames", int64(s.BadFrames))
 	add("server-errors", int64(s.ServerErrors))
+	add("welcomes", int64(s.Welcomes))
 	add("token-refreshes", int64(s.TokenRefreshes))
 	add("token-failures", int64(s.TokenFailures))
 	add("records", int64(s.Records))

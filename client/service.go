@@ -64,6 +64,7 @@ type topicState struct {
 	app       bool  // the app subscribed to it (the service topic may be both)
 	replayTo  int64 // updates up to this seq are the current replay
 	sentSince bool  // the subscribe on this socket carried since
+	presence  bool  // the app asked for the topic's presence events
 }
 
 func (c *Core) topicOf(name string) *topicState {
@@ -84,23 +85,43 @@ func (c *Core) addTopic(name string) *topicState {
 	return t
 }
 
+// SubscribeOptions are a subscribe's options.
+type SubscribeOptions struct {
+	// Since, with HasSince, asks the first subscribe for a replay of what
+	// followed seq Since (Resume replays on reconnect in any case).
+	Since    int64
+	HasSince bool
+	// Presence asks for the topic's presence events (EffPresence): a
+	// user's first connection joining it, its last leaving.
+	Presence bool
+}
+
 // Subscribe asks for topic's updates (EffUpdate), from now on and after
 // every reconnect. With hasSince the first subscribe asks for a replay of
 // what followed since (Resume replays on reconnect in any case). It
 // reports false for an invalid topic name (protocol.ValidTopic).
 func (c *Core) Subscribe(topic string, since int64, hasSince bool, now time.Time) bool {
-	if !protocol.ValidTopic(topic) || since < 0 {
+	return c.SubscribeWith(topic, SubscribeOptions{Since: since, HasSince: hasSince}, now)
+}
+
+// SubscribeWith is Subscribe with options. Subscribing again to a topic
+// with another Presence sends the subscribe again (with since = the
+// cursor under Resume, so nothing is lost or repeated).
+func (c *Core) SubscribeWith(topic string, o SubscribeOptions, now time.Time) bool {
+	if !protocol.ValidTopic(topic) || o.Since < 0 {
 		return false
 	}
 	t := c.addTopic(topic)
 	t.app = true
-	if hasSince {
-		if !t.has || t.Cursor != since {
+	if o.HasSince {
+		if !t.has || t.Cursor != o.Since {
 			t.Stream = "" // a cursor from the app: whatever stream the server has
 		}
-		t.Cursor, t.has = since, true
+		t.Cursor, t.has = o.Since, true
 	}
-	if !t.wanted {
+	again := t.wanted && t.presence != o.Presence
+	t.presence = o.Presence
+	if !t.wanted || again {
 		t.wanted = true
 		t.Subscribed = false
 		if c.transport == Up && c.current != 0 {
@@ -172,6 +193,7 @@ func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 		m.HasSince, m.Since, m.Stream = true, t.Cursor, t.Stream
 	}
 	t.sentSince = m.HasSince
+	m.Presence = t.presence
 	c.send(m)
 	if c.cfg.Features.Service {
 		c.dl[dlSubscribe] = now.Add(c.cfg.SubscribeTimeout)
@@ -234,6 +256,12 @@ func (c *Core) lose(l ContinuityLost) {
 	c.emit(Effect{Kind: EffContinuityLost, Lost: l})
 }
 
+// onWelcome notes that the server serves this socket's session.
+func (c *Core) onWelcome(s SocketID, m protocol.Message) {
+	c.stats.Welcomes++
+	c.trace("welcome", s, "the server serves the session")
+}
+
 func (c *Core) allSubscribed() bool {
 	for _, t := range c.topics {
 		if t.wanted && !t.Subscribed {
@@ -257,6 +285,14 @@ func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
 		c.service = Pending
 	}
 	c.subscribeTopic(t, now)
+}
+
+// onPresence hands a presence frame to the app if it asked for the
+// topic's presence.
+func (c *Core) onPresence(m protocol.Message) {
+	if t := c.topicOf(m.Topic); t != nil && t.wanted && t.presence {
+		c.emit(Effect{Kind: EffPresence, Presence: PresenceEvent{Topic: m.Topic, Event: m.Event, User: m.User}})
+	}
 }
 
 // onTopicError handles an error frame about a topic (unknown_topic,
