@@ -47,8 +47,11 @@ type Config struct {
 	// Stage is informational: the stage preset this config came from, or -1.
 	Stage    int
 	Features Features
-	// Topic to subscribe to: the service layer's. Default
-	// protocol.DefaultTopic ("feed"). Core.Subscribe adds others.
+	// Topic, if set, is subscribed to from the start and stays subscribed
+	// (Unsubscribe leaves it): the demo sets protocol.DefaultTopic
+	// ("feed"). Default "": none. Core.Subscribe adds others. The service
+	// layer is Up when every topic wanted is acknowledged, and with none
+	// when the server's welcome arrives (service.go).
 	Topic string
 	// Cursors are where to resume topics from (Resume), as a driver
 	// persisted them from Core.Cursors. Invalid entries are ignored.
@@ -172,8 +175,8 @@ func (c Config) withDefaults() (Config, error) {
 // defaults fills in the defaults; unlike withDefaults it does not need
 // Rand (NewReconnector takes each draw from its caller).
 func (c Config) defaults() (Config, error) {
-	if c.Topic == "" {
-		c.Topic = protocol.DefaultTopic
+	if c.Topic != "" && !protocol.ValidTopic(c.Topic) {
+		return c, errors.New("client: Config.Topic is not a valid topic name")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

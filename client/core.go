@@ -18,8 +18,8 @@ type Stats struct {
 	StaleEvents       int   // events from replaced sockets ignored
 	ForeignEvents     int   // events from replaced sockets applied (no StaleFilter)
 	SubscribesSent    int   // subscribe frames sent
-	Updates           int   // updates of the service topic (Config.Topic) delivered
-	LastSeq           int64 // the service topic's cursor: the last seq delivered
+	Updates           int   // updates delivered to the app, every topic together (Topics() has them per topic)
+	LastSeq           int64 // the first topic's cursor: Config.Topic's, or without one the first topic the app subscribed to
 	SeqGaps           int   // gaps in any topic: an update past cursor+1 (one socket or across a reconnect), or a continuity loss
 	MissedUpdates     int64 // updates those gaps skipped, in total (known ranges only): lost for good
 	Duplicates        int   // updates at or below their topic's cursor delivered to the app (without Resume)
@@ -64,7 +64,7 @@ type Core struct {
 	current    SocketID // 0: none
 	transport  Level
 	protocol   Level
-	service    Level
+	served     bool // the server served this socket's session: a welcome, or an answer to a subscribe (service.go)
 
 	// dl holds the deadlines kept in a slot (deadlines.go); zero means not
 	// armed. The driver holds one timer for the earliest deadline.
@@ -92,7 +92,8 @@ type Core struct {
 	lastErr      Failure         // cleared at READY
 	recoveries   []time.Duration // ring of the last maxRecoveries
 
-	topics []*topicState // the service topic first
+	topics  []*topicState // in the order they were first named (Config.Topic first)
+	primary *topicState   // the topic Stats.LastSeq follows: Config.Topic, or the first the app subscribed to
 
 	nextID  uint64
 	pending map[uint64]*pendingRequest
@@ -278,7 +279,7 @@ func (c *Core) Stop(now time.Time) {
 func (c *Core) dial(now time.Time) {
 	if c.cfg.Auth && !c.tokenWait && c.token == "" {
 		c.tokenWait = true
-		c.transport, c.protocol, c.service = Pending, Down, Down
+		c.transport, c.protocol, c.served = Pending, Down, false
 		c.dl[dlToken] = now.Add(c.cfg.TokenTimeout)
 		c.stats.TokensRequested++
 		if c.forceToken {
@@ -291,7 +292,7 @@ func (c *Core) dial(now time.Time) {
 	c.nextSocket++
 	c.current = c.nextSocket
 	c.transport = Pending
-	c.protocol, c.service = Down, Down
+	c.protocol, c.served = Down, false
 	c.clearScope(scopeSocket)
 	c.dl[dlConnect] = now.Add(c.cfg.ConnectTimeout)
 	c.stats.Dials++

@@ -60,6 +60,10 @@ func newHarness(t *testing.T, stage int, tweak ...func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	cfg.Trace = true
+	// The demo's topic, set explicitly (the library's default is none):
+	// most stories are told with it. A tweak sets Topic "" for a client
+	// that asks for no topics.
+	cfg.Topic = protocol.DefaultTopic
 	for _, f := range tweak {
 		f(&cfg)
 	}

@@ -39,7 +39,7 @@ func (l Level) String() string {
 type State struct {
 	Transport Level // is the socket open?
 	Protocol  Level // is the peer alive (a ping within its deadline)?
-	Service   Level // has the server acknowledged our subscription?
+	Service   Level // has the server acknowledged the app's subscriptions (with none: the session)?
 	// Ready is true when every tracked layer is Up.
 	Ready bool
 	// Epoch counts sockets: it increments with every new socket the client
@@ -80,9 +80,9 @@ func (c *Core) state() State {
 		}
 	}
 	if c.cfg.Features.Service {
-		st.Service = c.service
-		if c.transport != Up {
-			st.Service = Down
+		st.Service = Down
+		if c.transport == Up {
+			st.Service = c.serviceLevel()
 		}
 	}
 	st.Ready = ready(st.Transport, st.Protocol, st.Service)

@@ -166,6 +166,9 @@ func (r *scenario) run(path string, at int, line string) []string {
 			c.Auth = has("auth")
 			c.Budget = int(num(opt("budget", "0")))
 			c.Window = dur(opt("window", "0s"))
+			if c.Topic = opt("topic", protocol.DefaultTopic); c.Topic == "none" {
+				c.Topic = ""
+			}
 		})
 		r.h.seen = r.print
 		r.header = r.h.now

@@ -243,7 +243,7 @@ func SettleValue(result []byte, err error) map[string]any {
 type Options struct {
 	URL     string
 	URLs    []string // URL, then any others, in turn on every reconnect
-	Topic   string   // the service topic; "" for the default
+	Topic   string   // a topic subscribed from the start (the demo's "feed"); "" for none
 	Cursors []client.Cursor
 	Stage   int
 	Budget  int           // stage 6: attempts per run of failures; 0 unbounded
