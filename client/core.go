@@ -193,6 +193,8 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		// Any frame from the current socket proves the peer alive (an old
 		// server answers a probe with an error frame: that counts too).
 		c.stillAlive(now, m.Type == protocol.TypeProbeAck && m.ID == c.probeID)
+	} else if m.Type != protocol.TypePing {
+		c.proofOfLife(now)
 	}
 	switch m.Type {
 	case protocol.TypeProbeAck:

@@ -26,6 +26,12 @@ import (
 // but coming (a jittery server) finds the probe answered and the socket
 // kept.
 
+// Proof of life (issue 22): once the first ping has set the interval, any
+// frame from the server re-arms the watchdog as a ping does, so a socket
+// busy with updates is not killed because a ping queued behind them came
+// late (a server with 25 s pings and a busy feed). A probe (stage 6) goes
+// out only after 1.25 intervals with no frame at all.
+
 // probeAfter is how many ping intervals of silence trigger a probe.
 const probeAfter = 1.25
 
@@ -72,6 +78,19 @@ func (c *Core) onPing(m protocol.Message, now time.Time) {
 	c.protocol = Up
 	if c.probes() {
 		c.probing = false
+		c.dl[dlWatchdog] = now.Add(time.Duration(probeAfter * float64(c.pingInterval)))
+		return
+	}
+	c.dl[dlWatchdog] = now.Add(2 * c.pingInterval)
+}
+
+// proofOfLife re-arms the watchdog for a frame other than a ping, once the
+// first ping on this socket has set the interval.
+func (c *Core) proofOfLife(now time.Time) {
+	if !c.cfg.Features.Heartbeat || c.transport != Up || c.protocol != Up || c.pingInterval <= 0 {
+		return
+	}
+	if c.probes() {
 		c.dl[dlWatchdog] = now.Add(time.Duration(probeAfter * float64(c.pingInterval)))
 		return
 	}
