@@ -74,6 +74,9 @@ func (c *Core) onPing(m protocol.Message, now time.Time) {
 	if !c.cfg.Features.Heartbeat {
 		return
 	}
+	if !c.proven {
+		c.provenNow(now)
+	}
 	c.trace("ping", c.current, "ping, interval "+c.pingInterval.String())
 	c.protocol = Up
 	if c.probes() {
@@ -100,14 +103,38 @@ func (c *Core) proofOfLife(now time.Time) {
 // probes says whether the watchdog probes before it kills (stage 6).
 func (c *Core) probes() bool { return c.cfg.Features.Session && c.cfg.Features.Heartbeat }
 
+// provenNow notes that the current socket works (its first ping): the
+// transport rule's count starts over, and a client on its fallback
+// transport arms the re-probe of the preferred one (transport.go).
+func (c *Core) provenNow(now time.Time) {
+	c.proven = true
+	c.rc.Proven()
+	c.armReprobe(now)
+}
+
 func (c *Core) watchdogFired(now time.Time) {
 	s := c.current
+	if c.jumped && c.probes() && c.transport == Up {
+		// The clock jumped (clock.go): the deadline says nothing about the
+		// peer, which had no chance to ping. Ask it first, with a fresh
+		// timeout, or give the first ping its time again.
+		if c.protocol != Up {
+			c.trace("watchdog", s, "the first-ping timeout slept with the clock: waiting for it again")
+			c.dl[dlWatchdog] = now.Add(c.cfg.FirstPingTimeout)
+			return
+		}
+		c.probing = false
+	}
 	if c.probes() && c.protocol == Up && !c.probing {
 		c.probeID++
 		c.probing, c.probeSent = true, now
 		c.stats.Probes++
 		t := c.probeTimeout()
-		c.trace("probe", s, "no ping for "+time.Duration(probeAfter*float64(c.pingInterval)).String()+"; probing, answer due within "+t.String())
+		why := "no frame for " + time.Duration(probeAfter*float64(c.pingInterval)).String()
+		if c.jumped {
+			why = "the clock jumped"
+		}
+		c.trace("probe", s, why+"; probing, answer due within "+t.String())
 		c.send(protocol.Message{Type: protocol.TypeProbe, ID: c.probeID})
 		c.dl[dlWatchdog] = now.Add(t)
 		return

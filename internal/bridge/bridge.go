@@ -280,7 +280,7 @@ type Getter interface {
 }
 
 // ParseOptions validates connect's options: url is a ws:// or wss:// URL,
-// stage an integer 0..7 (default 7), budget an integer >= 0 and windowMs a
+// stage an integer 0..client.MaxStage (default MaxStage), budget an integer >= 0 and windowMs a
 // number of milliseconds >= 0 (0: unbounded, the default).
 func ParseOptions(g Getter) (Options, error) {
 	o := Options{Stage: client.MaxStage}
