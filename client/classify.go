@@ -75,6 +75,11 @@ type Cause struct {
 	Code       int           // the close code; 1006 when none came
 	RetryAfter time.Duration // a retry-after the server gave; 0 for none
 	Fail       FailureClass  // set when the driver or the core knows better than the code (failure.go)
+	// Via is the transport the lost attempt used; 0 when there was none
+	// (a failed token hook). Proven says it saw its first ping. The
+	// transport rule (stage 8) counts attempts that never did.
+	Via    Transport
+	Proven bool
 }
 
 // causeOf turns a driver's close report into a Cause: a code other than

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,6 +41,16 @@ type Features struct {
 	// missed; updates at or below the cursor are dropped; a loss the server
 	// cannot replay is a ContinuityLost effect with its range.
 	Resume bool
+	// WhereUsersAre (stage 8): the browser as it really is. A blocked
+	// WebSocket falls back to HTTP (Transports, transport.go); a timer
+	// that fires far later than it was due means the clock jumped: probe
+	// before killing, and do not charge the jump to the reconnect window
+	// (clock.go); hidden pages keep their connection unless
+	// PauseWhenHidden; sends that stop draining are noticed (Buffered,
+	// SendStallTimeout); the state says how long the client has not been
+	// READY (NotReadySince, Degraded, Offline). The opt-in queue and the
+	// tab leadership events work at any stage.
+	WhereUsersAre bool
 }
 
 // Config configures a Core. Zero durations take the defaults shown.
@@ -47,8 +58,11 @@ type Config struct {
 	// Stage is informational: the stage preset this config came from, or -1.
 	Stage    int
 	Features Features
-	// Topic to subscribe to: the service layer's. Default
-	// protocol.DefaultTopic ("feed"). Core.Subscribe adds others.
+	// Topic, if set, is subscribed to from the start and stays subscribed
+	// (Unsubscribe leaves it): the demo sets protocol.DefaultTopic
+	// ("feed"). Default "": none. Core.Subscribe adds others. The service
+	// layer is Up when every topic wanted is acknowledged, and with none
+	// when the server's welcome arrives (service.go).
 	Topic string
 	// Cursors are where to resume topics from (Resume), as a driver
 	// persisted them from Core.Cursors. Invalid entries are ignored.
@@ -107,10 +121,43 @@ type Config struct {
 	// TokenTimeout bounds the token hook; no answer by then is a failed
 	// attempt. Default 10s.
 	TokenTimeout time.Duration
+
+	// Transports are the transports the client may use, the preferred
+	// first: after 3 attempts in a row on it that never reach a first
+	// ping, the client tries the second (for HTTP after the driver's
+	// probe, EffProbeHTTP), and while on the second it tries the first
+	// again every ReprobeInterval beside the live socket (transport.go).
+	// nil: [TransportWebSocket, TransportHTTP] with WhereUsersAre,
+	// [TransportWebSocket] without. One or two distinct transports.
+	Transports []Transport
+	// ReprobeInterval is how often a client on its fallback transport
+	// tries the preferred one again. Default 10 minutes.
+	ReprobeInterval time.Duration
+	// PauseWhenHidden keeps stage 6's rule at stage 8: no reconnect while
+	// the page is hidden. Default false: hidden tabs keep (and regain)
+	// their connection. Stages 6 and 7 pause whatever it says.
+	PauseWhenHidden bool
+	// SendStallTimeout is how long the bytes queued on a socket may stay
+	// above zero without decreasing (Buffered) before the client probes,
+	// then closes with 4409 and reconnects (WhereUsersAre). Default 5s.
+	SendStallTimeout time.Duration
+	// DegradedAfter and OfflineAfter are how long the client must have
+	// not been READY before State.Degraded and State.Offline turn on
+	// (WhereUsersAre). Defaults 3s and 30s.
+	DegradedAfter time.Duration
+	OfflineAfter  time.Duration
+	// QueueWhileNotReady makes every request and publish wait (up to its
+	// own timeout) for READY instead of failing with ErrNotReady, carrying
+	// an idempotency key (RequestOptions.Queue for one). Default off.
+	QueueWhileNotReady bool
+	// Follower starts the core as a tab that follows another's connection:
+	// it dials nothing until BecameLeader (tabs.go). Default false: the
+	// core leads.
+	Follower bool
 }
 
 // ErrBadStage is returned for a stage outside 0..MaxStage.
-var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4, 5, 6 or 7")
+var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4, 5, 6, 7 or 8")
 
 // StageError reports a stage outside the demo's; errors.Is(err,
 // ErrBadStage) holds for it.
@@ -123,7 +170,7 @@ func (e *StageError) Error() string {
 func (e *StageError) Unwrap() error { return ErrBadStage }
 
 // MaxStage is the last demo stage.
-const MaxStage = 7
+const MaxStage = 8
 
 // StageFeatures returns the fixes stage n turns on.
 func StageFeatures(n int) (Features, error) {
@@ -131,13 +178,14 @@ func StageFeatures(n int) (Features, error) {
 		return Features{}, &StageError{Stage: n}
 	}
 	return Features{
-		Registry:    n >= 1,
-		Heartbeat:   n >= 2,
-		StaleFilter: n >= 3,
-		Service:     n >= 4,
-		Backoff:     n >= 5,
-		Session:     n >= 6,
-		Resume:      n >= 7,
+		Registry:      n >= 1,
+		Heartbeat:     n >= 2,
+		StaleFilter:   n >= 3,
+		Service:       n >= 4,
+		Backoff:       n >= 5,
+		Session:       n >= 6,
+		Resume:        n >= 7,
+		WhereUsersAre: n >= 8,
 	}, nil
 }
 
@@ -172,8 +220,8 @@ func (c Config) withDefaults() (Config, error) {
 // defaults fills in the defaults; unlike withDefaults it does not need
 // Rand (NewReconnector takes each draw from its caller).
 func (c Config) defaults() (Config, error) {
-	if c.Topic == "" {
-		c.Topic = protocol.DefaultTopic
+	if c.Topic != "" && !protocol.ValidTopic(c.Topic) {
+		return c, errors.New("client: Config.Topic is not a valid topic name")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -188,6 +236,21 @@ func (c Config) defaults() (Config, error) {
 	def(&c.Cooldown, 5*time.Second)
 	def(&c.OnlineDelay, 500*time.Millisecond)
 	def(&c.TokenTimeout, 10*time.Second)
+	def(&c.ReprobeInterval, 10*time.Minute)
+	def(&c.SendStallTimeout, 5*time.Second)
+	def(&c.DegradedAfter, 3*time.Second)
+	def(&c.OfflineAfter, 30*time.Second)
+	if c.Transports == nil {
+		c.Transports = []Transport{TransportWebSocket}
+		if c.Features.WhereUsersAre {
+			c.Transports = append(c.Transports, TransportHTTP)
+		}
+	} else {
+		c.Transports = slices.Clone(c.Transports)
+	}
+	if err := validTransports(c.Transports); err != nil {
+		return c, err
+	}
 	if c.MaxRefreshes <= 0 {
 		c.MaxRefreshes = 2
 	}

@@ -18,8 +18,8 @@ type Stats struct {
 	StaleEvents       int   // events from replaced sockets ignored
 	ForeignEvents     int   // events from replaced sockets applied (no StaleFilter)
 	SubscribesSent    int   // subscribe frames sent
-	Updates           int   // updates of the service topic (Config.Topic) delivered
-	LastSeq           int64 // the service topic's cursor: the last seq delivered
+	Updates           int   // updates delivered to the app, every topic together (Topics() has them per topic)
+	LastSeq           int64 // the first topic's cursor: Config.Topic's, or without one the first topic the app subscribed to
 	SeqGaps           int   // gaps in any topic: an update past cursor+1 (one socket or across a reconnect), or a continuity loss
 	MissedUpdates     int64 // updates those gaps skipped, in total (known ranges only): lost for good
 	Duplicates        int   // updates at or below their topic's cursor delivered to the app (without Resume)
@@ -30,6 +30,7 @@ type Stats struct {
 	BadFrames         int   // frames that failed to decode
 	ServerErrors      int   // error frames from the server
 	Authenticated     int   // tickets the server accepted
+	Welcomes          int   // welcome frames: connections the server said it serves
 	TokensRequested   int   // calls of the token hook
 	TokenRefreshes    int   // forced ones (after a 4001)
 	TokenFailures     int   // token hook failures or timeouts
@@ -45,6 +46,13 @@ type Stats struct {
 	Probes         int
 	ProbesAnswered int
 	ProbeRTT       time.Duration
+	// Stage 8.
+	ClockJumps int // Ticks that found a timer far late (clock.go)
+	SendStalls int // sockets closed because their sends stopped draining
+	HTTPProbes int // EffProbeHTTP effects: WebSocket attempts kept failing
+	Moves      int // moves from the fallback transport back to the preferred one
+	Forwarded  int // requests a follower tab forwarded to its leader
+	Resent     int // queued requests sent again after a reconnect, with their keys
 }
 
 // Core is the client's state machine. It is not safe for concurrent use:
@@ -63,7 +71,22 @@ type Core struct {
 	current    SocketID // 0: none
 	transport  Level
 	protocol   Level
-	service    Level
+	served     bool      // the server served this socket's session: a welcome, or an answer to a subscribe (service.go)
+	via        Transport // the current socket's transport
+	proven     bool      // the current socket saw its first ping (or opened, without Heartbeat)
+
+	// Stage 8 (transport.go, sendstall.go, clock.go, tabs.go).
+	cand        candidate // the preferred transport's socket beside a live fallback one
+	draining    SocketID  // the socket a move left: its responses still settle its requests
+	moving      bool      // a move from a READY socket whose successor is not yet serving: the old one's updates count
+	follower    bool      // another tab holds the connection
+	leaderState State     // a follower's: the leader's, as relayed (tabs.go)
+	jumped      bool      // this Tick found the clock jumped: the watchdog probes instead of killing
+	buffered    int       // the current socket's last reported queued bytes
+	stallProbe  uint64    // the id of the send-stall probe out, if any
+
+	notReadySince     time.Time // the client stopped being READY then (WhereUsersAre)
+	degraded, offline bool      // not READY for DegradedAfter, OfflineAfter
 
 	// dl holds the deadlines kept in a slot (deadlines.go); zero means not
 	// armed. The driver holds one timer for the earliest deadline.
@@ -91,11 +114,13 @@ type Core struct {
 	lastErr      Failure         // cleared at READY
 	recoveries   []time.Duration // ring of the last maxRecoveries
 
-	topics []*topicState // the service topic first
+	topics  []*topicState // in the order they were first named (Config.Topic first)
+	primary *topicState   // the topic Stats.LastSeq follows: Config.Topic, or the first the app subscribed to
 
 	nextID  uint64
 	pending map[uint64]*pendingRequest
 	queue   []*pendingRequest // by deadline
+	waiting []*pendingRequest // queued requests not sent yet, in id order (queue.go)
 
 	lastState    State
 	stateEmitted bool
@@ -109,7 +134,11 @@ func New(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg, rc: reconnectorOf(cfg), pending: map[uint64]*pendingRequest{}}
+	c := &Core{cfg: cfg, rc: reconnectorOf(cfg), pending: map[uint64]*pendingRequest{}, follower: cfg.Follower}
+	if cfg.Follower {
+		c.rc.Follow()
+		c.leaderState = State{Via: c.rc.Via()}
+	}
 	c.session = sessionRef(cfg.Rand)
 	c.initTopics()
 	return c, nil
@@ -140,26 +169,33 @@ func (c *Core) trace(kind string, s SocketID, detail string) {
 	}
 }
 
-// Start opens the first socket.
+// Start opens the first socket (a follower tab's core opens none until
+// BecameLeader).
 func (c *Core) Start(now time.Time) {
 	if c.started || c.ended != NotEnded {
 		return
 	}
 	c.started = true
 	c.at(now)
-	c.dial(now)
+	c.notReady(now)
+	if !c.follower {
+		c.dial(now)
+	}
 	c.after(now)
 }
 
 // Opened reports that socket s opened.
 func (c *Core) Opened(s SocketID, now time.Time) {
-	if c.ended != NotEnded || !c.accept(s, "open") {
+	if c.ended != NotEnded || c.candidateOpened(s, now) || !c.accept(s, "open") {
 		return
 	}
 	c.stats.Opens++
 	c.transport = Up
 	c.dl[dlConnect] = time.Time{}
 	c.rc.Opened()
+	if !c.cfg.Features.Heartbeat {
+		c.provenNow(now) // nothing more to wait for
+	}
 	c.trace("open", s, "socket "+s.String()+" open")
 	if c.token != "" {
 		// The ticket goes first, before anything else, and is not kept.
@@ -173,7 +209,7 @@ func (c *Core) Opened(s SocketID, now time.Time) {
 
 // Received reports a text frame that arrived on socket s.
 func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
-	if c.ended != NotEnded || !c.accept(s, "message") {
+	if c.ended != NotEnded || c.candidateReceived(s, frame, now) || c.drainingReceived(s, frame, now) || !c.accept(s, "message") {
 		return
 	}
 	m, err := protocol.Decode(frame)
@@ -191,10 +227,14 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		// Any frame from the current socket proves the peer alive (an old
 		// server answers a probe with an error frame: that counts too).
 		c.stillAlive(now, m.Type == protocol.TypeProbeAck && m.ID == c.probeID)
+	} else if m.Type != protocol.TypePing {
+		c.proofOfLife(now)
 	}
 	switch m.Type {
 	case protocol.TypeProbeAck:
-		// handled above; a late answer is harmless
+		// handled above; a late answer is harmless; the send-stall probe's
+		// answer proves the send path
+		c.sendProbeAnswered(m.ID, now)
 	case protocol.TypePing:
 		c.onPing(m, now)
 	case protocol.TypeSubscribed:
@@ -208,6 +248,10 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 	case protocol.TypeAuthenticated:
 		c.stats.Authenticated++
 		c.trace("authenticated", s, "ticket accepted")
+	case protocol.TypeWelcome:
+		c.onWelcome(s, m)
+	case protocol.TypePresence:
+		c.onPresence(m)
 	case protocol.TypeError:
 		c.stats.ServerErrors++
 		c.trace("server-error", s, "error frame from the server")
@@ -229,7 +273,7 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 // never kept, logged or recorded. A driver whose dial was refused over
 // HTTP with a Retry-After passes it the same way.
 func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
-	if c.ended != NotEnded || !c.accept(s, "close") {
+	if c.ended != NotEnded || c.candidateClosed(s, now) || c.drainingClosed(s, now) || !c.accept(s, "close") {
 		return
 	}
 	c.stats.Closes++
@@ -245,12 +289,14 @@ func (c *Core) Tick(now time.Time) {
 		return
 	}
 	c.armed = time.Time{}
+	c.checkClock(now)
 	for d := range numDeadlines {
 		if c.ended == NotEnded && due(c.deadlineAt(d), now) {
 			c.dl[d] = time.Time{}
 			deadlines[d].fire(c, now)
 		}
 	}
+	c.jumped = false
 	c.after(now)
 }
 
@@ -269,11 +315,14 @@ func (c *Core) Stop(now time.Time) {
 }
 
 // dial opens the next socket, asking for a token first when the driver has
-// a token hook.
+// a token hook. A follower tab dials nothing.
 func (c *Core) dial(now time.Time) {
+	if c.follower {
+		return
+	}
 	if c.cfg.Auth && !c.tokenWait && c.token == "" {
 		c.tokenWait = true
-		c.transport, c.protocol, c.service = Pending, Down, Down
+		c.transport, c.protocol, c.served = Pending, Down, false
 		c.dl[dlToken] = now.Add(c.cfg.TokenTimeout)
 		c.stats.TokensRequested++
 		if c.forceToken {
@@ -286,26 +335,52 @@ func (c *Core) dial(now time.Time) {
 	c.nextSocket++
 	c.current = c.nextSocket
 	c.transport = Pending
-	c.protocol, c.service = Down, Down
+	c.protocol, c.served = Down, false
+	c.via, c.proven, c.buffered, c.stallProbe = c.rc.Via(), false, 0, 0
 	c.clearScope(scopeSocket)
 	c.dl[dlConnect] = now.Add(c.cfg.ConnectTimeout)
 	c.stats.Dials++
-	c.trace("dial", c.current, "opening socket "+c.current.String()+" (attempt "+strconv.Itoa(c.rc.Attempt())+")")
-	c.emit(Effect{Kind: EffDial, Socket: c.current})
+	detail := "opening socket " + c.current.String() + " (attempt " + strconv.Itoa(c.rc.Attempt()) + ")"
+	if c.via != TransportWebSocket {
+		detail += " over " + c.via.String()
+	}
+	c.trace("dial", c.current, detail)
+	c.emit(Effect{Kind: EffDial, Socket: c.current, Transport: c.via})
 }
 
 // connectionLost handles the loss of the current socket (or of an attempt): every
 // layer goes down, the registry rejects what was in flight, and the
 // reconnect rules decide what comes next.
 func (c *Core) connectionLost(now time.Time, cause Cause) {
+	lost := c.current
+	if lost != 0 {
+		cause.Via, cause.Proven = c.via, c.proven
+	}
 	c.transport = Down
 	c.current = 0
 	c.probing = false
 	c.clearScope(scopeSocket)
-	c.rejectAll("connection lost", false)
+	c.dropSockets(false)
+	if lost != 0 {
+		c.rejectOn(lost, "connection lost", false)
+	}
 	c.lastErr = failureOf(cause)
 	c.trace("error", 0, c.lastErr.Message())
 	c.scheduleReconnect(now, cause)
+}
+
+// dropSockets closes the candidate (and, ending, the draining socket): a
+// move needs a live socket to move from.
+func (c *Core) dropSockets(ending bool) {
+	if c.cand.id != 0 {
+		c.emit(Effect{Kind: EffClose, Socket: c.cand.id, Code: protocol.CloseNormal, Reason: "connection lost"})
+	}
+	c.cand = candidate{}
+	c.moving = false
+	if ending && c.draining != 0 {
+		c.emit(Effect{Kind: EffClose, Socket: c.draining, Code: protocol.CloseNormal, Reason: "session over"})
+		c.draining = 0
+	}
 }
 
 // end makes the session terminal: no dial, no timer, every pending request
@@ -314,7 +389,8 @@ func (c *Core) end(now time.Time, t Terminal, code int) {
 	c.ended, c.endCode = t, code
 	c.transport = Down
 	c.current = 0
-	c.rejectAll("session "+string(t), true)
+	c.dropSockets(true)
+	c.rejectOn(0, "session "+string(t), true)
 	c.dl = [numDeadlines]time.Time{}
 	c.reconnects = nil
 	c.tokenWait, c.token = false, ""
@@ -333,7 +409,12 @@ func (c *Core) send(m protocol.Message) {
 // after finishes every step: publish the state if it changed, then arm the
 // timer for the earliest deadline.
 func (c *Core) after(now time.Time) {
+	c.moved()
 	c.noteState(now)
+	if len(c.waiting) > 0 && c.lastState.Ready && c.ended == NotEnded {
+		// What waited for READY goes now, in order (queue.go).
+		c.sendWaiting(now)
+	}
 	var next time.Time
 	for d := range numDeadlines {
 		next = earliest(next, c.deadlineAt(d))

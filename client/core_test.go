@@ -11,7 +11,7 @@ import (
 func TestStagesEachAddExactlyOneFix(t *testing.T) {
 	count := func(f Features) int {
 		n := 0
-		for _, b := range []bool{f.Registry, f.Heartbeat, f.StaleFilter, f.Service, f.Backoff, f.Session, f.Resume} {
+		for _, b := range []bool{f.Registry, f.Heartbeat, f.StaleFilter, f.Service, f.Backoff, f.Session, f.Resume, f.WhereUsersAre} {
 			if b {
 				n++
 			}

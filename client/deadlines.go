@@ -23,6 +23,11 @@ const (
 	dlToken                     // the token hook must answer by then (session.go)
 	dlWindow                    // the run of failures gives up then (session.go)
 	dlReconnect                 // the earliest scheduled dial (reconnect.go)
+	dlSendStall                 // queued bytes that do not drain by then: probe, then give up (sendstall.go)
+	dlCandidate                 // the preferred transport's socket must open and ping by then (transport.go)
+	dlReprobe                   // on the fallback transport, try the preferred one again then (transport.go)
+	dlDegraded                  // not READY this long: State.Degraded (readiness.go)
+	dlOffline                   // not READY this long: State.Offline (readiness.go)
 	numDeadlines
 )
 
@@ -64,6 +69,11 @@ func init() {
 		dlToken:     {scope: scopeSession, fire: (*Core).tokenTimedOut},
 		dlWindow:    {scope: scopeSession, fire: (*Core).windowRanOut},
 		dlReconnect: {scope: scopeSession, fire: (*Core).dialDue, at: (*Core).nextDial},
+		dlSendStall: {scope: scopeSocket, fire: (*Core).sendStalled},
+		dlCandidate: {scope: scopeSocket, fire: (*Core).candidateTimedOut},
+		dlReprobe:   {scope: scopeSession, fire: (*Core).reprobeDue},
+		dlDegraded:  {scope: scopeSession, fire: (*Core).degradedNow},
+		dlOffline:   {scope: scopeSession, fire: (*Core).offlineNow},
 	}
 }
 

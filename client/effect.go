@@ -6,7 +6,9 @@ import "time"
 type EffectKind uint8
 
 const (
-	// EffDial: open a new socket and report its events under Socket.
+	// EffDial: open a new socket over Transport and report its events
+	// under Socket. Several may be open at once at stage 8: a socket on
+	// the preferred transport dialled beside a live fallback one.
 	EffDial EffectKind = iota + 1
 	// EffSend: send Frame (a text frame) on Socket.
 	EffSend
@@ -34,6 +36,18 @@ const (
 	// EffTopicError: the server refused a subscribe (TopicError). The
 	// subscribe is retried at the subscribe deadline (Service).
 	EffTopicError
+	// EffPresence: a user joined or left a topic the app subscribed to
+	// with presence (SubscribeOptions.Presence).
+	EffPresence
+	// EffProbeHTTP: make one plain HTTP request to the server (GET
+	// <base>/probe, the WebSocket URL with ws->http) and report whether it
+	// succeeded with HTTPProbe (stage 8: the WebSocket attempts keep
+	// failing). A driver without an HTTP transport may ignore it.
+	EffProbeHTTP
+	// EffForward: a follower tab's request or publish (Frame, with this
+	// core's ID) for the leader tab to send on its connection; its answer
+	// comes back through Relayed (tabs.go).
+	EffForward
 )
 
 // SocketID names a socket the core asked a driver to open. IDs increase by
@@ -46,23 +60,35 @@ func (s SocketID) String() string { return utoa(uint64(s)) }
 // Effect is one thing the core asks its driver to do. Which fields are set
 // depends on Kind.
 type Effect struct {
-	Kind   EffectKind
-	Socket SocketID       // EffDial, EffSend, EffClose
-	Frame  []byte         // EffSend
-	Code   int            // EffClose
-	Reason string         // EffClose
-	At     time.Time      // EffTimer
-	ID     uint64         // EffSettle
-	Result []byte         // EffSettle: raw JSON on success
-	Err    error          // EffSettle: a *RequestError or *ServerError on failure
-	State  State          // EffState
-	Update Update         // EffUpdate
-	Event  Event          // EffLog
-	Force  bool           // EffToken
-	Record Record         // EffRecord
-	Lost   ContinuityLost // EffContinuityLost
+	Kind      EffectKind
+	Socket    SocketID       // EffDial, EffSend, EffClose
+	Transport Transport      // EffDial
+	Frame     []byte         // EffSend, EffForward
+	Code      int            // EffClose
+	Reason    string         // EffClose
+	At        time.Time      // EffTimer
+	ID        uint64         // EffSettle, EffForward
+	Result    []byte         // EffSettle: raw JSON on success
+	Err       error          // EffSettle: a *RequestError or *ServerError on failure
+	State     State          // EffState
+	Update    Update         // EffUpdate
+	Event     Event          // EffLog
+	Force     bool           // EffToken
+	Record    Record         // EffRecord
+	Lost      ContinuityLost // EffContinuityLost
 	// TopicError is EffTopicError's: which topic, and the server's code.
 	TopicError TopicError
+	// Presence is EffPresence's: who joined or left which topic.
+	Presence PresenceEvent
+}
+
+// PresenceEvent is a presence frame the server sent for a topic the app
+// subscribed to with presence: User's first connection joined Topic
+// (cluster-wide), or its last left.
+type PresenceEvent struct {
+	Topic string
+	Event string // protocol.PresenceJoin or protocol.PresenceLeave
+	User  string
 }
 
 // TopicError is the server's refusal of a subscribe to Topic. Code is its

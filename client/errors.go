@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"strconv"
+	"time"
 )
 
 // The three ways a request fails on the client's side. Test with errors.Is.
@@ -57,10 +58,17 @@ type ServerError struct {
 	ID      uint64
 	Code    string
 	Message string
+	// RetryAfter comes with rate_limited: the server asks for no more
+	// frames for this long. 0: none given.
+	RetryAfter time.Duration
 }
 
 func (e *ServerError) Error() string {
-	return "request " + strconv.FormatUint(e.ID, 10) + ": server error " + e.Code + ": " + e.Message
+	s := "request " + strconv.FormatUint(e.ID, 10) + ": server error " + e.Code + ": " + e.Message
+	if e.RetryAfter > 0 {
+		s += " (retry after " + e.RetryAfter.String() + ")"
+	}
+	return s
 }
 
 // ErrorName maps an error from a request to the name the JS API and the

@@ -10,7 +10,9 @@ import (
 
 // A driver steps the core with events and carries out its effects. Here
 // the "network" is played by hand: the socket opens, the server pings and
-// acknowledges the subscription, and a request is answered.
+// says it serves the session (welcome: this client asked for no topics),
+// a request is answered, and a topic the app subscribes to makes the
+// service pending until the server acknowledges it.
 func Example() {
 	cfg, err := client.StageConfig(5, rand.New(rand.NewPCG(1, 2)).Float64)
 	if err != nil {
@@ -40,19 +42,26 @@ func Example() {
 	core.Opened(1, now)
 	show()
 	core.Received(1, []byte(`{"type":"ping","intervalMs":1000}`), now)
-	core.Received(1, []byte(`{"type":"subscribed","topic":"feed"}`), now)
+	show()
+	core.Received(1, []byte(`{"type":"welcome","session":"q1Zb3kPm9tV0xY2zA4cD6e"}`), now)
 	show()
 	id := core.Request("echo", []byte(`{"hi":1}`), now)
 	show()
 	core.Received(1, []byte(fmt.Sprintf(`{"type":"response","id":%d,"result":{"hi":1}}`, id)), now)
 	show()
+	core.Subscribe("feed", 0, false, now)
+	show()
+	core.Received(1, []byte(`{"type":"subscribed","topic":"feed","from":1}`), now)
+	show()
 	// Output:
 	// dial socket 1
 	// state transport=pending protocol=down service=down ready=false
-	// send {"type":"subscribe","topic":"feed"}
 	// state transport=up protocol=pending service=pending ready=false
 	// state transport=up protocol=up service=pending ready=false
 	// state transport=up protocol=up service=up ready=true
-	// send {"type":"request","id":1,"method":"echo","params":{"hi":1}}
+	// send {"type":"request","id":1,"method":"echo","params":{"hi":1},"timeoutMs":5000}
 	// request 1 settled: {"hi":1} <nil>
+	// send {"type":"subscribe","topic":"feed"}
+	// state transport=up protocol=up service=pending ready=false
+	// state transport=up protocol=up service=up ready=true
 }

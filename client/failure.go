@@ -26,6 +26,7 @@ const (
 	FailOrigin       FailureClass = "origin"        // 1008 "origin not allowed": the server does not accept this page's origin
 	FailEnded        FailureClass = "ended"         // the server closed with 1000
 	FailClosed       FailureClass = "closed"        // the server closed with another code (1001, 1011, 1012, 4000, 4429, ...)
+	FailSendStalled  FailureClass = "send_stalled"  // the client's own frames stopped draining and a probe went unanswered (4409)
 )
 
 // Message is a human sentence for the class.
@@ -51,6 +52,8 @@ func (f Failure) Message() string {
 		return "the server ended the session"
 	case FailClosed:
 		return "the server closed the connection"
+	case FailSendStalled:
+		return "the connection stopped sending (queued frames did not drain)"
 	}
 	return ""
 }

@@ -25,6 +25,10 @@ type harness struct {
 	tokens    []bool // EffToken asks, by Force
 	lost      []ContinuityLost
 	topicErrs []string // topic + ":" + code
+	presence  []PresenceEvent
+	via       map[SocketID]Transport // each dial's transport
+	probes    int                    // EffProbeHTTP asks
+	forwards  []Effect               // EffForward
 	rand      *seq
 	// seen, if set, hears of every effect in order before the harness
 	// carries it out (the scenario scripts print them).
@@ -53,12 +57,16 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, stage int, tweak ...func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, now: t0, sockets: map[SocketID]*fakeSocket{}, settled: map[uint64]Effect{}, rand: &seq{}}
+	h := &harness{t: t, now: t0, sockets: map[SocketID]*fakeSocket{}, settled: map[uint64]Effect{}, rand: &seq{}, via: map[SocketID]Transport{}}
 	cfg, err := StageConfig(stage, h.rand.next)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Trace = true
+	// The demo's topic, set explicitly (the library's default is none):
+	// most stories are told with it. A tweak sets Topic "" for a client
+	// that asks for no topics.
+	cfg.Topic = protocol.DefaultTopic
 	for _, f := range tweak {
 		f(&cfg)
 	}
@@ -76,8 +84,12 @@ func (h *harness) drain() {
 		}
 		switch e.Kind {
 		case EffDial:
+			if _, again := h.sockets[e.Socket]; again {
+				h.t.Fatalf("socket %d dialled twice", e.Socket)
+			}
 			h.sockets[e.Socket] = &fakeSocket{}
 			h.dials = append(h.dials, e.Socket)
+			h.via[e.Socket] = e.Transport
 		case EffSend:
 			m, err := protocol.Decode(e.Frame)
 			if err != nil {
@@ -112,6 +124,14 @@ func (h *harness) drain() {
 			h.lost = append(h.lost, e.Lost)
 		case EffTopicError:
 			h.topicErrs = append(h.topicErrs, e.TopicError.Topic+":"+e.TopicError.Code)
+		case EffPresence:
+			h.presence = append(h.presence, e.Presence)
+		case EffProbeHTTP:
+			h.probes++
+		case EffForward:
+			h.forwards = append(h.forwards, e)
+		default:
+			h.t.Fatalf("an effect the harness does not know: %+v", e)
 		}
 	}
 }
@@ -130,6 +150,18 @@ func (h *harness) advance(d time.Duration) {
 		h.drain()
 	}
 	h.now = end
+}
+
+// sleep moves the clock by d without firing the timer on the way, then
+// fires it once, late: a suspended laptop or a frozen tab, whose timer
+// runs when it wakes.
+func (h *harness) sleep(d time.Duration) {
+	h.now = h.now.Add(d)
+	if !h.timer.IsZero() && !h.timer.After(h.now) {
+		h.timer = time.Time{}
+		h.c.Tick(h.now)
+		h.drain()
+	}
 }
 
 // advanceToDial advances the clock to the next dial (or token ask).

@@ -26,6 +26,12 @@ import (
 // but coming (a jittery server) finds the probe answered and the socket
 // kept.
 
+// Proof of life (issue 22): once the first ping has set the interval, any
+// frame from the server re-arms the watchdog as a ping does, so a socket
+// busy with updates is not killed because a ping queued behind them came
+// late (a server with 25 s pings and a busy feed). A probe (stage 6) goes
+// out only after 1.25 intervals with no frame at all.
+
 // probeAfter is how many ping intervals of silence trigger a probe.
 const probeAfter = 1.25
 
@@ -68,6 +74,9 @@ func (c *Core) onPing(m protocol.Message, now time.Time) {
 	if !c.cfg.Features.Heartbeat {
 		return
 	}
+	if !c.proven {
+		c.provenNow(now)
+	}
 	c.trace("ping", c.current, "ping, interval "+c.pingInterval.String())
 	c.protocol = Up
 	if c.probes() {
@@ -78,17 +87,54 @@ func (c *Core) onPing(m protocol.Message, now time.Time) {
 	c.dl[dlWatchdog] = now.Add(2 * c.pingInterval)
 }
 
+// proofOfLife re-arms the watchdog for a frame other than a ping, once the
+// first ping on this socket has set the interval.
+func (c *Core) proofOfLife(now time.Time) {
+	if !c.cfg.Features.Heartbeat || c.transport != Up || c.protocol != Up || c.pingInterval <= 0 {
+		return
+	}
+	if c.probes() {
+		c.dl[dlWatchdog] = now.Add(time.Duration(probeAfter * float64(c.pingInterval)))
+		return
+	}
+	c.dl[dlWatchdog] = now.Add(2 * c.pingInterval)
+}
+
 // probes says whether the watchdog probes before it kills (stage 6).
 func (c *Core) probes() bool { return c.cfg.Features.Session && c.cfg.Features.Heartbeat }
 
+// provenNow notes that the current socket works (its first ping): the
+// transport rule's count starts over, and a client on its fallback
+// transport arms the re-probe of the preferred one (transport.go).
+func (c *Core) provenNow(now time.Time) {
+	c.proven = true
+	c.rc.Proven()
+	c.armReprobe(now)
+}
+
 func (c *Core) watchdogFired(now time.Time) {
 	s := c.current
+	if c.jumped && c.probes() && c.transport == Up {
+		// The clock jumped (clock.go): the deadline says nothing about the
+		// peer, which had no chance to ping. Ask it first, with a fresh
+		// timeout, or give the first ping its time again.
+		if c.protocol != Up {
+			c.trace("watchdog", s, "the first-ping timeout slept with the clock: waiting for it again")
+			c.dl[dlWatchdog] = now.Add(c.cfg.FirstPingTimeout)
+			return
+		}
+		c.probing = false
+	}
 	if c.probes() && c.protocol == Up && !c.probing {
 		c.probeID++
 		c.probing, c.probeSent = true, now
 		c.stats.Probes++
 		t := c.probeTimeout()
-		c.trace("probe", s, "no ping for "+time.Duration(probeAfter*float64(c.pingInterval)).String()+"; probing, answer due within "+t.String())
+		why := "no frame for " + time.Duration(probeAfter*float64(c.pingInterval)).String()
+		if c.jumped {
+			why = "the clock jumped"
+		}
+		c.trace("probe", s, why+"; probing, answer due within "+t.String())
 		c.send(protocol.Message{Type: protocol.TypeProbe, ID: c.probeID})
 		c.dl[dlWatchdog] = now.Add(t)
 		return

@@ -39,7 +39,7 @@ func (l Level) String() string {
 type State struct {
 	Transport Level // is the socket open?
 	Protocol  Level // is the peer alive (a ping within its deadline)?
-	Service   Level // has the server acknowledged our subscription?
+	Service   Level // has the server acknowledged the app's subscriptions (with none: the session)?
 	// Ready is true when every tracked layer is Up.
 	Ready bool
 	// Epoch counts sockets: it increments with every new socket the client
@@ -61,6 +61,21 @@ type State struct {
 	// LastError says why the client last lost its connection or failed to
 	// get one; zero once READY.
 	LastError Failure
+	// Via is the transport of the current socket, or between sockets of
+	// the next dial: TransportWebSocket, or at stage 8 TransportHTTP
+	// after the fallback (Transport above is the transport layer's level).
+	Via Transport
+	// NotReadySince is when the client stopped being READY (or started,
+	// if it never was); zero while READY (stage 8).
+	NotReadySince time.Time
+	// Degraded: not READY for Config.DegradedAfter (3 s); Offline: for
+	// Config.OfflineAfter (30 s): the banners apps draw (stage 8). Offline
+	// is not the opposite of Online, which is the platform's network.
+	Degraded, Offline bool
+	// Follower: another tab holds the connection; the layers, READY, Via,
+	// Epoch and the not-READY fields are the leader's, as the driver last
+	// relayed them (LeaderState).
+	Follower bool
 }
 
 func ready(t, p, s Level) bool {
@@ -71,8 +86,17 @@ func ready(t, p, s Level) bool {
 // state computes the current State. Losing a lower layer resets the ones
 // above it: protocol and service are Down whenever transport is not Up.
 func (c *Core) state() State {
+	if c.follower && c.ended == NotEnded {
+		st := c.leaderState
+		st.Follower, st.Online = true, c.rc.IsOnline()
+		return st
+	}
 	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: uint64(c.nextSocket),
-		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode}
+		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode,
+		Via: c.via, NotReadySince: c.notReadySince, Degraded: c.degraded, Offline: c.offline}
+	if c.current == 0 {
+		st.Via = c.rc.Via()
+	}
 	if c.cfg.Features.Heartbeat {
 		st.Protocol = c.protocol
 		if c.transport != Up {
@@ -80,9 +104,14 @@ func (c *Core) state() State {
 		}
 	}
 	if c.cfg.Features.Service {
-		st.Service = c.service
-		if c.transport != Up {
-			st.Service = Down
+		st.Service = Down
+		if c.transport == Up {
+			st.Service = c.serviceLevel()
+			if c.moving {
+				// A move between transports (transport.go): the old socket
+				// still serves the app until the new one does.
+				st.Service = Up
+			}
 		}
 	}
 	st.Ready = ready(st.Transport, st.Protocol, st.Service)
@@ -100,13 +129,18 @@ func (c *Core) noteState(now time.Time) {
 	if st == c.lastState && c.stateEmitted {
 		return
 	}
-	if st.Ready && !c.lastState.Ready {
+	becameReady := st.Ready && !c.lastState.Ready && !c.follower
+	if becameReady {
 		c.readySince = now
 		c.onReady(now)
 		c.noteRecovery(now)
+		c.readyNow()
+		st = c.state()
 	}
-	if !st.Ready && c.lastState.Ready {
+	if !st.Ready && c.lastState.Ready && !c.follower {
 		c.onNotReady(now)
+		c.notReady(now)
+		st = c.state()
 	}
 	c.lastState, c.stateEmitted = st, true
 	c.emit(Effect{Kind: EffState, State: st})
@@ -135,4 +169,50 @@ func (c *Core) noteRecovery(now time.Time) {
 	slices.Sort(sorted)
 	c.stats.RecoveryP50 = sorted[(len(sorted)-1)*50/100]
 	c.stats.RecoveryP99 = sorted[(len(sorted)-1)*99/100]
+}
+
+// notReady starts the count of time without READY (stage 8): the
+// Degraded and Offline flips are deadlines from now.
+func (c *Core) notReady(now time.Time) {
+	if !c.cfg.Features.WhereUsersAre || c.follower {
+		return // a follower's are the leader's
+	}
+	c.notReadySince, c.degraded, c.offline = now, false, false
+	c.armNotReady(now)
+}
+
+// armNotReady arms the flips not yet made, or makes the ones already due
+// (after a fresh session, or a takeover, the count goes on).
+func (c *Core) armNotReady(now time.Time) {
+	if c.notReadySince.IsZero() {
+		return
+	}
+	flip := func(on *bool, d deadline, after time.Duration) {
+		if *on {
+			return
+		}
+		if at := c.notReadySince.Add(after); at.After(now) {
+			c.dl[d] = at
+		} else {
+			*on = true
+		}
+	}
+	flip(&c.degraded, dlDegraded, c.cfg.DegradedAfter)
+	flip(&c.offline, dlOffline, c.cfg.OfflineAfter)
+}
+
+// readyNow ends the count: READY again.
+func (c *Core) readyNow() {
+	c.notReadySince, c.degraded, c.offline = time.Time{}, false, false
+	c.dl[dlDegraded], c.dl[dlOffline] = time.Time{}, time.Time{}
+}
+
+func (c *Core) degradedNow(now time.Time) {
+	c.degraded = true
+	c.trace("degraded", c.current, "not READY for "+c.cfg.DegradedAfter.String())
+}
+
+func (c *Core) offlineNow(now time.Time) {
+	c.offline = true
+	c.trace("offline-banner", c.current, "not READY for "+c.cfg.OfflineAfter.String())
 }

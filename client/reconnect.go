@@ -18,6 +18,11 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		return
 	}
 	d := c.rc.Failed(c.at(now), cause, c.cfg.Rand)
+	if c.rc.TakeProbe() {
+		c.stats.HTTPProbes++
+		c.trace("transport", 0, "3 attempts in a row never saw a first ping: probing the server over HTTP")
+		c.emit(Effect{Kind: EffProbeHTTP})
+	}
 	budget, window := -1, time.Duration(-1) // a wait or an end says nothing of the run
 	if d.Outcome == OutcomeReconnect || d.Outcome == OutcomeRefresh {
 		budget, window = c.rc.Left(c.at(now))
@@ -26,11 +31,14 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: budget, WindowLeft: window,
 		Outcome: d.Outcome})
 	switch d.Outcome {
-	case OutcomeWaitOnline, OutcomeWaitVisible:
+	case OutcomeWaitOnline, OutcomeWaitVisible, OutcomeWaitLeader:
 		c.reconnects = nil
 		why := "offline: reconnect waits for online"
-		if d.Outcome == OutcomeWaitVisible {
+		switch d.Outcome {
+		case OutcomeWaitVisible:
 			why = "page hidden: reconnect waits until it is visible"
+		case OutcomeWaitLeader:
+			why = "another tab holds the connection"
 		}
 		c.trace("reconnect-wait", 0, why)
 	case OutcomeRefresh:

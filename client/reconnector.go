@@ -12,12 +12,16 @@ import (
 // Reconnector holds every reconnect rule in one pure value: the delay
 // policy and its reset rule (on open, or after Cooldown of READY), the
 // immediate reconnect after the watchdog (stages 2-4), the waits for the
-// network (stage 5) and for a visible page (stage 6), and at stage 6 the
-// close classification, the retry-after floor, token refreshes, the
-// attempt budget, the reconnect window and the cap that grows under
-// sustained failure. The Core holds one and carries out its decisions; the
-// simulator runs one per simulated client, so no rule is written twice and
-// no path can skip one.
+// network (stage 5), for a visible page (stage 6; at stage 8 only with
+// PauseWhenHidden) and for the tab's leadership (a follower tab never
+// dials), at stage 6 the close classification, the retry-after floor,
+// token refreshes, the attempt budget, the reconnect window and the cap
+// that grows under sustained failure, and at stage 8 the transport the
+// next dial uses (the fallback after attempts that never reach a first
+// ping, the re-probe of the preferred one) and a window that does not
+// charge a clock jump. The Core holds one and carries out its decisions;
+// the simulator runs one per simulated client, so no rule is written twice
+// and no path can skip one.
 //
 // NewReconnector builds it from a Config. The rules are fixed then and
 // shared by every copy of the value; each copy has its own state, 40 bytes,
@@ -36,10 +40,33 @@ type Reconnector struct {
 	attempt      int32         // backoff attempts since the last reset
 	attempts     int32         // reconnect attempts in this run
 	refreshes    int32         // token refreshes since the last READY
-	failing      bool          // a run of failures is under way
-	windowOver   bool          // the window ran out while the client was READY
-	offline      bool          // the platform reports no network
-	hidden       bool          // the page is hidden
+	flags        rcFlags
+	unproven     uint8 // attempts in a row on the transport in use that never saw a first ping (saturates)
+}
+
+// rcFlags are a Reconnector's yes/no state, in one byte so the value stays
+// 40 bytes.
+type rcFlags uint8
+
+const (
+	rcFailing     rcFlags = 1 << iota // a run of failures is under way
+	rcWindowOver                      // the window ran out while the client was READY
+	rcOffline                         // the platform reports no network
+	rcHidden                          // the page is hidden
+	rcFollower                        // another tab holds the connection: nothing is dialled
+	rcFallback                        // the next dials use the fallback transport
+	rcProbeWanted                     // the driver is to probe the fallback (EffProbeHTTP), once
+	rcProbeOut                        // that probe is out: HTTPProbe answers it
+)
+
+func (rc *Reconnector) is(f rcFlags) bool { return rc.flags&f != 0 }
+
+func (rc *Reconnector) set(f rcFlags, on bool) {
+	if on {
+		rc.flags |= f
+	} else {
+		rc.flags &^= f
+	}
 }
 
 // reconnectRules are a Reconnector's rules, from the Config; never changed
@@ -53,9 +80,12 @@ type reconnectRules struct {
 	capGrowth    []CapStep
 	maxRefreshes int
 	waitOnline   bool          // stage 5: nothing is dialled while offline; online resets and reconnects soon
-	waitVisible  bool          // stage 6: nothing is dialled while hidden; visible resets and reconnects soon
+	waitVisible  bool          // stage 6 (8: with PauseWhenHidden): nothing is dialled while hidden; visible resets and reconnects soon
 	watchdogNow  bool          // before stage 5: the watchdog reconnects at once
 	soon         time.Duration // the most a reconnect waits once the network or the page is back
+	transports   []Transport   // the preferred first; a second is the fallback
+	reprobe      time.Duration // on the fallback, the preferred is tried again this often
+	jumps        bool          // stage 8: a clock jump is not charged to the window
 }
 
 // NewReconnector returns the reconnect value cfg describes, with the
@@ -75,7 +105,8 @@ func NewReconnector(cfg Config) (Reconnector, error) {
 
 // reconnectorOf builds the value from a config with its defaults in.
 func reconnectorOf(cfg Config) Reconnector {
-	r := &reconnectRules{policy: Fixed{D: cfg.NaiveDelay}, watchdogNow: true, soon: cfg.OnlineDelay}
+	r := &reconnectRules{policy: Fixed{D: cfg.NaiveDelay}, watchdogNow: true, soon: cfg.OnlineDelay,
+		transports: slices.Clone(cfg.Transports), reprobe: cfg.ReprobeInterval, jumps: cfg.Features.WhereUsersAre}
 	if cfg.Features.Backoff {
 		r.policy, r.waitOnline, r.watchdogNow = cfg.Policy, true, false
 		if !cfg.ResetOnOpen {
@@ -83,7 +114,8 @@ func reconnectorOf(cfg Config) Reconnector {
 		}
 	}
 	if cfg.Features.Session {
-		r.classify, r.waitVisible = true, true
+		r.classify = true
+		r.waitVisible = !cfg.Features.WhereUsersAre || cfg.PauseWhenHidden
 		r.budget, r.window, r.capGrowth, r.maxRefreshes = cfg.Budget, cfg.Window, slices.Clone(cfg.CapGrowth), cfg.MaxRefreshes
 	}
 	return Reconnector{r: r}
@@ -120,6 +152,7 @@ const (
 	OutcomeRefresh     Outcome = "refresh"      // a fresh token, then a dial at once
 	OutcomeWaitOnline  Outcome = "wait_online"  // offline: nothing until online
 	OutcomeWaitVisible Outcome = "wait_visible" // the page is hidden: nothing until visible
+	OutcomeWaitLeader  Outcome = "wait_leader"  // another tab holds the connection: nothing until this one leads
 )
 
 // Decision is what to do after a failure. It is small on purpose (four
@@ -141,7 +174,7 @@ type Decision struct {
 // once per decision, and a Decision is too large to copy cheaply.)
 func (o Outcome) Terminal() Terminal {
 	switch o {
-	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible:
+	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible, OutcomeWaitLeader:
 		return NotEnded
 	}
 	return Terminal(o)
@@ -153,7 +186,17 @@ func (o Outcome) Terminal() Terminal {
 // ends with Online or Visible. Otherwise rand, a uniform number in [0, 1)
 // for the backoff's draw, is called exactly once (a terminal decision
 // included, so a fleet's draws stay in step with its failures).
+//
+// The transport rule (stage 8, Config.Transports with a fallback) counts
+// the failure first: a classified refusal (retry-after, 4001, 4003/1008,
+// 1000) means the server is steering, and starts the count over; an
+// attempt on the transport in use (c.Via) that never saw a first ping
+// (!c.Proven) counts one; after fallbackAfter in a row on the preferred
+// transport the driver is asked to probe the fallback (TakeProbe; an HTTP
+// fallback) or, if the fallback needs no probe, the next dials use it;
+// after as many on the fallback, they use the preferred one again.
 func (rc *Reconnector) Failed(at time.Duration, c Cause, rand func() float64) Decision {
+	rc.countTransport(c)
 	wait := rc.waitFor()
 	var r float64
 	if wait == "" {
@@ -198,8 +241,9 @@ func (rc *Reconnector) failed(at time.Duration, c Cause, r float64) Decision {
 		d.Outcome = OutcomeRefresh
 		return d
 	}
-	if !rc.failing {
-		rc.failing, rc.failingSince = true, at
+	if !rc.is(rcFailing) {
+		rc.set(rcFailing, true)
+		rc.failingSince = at
 	}
 	rc.attempts = inc(rc.attempts)
 	d.Delay = rc.nextAt(at, r)
@@ -244,7 +288,7 @@ func (rc *Reconnector) terminal(at time.Duration, c Cause) Terminal {
 	}
 	// A run that has not begun begins now, and a window cannot be over at
 	// its first instant.
-	if rc.windowOver || (rc.r.window > 0 && rc.failing && at-rc.failingSince >= rc.r.window) {
+	if rc.is(rcWindowOver) || (rc.r.window > 0 && rc.is(rcFailing) && at-rc.failingSince >= rc.r.window) {
 		return GaveUp
 	}
 	if rc.r.budget > 0 && int(rc.attempts) >= rc.r.budget {
@@ -295,19 +339,22 @@ func (rc *Reconnector) Left(at time.Duration) (budget int, window time.Duration)
 	if rc.r.budget > 0 {
 		budget = rc.r.budget - int(rc.attempts)
 	}
-	if rc.r.window > 0 && rc.failing {
+	if rc.r.window > 0 && rc.is(rcFailing) {
 		window = max(0, rc.failingSince+rc.r.window-at)
 	}
 	return budget, window
 }
 
 // waitFor says what the client waits for before it may dial again, if
-// anything: the network first, then a visible page.
+// anything: the tab's leadership first, then the network, then a visible
+// page.
 func (rc *Reconnector) waitFor() Outcome {
 	switch {
-	case rc.r.waitOnline && rc.offline:
+	case rc.is(rcFollower):
+		return OutcomeWaitLeader
+	case rc.r.waitOnline && rc.is(rcOffline):
 		return OutcomeWaitOnline
-	case rc.r.waitVisible && rc.hidden:
+	case rc.r.waitVisible && rc.is(rcHidden):
 		return OutcomeWaitVisible
 	}
 	return ""
@@ -317,7 +364,7 @@ func (rc *Reconnector) waitFor() Outcome {
 // scheduled reconnect is cancelled: with Backoff nothing is dialled while
 // offline.
 func (rc *Reconnector) Offline() bool {
-	rc.offline = true
+	rc.set(rcOffline, true)
 	return rc.r.waitOnline
 }
 
@@ -325,7 +372,7 @@ func (rc *Reconnector) Offline() bool {
 // over, and Online reports whether a client that is down reconnects after
 // a Soon delay (not while the page still hides it).
 func (rc *Reconnector) Online() bool {
-	rc.offline = false
+	rc.set(rcOffline, false)
 	if !rc.r.waitOnline {
 		return false
 	}
@@ -336,7 +383,7 @@ func (rc *Reconnector) Online() bool {
 // Hidden notes that the page was hidden. It reports whether a scheduled
 // reconnect is cancelled: with Session nothing is dialled while hidden.
 func (rc *Reconnector) Hidden() bool {
-	rc.hidden = true
+	rc.set(rcHidden, true)
 	return rc.r.waitVisible
 }
 
@@ -344,7 +391,7 @@ func (rc *Reconnector) Hidden() bool {
 // starts over, and Visible reports whether a client that is down
 // reconnects after a Soon delay (not while it is offline).
 func (rc *Reconnector) Visible() bool {
-	rc.hidden = false
+	rc.set(rcHidden, false)
 	if !rc.r.waitVisible {
 		return false
 	}
@@ -352,13 +399,13 @@ func (rc *Reconnector) Visible() bool {
 	return rc.mayDial()
 }
 
-func (rc *Reconnector) mayDial() bool { return !rc.offline && !(rc.r.waitVisible && rc.hidden) }
+func (rc *Reconnector) mayDial() bool { return rc.waitFor() == "" }
 
 // IsOnline reports the network as the platform last reported it.
-func (rc *Reconnector) IsOnline() bool { return !rc.offline }
+func (rc *Reconnector) IsOnline() bool { return !rc.is(rcOffline) }
 
 // IsHidden reports whether the page is hidden.
-func (rc *Reconnector) IsHidden() bool { return rc.hidden }
+func (rc *Reconnector) IsHidden() bool { return rc.is(rcHidden) }
 
 // Soon is the delay before the reconnect that follows Online or Visible,
 // for r uniform in [0, 1): at most OnlineDelay, so a fleet whose network
@@ -391,13 +438,13 @@ func (rc *Reconnector) Ready(since, at time.Duration) (time.Duration, bool) {
 		return due, true
 	}
 	rc.reset()
-	rc.failing, rc.failingSince, rc.attempts, rc.windowOver = false, 0, 0, false
+	rc.endRun()
 	return 0, false
 }
 
 // WindowEnds returns when the current run of failures runs out of window.
 func (rc *Reconnector) WindowEnds() (time.Duration, bool) {
-	if !rc.r.classify || rc.r.window <= 0 || !rc.failing {
+	if !rc.r.classify || rc.r.window <= 0 || !rc.is(rcFailing) {
 		return 0, false
 	}
 	return rc.failingSince + rc.r.window, true
@@ -405,13 +452,20 @@ func (rc *Reconnector) WindowEnds() (time.Duration, bool) {
 
 // WindowOver notes that the window ran out while the client was READY: the
 // next failure before a stable READY gives up at once.
-func (rc *Reconnector) WindowOver() { rc.windowOver = true }
+func (rc *Reconnector) WindowOver() { rc.set(rcWindowOver, true) }
 
 // Fresh starts a new session: everything starts over but what the platform
 // reported (online, hidden).
 func (rc *Reconnector) Fresh() {
 	rc.reset()
-	rc.failing, rc.failingSince, rc.attempts, rc.windowOver, rc.refreshes = false, 0, 0, false, 0
+	rc.endRun()
+	rc.refreshes = 0
+}
+
+// endRun ends the run of failures: the budget and the window start over.
+func (rc *Reconnector) endRun() {
+	rc.set(rcFailing|rcWindowOver, false)
+	rc.failingSince, rc.attempts = 0, 0
 }
 
 func (rc *Reconnector) reset() { rc.attempt, rc.prev = 0, 0 }
@@ -437,4 +491,140 @@ func inc(n int32) int32 {
 		return n
 	}
 	return n + 1
+}
+
+// fallbackAfter is how many attempts in a row on a transport that never
+// reach a first ping (never open, or open and stay silent) make the
+// client try the other (stage 8).
+const fallbackAfter = 3
+
+// countTransport applies the transport rule to a failure (Failed's first
+// step; see there).
+func (rc *Reconnector) countTransport(c Cause) {
+	if len(rc.r.transports) < 2 || c.Via == 0 {
+		return // one transport, or no attempt (a failed token hook)
+	}
+	switch Classify(c) {
+	case ClassRetryAfter, ClassTokenExpired, ClassForbidden, ClassEnded:
+		rc.unproven = 0 // the server is steering: the transport works
+		return
+	}
+	if c.Proven {
+		rc.unproven = 0
+		return
+	}
+	if c.Via != rc.Via() {
+		return // an attempt on the transport the client already left
+	}
+	if rc.unproven < math.MaxUint8 {
+		rc.unproven++
+	}
+	if int(rc.unproven) < fallbackAfter {
+		return
+	}
+	rc.unproven = 0
+	switch {
+	case rc.is(rcFallback):
+		rc.set(rcFallback, false) // the fallback fails too: the preferred again
+	case rc.r.transports[1] == TransportHTTP:
+		if !rc.is(rcProbeOut) {
+			rc.set(rcProbeWanted|rcProbeOut, true)
+		}
+	default:
+		rc.set(rcFallback, true)
+	}
+}
+
+// TakeProbe reports, once, that the last decision asks the driver to
+// probe the fallback transport (EffProbeHTTP): a plain HTTP request to the
+// server, answered with Probed.
+func (rc *Reconnector) TakeProbe() bool {
+	w := rc.is(rcProbeWanted)
+	rc.set(rcProbeWanted, false)
+	return w
+}
+
+// Probed takes the answer to the probe TakeProbe asked for. ok: the next
+// dials use the fallback, and the backoff starts over (the failures were
+// the transport's, and the server answers). It reports whether the
+// transport changed; an answer nobody asked for changes nothing.
+func (rc *Reconnector) Probed(ok bool) bool {
+	if !rc.is(rcProbeOut) {
+		return false
+	}
+	rc.set(rcProbeOut, false)
+	if !ok || rc.is(rcFallback) {
+		return false
+	}
+	rc.set(rcFallback, true)
+	rc.unproven = 0
+	rc.reset()
+	return true
+}
+
+// Via is the transport the next dial uses: the preferred one
+// (Config.Transports[0]), or the fallback after the rule above.
+func (rc *Reconnector) Via() Transport {
+	t := rc.r.transports
+	switch {
+	case len(t) == 0:
+		return TransportWebSocket
+	case rc.is(rcFallback) && len(t) > 1:
+		return t[1]
+	}
+	return t[0]
+}
+
+// Preferred is the transport the client prefers.
+func (rc *Reconnector) Preferred() Transport {
+	if len(rc.r.transports) == 0 {
+		return TransportWebSocket
+	}
+	return rc.r.transports[0]
+}
+
+// Proven notes that a socket on the transport in use saw its first ping:
+// the count of attempts that did not starts over.
+func (rc *Reconnector) Proven() { rc.unproven = 0 }
+
+// Reprobe says when, at instant at, the preferred transport is next to be
+// tried beside a live socket on the fallback: ReprobeInterval on. False
+// when the client is not on the fallback.
+func (rc *Reconnector) Reprobe(at time.Duration) (time.Duration, bool) {
+	if !rc.is(rcFallback) || rc.r.reprobe <= 0 {
+		return 0, false
+	}
+	return at + rc.r.reprobe, true
+}
+
+// Moved notes that a socket on the preferred transport replaced the
+// fallback's: the next dials use the preferred one.
+func (rc *Reconnector) Moved() {
+	rc.set(rcFallback, false)
+	rc.unproven = 0
+}
+
+// Follow notes that another tab holds the connection: nothing is dialled
+// until Lead (a failure decides OutcomeWaitLeader).
+func (rc *Reconnector) Follow() { rc.set(rcFollower, true) }
+
+// Lead notes that this tab holds the connection now: the backoff starts
+// over, and Lead reports whether the client may dial at once (not while
+// it waits for the network or a visible page).
+func (rc *Reconnector) Lead() bool {
+	rc.set(rcFollower, false)
+	rc.reset()
+	return rc.mayDial()
+}
+
+// IsFollower reports whether another tab holds the connection.
+func (rc *Reconnector) IsFollower() bool { return rc.is(rcFollower) }
+
+// Jumped notes that the clock jumped by d (a suspended laptop, a frozen
+// tab; stage 8): a run of failures under way does not count the jump
+// against its window.
+func (rc *Reconnector) Jumped(d time.Duration) {
+	if rc.r.jumps && rc.is(rcFailing) && d > 0 {
+		rc.failingSince += d
+	}
 }

@@ -163,3 +163,81 @@ func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
 		t.Fatalf("stage 5 watchdog while hidden: %+v", d)
 	}
 }
+
+// Stage 8's decisions are the value's too: the transport the next dial
+// uses and when to probe the fallback, the wait for leadership, and a
+// window that does not charge a clock jump.
+func TestStage8DecisionsAreTheValuesToo(t *testing.T) {
+	f, _ := StageFeatures(8)
+	rc, err := NewReconnector(Config{Features: f, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := func() float64 { return 0.5 }
+	silent := Cause{By: ByNetwork, Code: 1006, Via: TransportWebSocket}
+	for i := range 3 {
+		if rc.Via() != TransportWebSocket || rc.TakeProbe() {
+			t.Fatalf("attempt %d: via %v or an early probe", i, rc.Via())
+		}
+		rc.Failed(time.Duration(i)*time.Second, silent, half)
+	}
+	if !rc.TakeProbe() || rc.TakeProbe() {
+		t.Fatal("the probe is asked for once, after the third failure")
+	}
+	if rc.Probed(true) != true || rc.Via() != TransportHTTP || rc.Attempt() != 0 || rc.Probed(true) {
+		t.Fatalf("after a good probe: via %v, attempt %d", rc.Via(), rc.Attempt())
+	}
+	if at, ok := rc.Reprobe(time.Hour); !ok || at != time.Hour+10*time.Minute {
+		t.Fatalf("reprobe %v %v", at, ok)
+	}
+	rc.Moved()
+	if rc.Via() != TransportWebSocket {
+		t.Fatal("moved, but not back on WebSocket")
+	}
+	if _, ok := rc.Reprobe(0); ok {
+		t.Fatal("a reprobe while on the preferred transport")
+	}
+
+	// The window (the run began at 0): a jump shifts the run's start.
+	if _, w := rc.Left(4 * time.Second); w != 56*time.Second {
+		t.Fatalf("window left %v", w)
+	}
+	rc.Jumped(time.Hour)
+	if end, _ := rc.WindowEnds(); end != time.Hour+time.Minute {
+		t.Fatalf("window ends %v after a jump of an hour", end)
+	}
+	fresh := rc
+	fresh.Fresh()
+	fresh.Jumped(time.Hour) // no run: nothing to shift
+	if _, ok := fresh.WindowEnds(); ok {
+		t.Fatal("a jump started a run")
+	}
+
+	// Leadership: a follower waits, spending and drawing nothing.
+	rc.Follow()
+	never := func() float64 { t.Fatal("a wait drew"); return 0 }
+	if d := rc.Failed(time.Hour+30*time.Second, silent, never); d.Outcome != OutcomeWaitLeader || !rc.IsFollower() {
+		t.Fatalf("follower: %+v", d)
+	}
+	rc.Offline()
+	if rc.Lead() {
+		t.Fatal("a new leader that is offline may dial")
+	}
+	if !rc.Online() {
+		t.Fatal("online leader: no reconnect")
+	}
+
+	// Stage 7 has one transport and charges jumps.
+	f7, _ := StageFeatures(7)
+	rc7, _ := NewReconnector(Config{Features: f7, Window: time.Minute})
+	for i := range 5 {
+		rc7.Failed(time.Duration(i), silent, half)
+	}
+	rc7.Jumped(time.Hour)
+	if rc7.TakeProbe() || rc7.Via() != TransportWebSocket {
+		t.Fatal("stage 7 probes HTTP")
+	}
+	if _, w := rc7.Left(4); w != time.Minute-4 {
+		t.Fatalf("stage 7 did not charge the jump: %v", w)
+	}
+}

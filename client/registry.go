@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -12,9 +13,15 @@ import (
 
 type pendingRequest struct {
 	id       uint64
-	epoch    SocketID
+	epoch    SocketID  // the socket it was sent on (0: not sent, or forwarded)
 	deadline time.Time // zero without Registry
 	done     bool
+	sent     bool // on the wire (or forwarded to the leader tab) now
+	everSent bool // it was sent at least once: its outcome is unknown
+	queued   bool // it waits for READY and is sent again after a reconnect (queue.go)
+	// msg is the frame without its id and timeout, kept while it may still
+	// be sent (queued, or waiting).
+	msg protocol.Message
 }
 
 // Request sends a request and returns its id; the outcome arrives later as
@@ -31,6 +38,26 @@ func (c *Core) Request(method string, params []byte, now time.Time) uint64 {
 // RequestWithTimeout is Request with a timeout of its own (with Registry); 0
 // means Config.RequestTimeout, a negative one is invalid.
 func (c *Core) RequestWithTimeout(method string, params []byte, timeout time.Duration, now time.Time) uint64 {
+	return c.RequestWith(method, params, RequestOptions{Timeout: timeout}, now)
+}
+
+// RequestOptions are a request's or a publish's options.
+type RequestOptions struct {
+	// Timeout is its own timeout (with Registry); 0 means
+	// Config.RequestTimeout, a negative one is invalid.
+	Timeout time.Duration
+	// Queue makes it wait for READY, up to Timeout, instead of settling
+	// with ErrNotReady, and send it again after a reconnect until it is
+	// answered, with the same idempotency key (queue.go).
+	// Config.QueueWhileNotReady queues every one. Needs Registry.
+	Queue bool
+	// Key is its idempotency key (protocol.ValidKey); "" with Queue: one
+	// is drawn from Config.Rand.
+	Key string
+}
+
+// RequestWith is Request with options.
+func (c *Core) RequestWith(method string, params []byte, o RequestOptions, now time.Time) uint64 {
 	invalid := ""
 	switch {
 	case method == "":
@@ -38,7 +65,7 @@ func (c *Core) RequestWithTimeout(method string, params []byte, timeout time.Dur
 	case params != nil && !protocol.Valid(params):
 		invalid = "params are not valid JSON"
 	}
-	return c.call(protocol.Message{Type: protocol.TypeRequest, Method: method, Params: params}, invalid, timeout, now)
+	return c.call(protocol.Message{Type: protocol.TypeRequest, Method: method, Params: params}, invalid, o, now)
 }
 
 // Publish appends data (JSON) to topic on the server; the response's
@@ -46,6 +73,11 @@ func (c *Core) RequestWithTimeout(method string, params []byte, timeout time.Dur
 // (same id space, timeouts and errors); an invalid topic name or data that
 // is not valid JSON settle at once with ErrInvalidRequest.
 func (c *Core) Publish(topic string, data []byte, timeout time.Duration, now time.Time) uint64 {
+	return c.PublishWith(topic, data, RequestOptions{Timeout: timeout}, now)
+}
+
+// PublishWith is Publish with options.
+func (c *Core) PublishWith(topic string, data []byte, o RequestOptions, now time.Time) uint64 {
 	invalid := ""
 	switch {
 	case !protocol.ValidTopic(topic):
@@ -53,27 +85,36 @@ func (c *Core) Publish(topic string, data []byte, timeout time.Duration, now tim
 	case data == nil || !protocol.Valid(data):
 		invalid = "data is not valid JSON"
 	}
-	return c.call(protocol.Message{Type: protocol.TypePublish, Topic: topic, Data: data}, invalid, timeout, now)
+	return c.call(protocol.Message{Type: protocol.TypePublish, Topic: topic, Data: data}, invalid, o, now)
 }
 
 // call sends a request or a publish (m, without its id) and registers it.
-func (c *Core) call(m protocol.Message, invalid string, timeout time.Duration, now time.Time) uint64 {
+func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now time.Time) uint64 {
 	c.nextID++
 	id := c.nextID
+	queue := (o.Queue || c.cfg.QueueWhileNotReady) && c.cfg.Features.Registry
+	ready := c.state().Ready
 	switch {
 	case invalid != "":
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: invalid})
-	case timeout < 0:
+	case o.Timeout < 0:
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "timeout must not be negative"})
+	case o.Key != "" && !protocol.ValidKey(o.Key):
+		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "an idempotency key is 1 to 64 of A-Z a-z 0-9 - _"})
 	case c.ended == Stopped:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "client stopped"})
 	case c.ended != NotEnded:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "session " + string(c.ended)})
-	case !c.state().Ready:
+	case !ready && !queue:
 		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "connection not ready"})
 	default:
-		p := &pendingRequest{id: id, epoch: c.current}
+		m.Key = o.Key
+		if queue && m.Key == "" {
+			m.Key = c.newKey()
+		}
+		p := &pendingRequest{id: id, queued: queue, msg: m}
 		if c.cfg.Features.Registry {
+			timeout := o.Timeout
 			if timeout == 0 {
 				timeout = c.cfg.RequestTimeout
 			}
@@ -88,19 +129,46 @@ func (c *Core) call(m protocol.Message, invalid string, timeout time.Duration, n
 			c.queue = slices.Insert(c.queue, i, p)
 		}
 		c.pending[id] = p
-		m.ID = id
-		c.send(m)
+		if ready {
+			c.sendPending(p, now)
+		} else {
+			c.trace("queued", 0, "request "+utoa(id)+" waits for READY")
+			c.waiting = append(c.waiting, p)
+		}
 	}
 	c.after(now)
 	return id
+}
+
+// sendPending puts a registered request on the wire: on the current
+// socket, or for a follower tab to the leader (tabs.go).
+func (c *Core) sendPending(p *pendingRequest, now time.Time) {
+	m := p.msg
+	m.ID = p.id
+	if c.cfg.Features.Registry && m.Type == protocol.TypeRequest {
+		m.TimeoutMs = timeoutMs(p.deadline.Sub(now))
+	}
+	p.sent, p.everSent = true, true
+	if !p.queued {
+		p.msg = protocol.Message{} // never sent again: let the params go
+	}
+	if c.follower {
+		p.epoch = 0
+		c.stats.Forwarded++
+		c.emit(Effect{Kind: EffForward, ID: p.id, Frame: protocol.Encode(m)})
+		return
+	}
+	p.epoch = c.current
+	c.send(m)
 }
 
 // Cancel forgets request id without settling it, for a driver whose caller
 // gave up (a cancelled context). A response that comes later is dropped.
 func (c *Core) Cancel(id uint64, now time.Time) {
 	if p, ok := c.pending[id]; ok {
-		p.done = true
+		p.done, p.msg = true, protocol.Message{}
 		delete(c.pending, id)
+		c.pruneWaiting()
 	}
 	c.after(now)
 }
@@ -115,13 +183,14 @@ func (c *Core) onResponse(m protocol.Message) {
 		c.trace("response-dropped", c.current, "response "+utoa(m.ID)+" matches no pending request: dropped")
 		return
 	}
-	p.done = true
+	p.done, p.msg = true, protocol.Message{}
 	delete(c.pending, m.ID)
 	if m.Error != nil || m.Type == protocol.TypeError {
-		c.settleErr(m.ID, &ServerError{ID: m.ID, Code: m.Error.Code, Message: m.Error.Message})
-		return
+		c.settleErr(m.ID, &ServerError{ID: m.ID, Code: m.Error.Code, Message: m.Error.Message,
+			RetryAfter: time.Duration(min(m.Error.RetryAfterMs, protocol.MaxTimeoutMs)) * time.Millisecond})
+	} else {
+		c.emit(Effect{Kind: EffSettle, ID: m.ID, Result: m.Result})
 	}
-	c.emit(Effect{Kind: EffSettle, ID: m.ID, Result: m.Result})
 }
 
 func (c *Core) expireRequests(now time.Time) {
@@ -135,35 +204,70 @@ func (c *Core) expireRequests(now time.Time) {
 		if p.done {
 			continue
 		}
-		p.done = true
+		p.done, p.msg = true, protocol.Message{}
 		delete(c.pending, p.id)
+		if !p.everSent {
+			// It waited for READY (queue.go) and never went out: safe to retry.
+			c.trace("request-timeout", c.current, "request "+utoa(p.id)+" was not sent: not READY within its timeout")
+			c.settleErr(p.id, &RequestError{Kind: ErrNotReady, ID: p.id, Detail: "not ready within its timeout"})
+			continue
+		}
 		c.trace("request-timeout", c.current, "request "+utoa(p.id)+" timed out after "+c.cfg.RequestTimeout.String())
 		c.settleErr(p.id, &RequestError{Kind: ErrRequestTimeout, ID: p.id, Epoch: uint64(p.epoch)})
 	}
 	if len(c.queue) == 0 {
 		c.queue = nil // let the backing array go
 	}
+	c.pruneWaiting()
 }
 
-// rejectAll settles every pending request with ErrConnectionClosed. Without
-// Registry they stay pending forever, unless the client is stopping.
-func (c *Core) rejectAll(detail string, stopping bool) {
+// pruneWaiting drops settled requests from the queue of those waiting for
+// READY, so a client that stays down does not keep them.
+func (c *Core) pruneWaiting() {
+	c.waiting = slices.DeleteFunc(c.waiting, func(p *pendingRequest) bool { return p.done })
+}
+
+// rejectOn settles the requests in flight on socket s (0: every one) with
+// ErrConnectionClosed; a queued one goes back to wait for READY instead,
+// to be sent again with its key (queue.go), unless the session is over.
+// Stopping settles the ones still waiting too, with ErrNotReady (never
+// sent) or ErrConnectionClosed. Without Registry they stay pending
+// forever, unless the client is stopping.
+func (c *Core) rejectOn(s SocketID, detail string, stopping bool) {
 	if !c.cfg.Features.Registry && !stopping {
 		return
 	}
 	// In id order, so every run settles them the same way.
 	ids := make([]uint64, 0, len(c.pending))
-	for id := range c.pending {
-		ids = append(ids, id)
+	for id, p := range c.pending {
+		if stopping || (p.sent && (s == 0 || p.epoch == s)) {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
+	requeued := false
 	for _, id := range ids {
 		p := c.pending[id]
-		p.done = true
+		if p.queued && !stopping {
+			p.sent, p.epoch = false, 0
+			c.waiting = append(c.waiting, p)
+			requeued = true
+			continue
+		}
+		p.done, p.msg = true, protocol.Message{}
 		delete(c.pending, id)
+		if !p.everSent {
+			c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: detail})
+			continue
+		}
 		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: uint64(p.epoch), Detail: detail})
 	}
-	c.queue = nil
+	if requeued {
+		slices.SortFunc(c.waiting, func(a, b *pendingRequest) int { return cmp.Compare(a.id, b.id) })
+	}
+	if stopping || len(c.pending) == 0 {
+		c.queue, c.waiting = nil, nil
+	}
 }
 
 func (c *Core) nextRequestDeadline() time.Time {
@@ -175,6 +279,14 @@ func (c *Core) nextRequestDeadline() time.Time {
 		return time.Time{}
 	}
 	return c.queue[0].deadline
+}
+
+// timeoutMs is a request's timeoutMs: what is left of its timeout, in
+// whole milliseconds rounded up, within the protocol's 1 ms to 1 h (the
+// server caps it further).
+func timeoutMs(left time.Duration) int64 {
+	ms := (left + time.Millisecond - 1) / time.Millisecond
+	return int64(min(max(ms, 1), protocol.MaxTimeoutMs))
 }
 
 func (c *Core) settleErr(id uint64, err error) {

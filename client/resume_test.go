@@ -43,13 +43,21 @@ func (h *harness) seqs(topic string) []int64 {
 // where the feed stands.
 func (h *harness) readyAt(from, head int64, stream string) SocketID {
 	h.t.Helper()
+	s := h.openAt(from, head, stream)
+	if !h.state().Ready {
+		h.t.Fatalf("not ready: %+v", h.state())
+	}
+	return s
+}
+
+// openAt opens the current socket, pings, and acknowledges the feed with
+// a subscribed that says where it stands; other topics wait.
+func (h *harness) openAt(from, head int64, stream string) SocketID {
+	h.t.Helper()
 	s := h.last()
 	h.open(s)
 	h.ping(s, 1000)
 	h.subscribedAt(s, "feed", from, head, stream)
-	if !h.state().Ready {
-		h.t.Fatalf("not ready: %+v", h.state())
-	}
 	return s
 }
 
@@ -161,11 +169,17 @@ func TestAppTopicsAreSubscribedResumedAndLeft(t *testing.T) {
 	}
 	h.c.Subscribe("chat", 0, false, h.now) // before open: sent on open
 	h.drain()
-	s := h.readyAt(1, 0, "A")
+	s := h.openAt(1, 0, "A")
 	if m := h.lastSubscribe(s, "chat"); m.HasSince {
 		t.Fatalf("first chat subscribe %+v", m)
 	}
+	if h.state().Ready {
+		t.Fatal("READY before chat was acknowledged")
+	}
 	h.subscribedAt(s, "chat", 5, 4, "C")
+	if !h.state().Ready {
+		t.Fatalf("not READY with feed and chat acknowledged: %+v", h.state())
+	}
 	h.update(s, "chat", 5)
 	h.frame(s, protocol.Message{Type: protocol.TypeError, Topic: "news", Error: &protocol.ErrorBody{Code: "unknown_topic"}})
 	if len(h.topicErrs) != 0 {
@@ -183,11 +197,19 @@ func TestAppTopicsAreSubscribedResumedAndLeft(t *testing.T) {
 	if got := h.count(protocol.TypeSubscribe, s); got != n+1 || h.lastSubscribe(s, "news").Topic != "news" {
 		t.Fatalf("subscribes %d -> %d", n, got)
 	}
+	if h.state().Ready {
+		t.Fatal("READY while news is not served")
+	}
 	h.closed(s)
 	h.advanceToDial()
-	s2 := h.readyAt(1, 0, "A")
+	s2 := h.openAt(1, 0, "A")
 	if m := h.lastSubscribe(s2, "chat"); !m.HasSince || m.Since != 5 || m.Stream != "C" {
 		t.Fatalf("chat resubscribe %+v", m)
+	}
+	h.subscribedAt(s2, "chat", 6, 5, "C")
+	h.subscribedAt(s2, "news", 1, 0, "N")
+	if !h.state().Ready {
+		t.Fatalf("not READY with every topic acknowledged: %+v", h.state())
 	}
 	h.c.Unsubscribe("chat", h.now)
 	h.drain()
@@ -254,7 +276,7 @@ func TestAnAppSinceBeforeStage7HoldsUntilADelivery(t *testing.T) {
 	h.start()
 	h.c.Subscribe("chat", 3, true, h.now)
 	h.drain()
-	s := h.readyAt(1, 0, "A")
+	s := h.openAt(1, 0, "A")
 	if m := h.lastSubscribe(s, "chat"); !m.HasSince || m.Since != 3 {
 		t.Fatalf("first chat subscribe %+v", m)
 	}
@@ -266,7 +288,7 @@ func TestAnAppSinceBeforeStage7HoldsUntilADelivery(t *testing.T) {
 	h.update(s, "chat", 4)
 	h.closed(s)
 	h.advanceToDial()
-	s2 := h.readyAt(1, 0, "A")
+	s2 := h.openAt(1, 0, "A")
 	if m := h.lastSubscribe(s2, "chat"); m.HasSince {
 		t.Fatalf("stage 6 resubscribed chat with since %d after a delivery", m.Since)
 	}

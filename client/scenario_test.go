@@ -166,6 +166,24 @@ func (r *scenario) run(path string, at int, line string) []string {
 			c.Auth = has("auth")
 			c.Budget = int(num(opt("budget", "0")))
 			c.Window = dur(opt("window", "0s"))
+			if c.Topic = opt("topic", protocol.DefaultTopic); c.Topic == "none" {
+				c.Topic = ""
+			}
+			c.Follower = has("follower")
+			c.PauseWhenHidden = has("pause-when-hidden")
+			if v := opt("transports", ""); v != "" {
+				c.Transports = nil
+				for _, name := range strings.Split(v, ",") {
+					tr, ok := ParseTransport(name)
+					if !ok {
+						fail("unknown transport %q", name)
+					}
+					c.Transports = append(c.Transports, tr)
+				}
+			}
+			if v := opt("reprobe", ""); v != "" {
+				c.ReprobeInterval = dur(v)
+			}
 		})
 		r.h.seen = r.print
 		r.header = r.h.now
@@ -198,18 +216,52 @@ func (r *scenario) run(path string, at int, line string) []string {
 		r.frame(sock(0), protocol.Message{Type: protocol.TypeUpdate, Topic: arg(1), Seq: num(arg(2)), Data: []byte(`{}`)})
 	case "respond":
 		r.frame(sock(0), protocol.Message{Type: protocol.TypeResponse, ID: uint64(num(arg(1))), Result: []byte(`{"ok":true}`)})
+	case "welcome":
+		r.frame(sock(0), protocol.Message{Type: protocol.TypeWelcome, Session: opt("session", "s1"), User: opt("user", "")})
+	case "presence":
+		r.frame(sock(0), protocol.Message{Type: protocol.TypePresence, Topic: arg(1), Event: arg(2), User: arg(3)})
+	case "error-response":
+		r.frame(sock(0), protocol.Message{Type: protocol.TypeResponse, ID: uint64(num(arg(1))),
+			Error: &protocol.ErrorBody{Code: arg(2), Message: "refused", RetryAfterMs: num(opt("retry-after-ms", "0"))}})
 	case "topic-error":
 		r.frame(sock(0), protocol.Message{Type: protocol.TypeError, Topic: arg(1), Error: &protocol.ErrorBody{Code: arg(2), Message: "refused"}})
 	case "frame":
 		h.c.Received(sock(0), []byte(rest(1)), h.now)
-	case "request":
-		h.c.RequestWithTimeout(opt("method", "echo"), []byte(`{}`), dur(opt("timeout", "0s")), h.now)
-	case "subscribe":
-		var since int64
-		if v := opt("since", ""); v != "" {
-			since = num(v)
+	case "probe-ack":
+		r.frame(sock(0), protocol.Message{Type: protocol.TypeProbeAck, ID: uint64(num(arg(1)))})
+	case "buffered":
+		h.c.Buffered(sock(0), int(num(arg(1))), h.now)
+	case "http-probe":
+		h.c.HTTPProbe(arg(0) == "ok", h.now)
+	case "sleep":
+		r.ticked = true
+		h.sleep(dur(arg(0)))
+		r.ticked = false
+	case "follower":
+		h.c.BecameFollower(h.now)
+	case "leader":
+		h.c.BecameLeader(h.now)
+	case "leader-state":
+		st := State{Transport: Down, Protocol: Down, Service: Down, Epoch: uint64(num(opt("epoch", "0"))), Via: TransportWebSocket}
+		if has("ready") {
+			st = State{Transport: Up, Protocol: Up, Service: Up, Ready: true, Epoch: st.Epoch, Via: TransportWebSocket}
 		}
-		if !h.c.Subscribe(arg(0), since, opt("since", "") != "", h.now) {
+		if v := opt("since", ""); v != "" {
+			st.NotReadySince = t0.Add(dur(v))
+		}
+		h.c.LeaderState(st, h.now)
+	case "leader-update":
+		h.c.LeaderUpdate(Update{Topic: arg(0), Seq: num(arg(1)), Data: []byte(`{}`), Epoch: uint64(num(opt("epoch", "0")))}, h.now)
+	case "relayed":
+		h.c.Relayed(uint64(num(arg(0))), []byte(`{"ok":true}`), nil, h.now)
+	case "request":
+		h.c.RequestWith(opt("method", "echo"), []byte(`{}`), RequestOptions{Timeout: dur(opt("timeout", "0s")), Queue: has("queue"), Key: opt("key", "")}, h.now)
+	case "subscribe":
+		o := SubscribeOptions{Presence: has("presence")}
+		if v := opt("since", ""); v != "" {
+			o.Since, o.HasSince = num(v), true
+		}
+		if !h.c.SubscribeWith(arg(0), o, h.now) {
 			r.out = append(r.out, "refused")
 		}
 	case "unsubscribe":
@@ -267,7 +319,14 @@ func (r *scenario) print(e Effect) {
 func (r *scenario) fmtEffect(e Effect) string {
 	switch e.Kind {
 	case EffDial:
+		if e.Transport != TransportWebSocket {
+			return "dial " + e.Socket.String() + " " + e.Transport.String()
+		}
 		return "dial " + e.Socket.String()
+	case EffProbeHTTP:
+		return "probe-http"
+	case EffForward:
+		return "forward " + utoa(e.ID) + " " + string(e.Frame)
 	case EffSend:
 		return "send " + e.Socket.String() + " " + string(e.Frame)
 	case EffClose:
@@ -315,6 +374,8 @@ func (r *scenario) fmtEffect(e Effect) string {
 		return fmt.Sprintf("continuity-lost %s %d-%d", l.Topic, l.From, l.To)
 	case EffTopicError:
 		return "topic-error " + e.TopicError.Topic + " " + e.TopicError.Code
+	case EffPresence:
+		return "presence " + e.Presence.Topic + " " + e.Presence.Event + " " + e.Presence.User
 	}
 	r.t.Fatalf("an effect the scripts do not know: %+v", e)
 	return ""
@@ -336,6 +397,21 @@ func fmtState(s State) string {
 	}
 	if s.LastError.Class != FailNone {
 		out += fmt.Sprintf(" error=%s/%d", s.LastError.Class, s.LastError.Code)
+	}
+	if s.Via != TransportWebSocket {
+		out += " via=" + s.Via.String()
+	}
+	if !s.NotReadySince.IsZero() {
+		out += " not-ready-since=" + s.NotReadySince.Sub(t0).String()
+	}
+	if s.Degraded {
+		out += " degraded"
+	}
+	if s.Offline {
+		out += " banner-offline"
+	}
+	if s.Follower {
+		out += " follower"
 	}
 	return out
 }
@@ -366,11 +442,18 @@ func fmtStats(s Stats) []string {
 	add("dropped-responses", int64(s.DroppedResponses))
 	add("bad-frames", int64(s.BadFrames))
 	add("server-errors", int64(s.ServerErrors))
+	add("welcomes", int64(s.Welcomes))
 	add("token-refreshes", int64(s.TokenRefreshes))
 	add("token-failures", int64(s.TokenFailures))
 	add("records", int64(s.Records))
 	add("retry-afters", int64(s.RetryAftersHonoured))
 	add("probes", int64(s.Probes))
+	add("clock-jumps", int64(s.ClockJumps))
+	add("send-stalls", int64(s.SendStalls))
+	add("http-probes", int64(s.HTTPProbes))
+	add("moves", int64(s.Moves))
+	add("forwarded", int64(s.Forwarded))
+	add("resent", int64(s.Resent))
 	if len(out) == 0 {
 		out = append(out, "nothing counted")
 	}

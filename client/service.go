@@ -7,13 +7,24 @@ import (
 )
 
 // Service readiness (stage 4) and topics. After open the client subscribes
-// to Config.Topic (the service) and to every topic the app subscribed to;
-// service is Pending until the server answers "subscribed" for
-// Config.Topic. No answer within SubscribeTimeout: subscribe again on the
-// same socket. "unsubscribed": subscribe again. A healthy socket is never
-// torn down because the service is down. Before stage 4 the client
-// subscribes once after open and keeps no service level, so it never
-// notices the service going away.
+// to every topic wanted: Config.Topic if set, and every topic the app
+// subscribed to. The service layer is Up when the server has answered for
+// every one of them on this socket, and Pending until then; with no topic
+// wanted it is Up when the server says it serves the session (its
+// welcome frame; an answer to a subscribe says so too, for a server that
+// sends none). A topic the app may not have counts as answered: the
+// server refused it with forbidden, invalid_topic or
+// too_many_subscriptions, the app hears of it (EffTopicError), and it is
+// not asked for again on this socket (the next socket asks again), so one
+// refused topic does not keep the client from READY. Other errors
+// (unknown_topic, too_many_topics, unavailable, ...) mean the service does
+// not serve the topic now: it stays Pending and is asked for again. No
+// answer within SubscribeTimeout: subscribe again on the same socket.
+// "unsubscribed": Pending, and subscribe again. A subscribe the app adds
+// while READY makes the service Pending until it is answered. A healthy
+// socket is never torn down because the service is down. Before stage 4
+// the client subscribes once after open and keeps no service level, so it
+// never notices the service going away.
 //
 // Resume (stage 7): the client keeps a cursor per topic, the last seq it
 // delivered, and subscribes with since=cursor after every reconnect; the
@@ -64,6 +75,8 @@ type topicState struct {
 	app       bool  // the app subscribed to it (the service topic may be both)
 	replayTo  int64 // updates up to this seq are the current replay
 	sentSince bool  // the subscribe on this socket carried since
+	presence  bool  // the app asked for the topic's presence events
+	refused   bool  // the server refused it on this socket for good (refusal)
 }
 
 func (c *Core) topicOf(name string) *topicState {
@@ -84,23 +97,46 @@ func (c *Core) addTopic(name string) *topicState {
 	return t
 }
 
+// SubscribeOptions are a subscribe's options.
+type SubscribeOptions struct {
+	// Since, with HasSince, asks the first subscribe for a replay of what
+	// followed seq Since (Resume replays on reconnect in any case).
+	Since    int64
+	HasSince bool
+	// Presence asks for the topic's presence events (EffPresence): a
+	// user's first connection joining it, its last leaving.
+	Presence bool
+}
+
 // Subscribe asks for topic's updates (EffUpdate), from now on and after
 // every reconnect. With hasSince the first subscribe asks for a replay of
 // what followed since (Resume replays on reconnect in any case). It
 // reports false for an invalid topic name (protocol.ValidTopic).
 func (c *Core) Subscribe(topic string, since int64, hasSince bool, now time.Time) bool {
-	if !protocol.ValidTopic(topic) || since < 0 {
+	return c.SubscribeWith(topic, SubscribeOptions{Since: since, HasSince: hasSince}, now)
+}
+
+// SubscribeWith is Subscribe with options. Subscribing again to a topic
+// with another Presence sends the subscribe again (with since = the
+// cursor under Resume, so nothing is lost or repeated).
+func (c *Core) SubscribeWith(topic string, o SubscribeOptions, now time.Time) bool {
+	if !protocol.ValidTopic(topic) || o.Since < 0 {
 		return false
 	}
 	t := c.addTopic(topic)
 	t.app = true
-	if hasSince {
-		if !t.has || t.Cursor != since {
+	if o.HasSince {
+		if !t.has || t.Cursor != o.Since {
 			t.Stream = "" // a cursor from the app: whatever stream the server has
 		}
-		t.Cursor, t.has = since, true
+		t.Cursor, t.has = o.Since, true
 	}
-	if !t.wanted {
+	again := t.wanted && t.presence != o.Presence
+	t.presence = o.Presence
+	if c.primary == nil {
+		c.primary = t
+	}
+	if !t.wanted || again {
 		t.wanted = true
 		t.Subscribed = false
 		if c.transport == Up && c.current != 0 {
@@ -121,14 +157,16 @@ func (c *Core) Unsubscribe(topic string, now time.Time) {
 	if topic == c.cfg.Topic {
 		return
 	}
-	t.wanted, t.Subscribed = false, false
+	t.wanted, t.Subscribed, t.refused = false, false, false
 	if c.transport == Up {
 		c.send(protocol.Message{Type: protocol.TypeUnsubscribe, Topic: topic})
 	}
+	c.settledAll()
 	c.after(now)
 }
 
-// Topics returns each topic's accounting, the service topic first.
+// Topics returns each topic's accounting, in the order they were first
+// named (Config.Topic first).
 func (c *Core) Topics() []TopicStats {
 	out := make([]TopicStats, 0, len(c.topics))
 	for _, t := range c.topics {
@@ -150,11 +188,8 @@ func (c *Core) Cursors() []Cursor {
 }
 
 func (c *Core) serviceOpened(now time.Time) {
-	if c.cfg.Features.Service {
-		c.service = Pending
-	}
 	for _, t := range c.topics {
-		t.Subscribed = false
+		t.Subscribed, t.refused = false, false
 		if t.wanted {
 			c.subscribeTopic(t, now)
 		}
@@ -163,6 +198,7 @@ func (c *Core) serviceOpened(now time.Time) {
 
 func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 	c.stats.SubscribesSent++
+	t.refused = false
 	c.trace("subscribe", c.current, "subscribe "+t.Topic)
 	m := protocol.Message{Type: protocol.TypeSubscribe, Topic: t.Topic}
 	// With Resume every subscribe carries the cursor. Before stage 7 only a
@@ -172,6 +208,7 @@ func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 		m.HasSince, m.Since, m.Stream = true, t.Cursor, t.Stream
 	}
 	t.sentSince = m.HasSince
+	m.Presence = t.presence
 	c.send(m)
 	if c.cfg.Features.Service {
 		c.dl[dlSubscribe] = now.Add(c.cfg.SubscribeTimeout)
@@ -180,23 +217,19 @@ func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 
 func (c *Core) onSubscribed(s SocketID, m protocol.Message) {
 	c.trace("subscribed", s, "subscribed to "+m.Topic)
+	c.served = true
 	t := c.topicOf(m.Topic)
 	if t == nil || !t.wanted {
 		return
 	}
-	t.Subscribed = true
+	t.Subscribed, t.refused = true, false
 	if t.sentSince {
 		t.replayTo = m.Head
 	}
 	if c.cfg.Features.Resume || t.sentSince {
 		c.continuity(t, m)
 	}
-	if t.Topic == c.cfg.Topic && c.cfg.Features.Service {
-		c.service = Up
-	}
-	if c.cfg.Features.Service && c.allSubscribed() {
-		c.dl[dlSubscribe] = time.Time{}
-	}
+	c.settledAll()
 }
 
 // continuity compares a subscribed's from and stream with the cursor.
@@ -220,7 +253,7 @@ func (c *Core) continuity(t *topicState, m protocol.Message) {
 	if m.Stream != "" {
 		t.Stream = m.Stream
 	}
-	if t.Topic == c.cfg.Topic {
+	if t == c.primary {
 		c.stats.LastSeq = t.Cursor
 	}
 }
@@ -234,13 +267,51 @@ func (c *Core) lose(l ContinuityLost) {
 	c.emit(Effect{Kind: EffContinuityLost, Lost: l})
 }
 
-func (c *Core) allSubscribed() bool {
+// onWelcome notes that the server serves this socket's session: with no
+// topic wanted, the service layer is Up.
+func (c *Core) onWelcome(s SocketID, m protocol.Message) {
+	c.stats.Welcomes++
+	c.served = true
+	c.trace("welcome", s, "the server serves the session")
+}
+
+// serviceLevel is the service layer of an open socket (Service): Up when
+// every wanted topic is answered (subscribed, or refused for good), and
+// with none wanted when the server served the session; else Pending.
+func (c *Core) serviceLevel() Level {
+	wanted := false
 	for _, t := range c.topics {
-		if t.wanted && !t.Subscribed {
-			return false
+		if t.wanted {
+			wanted = true
+			if !t.Subscribed && !t.refused {
+				return Pending
+			}
 		}
 	}
-	return true
+	if wanted || c.served {
+		return Up
+	}
+	return Pending
+}
+
+// settledAll stops the subscribe deadline once nothing waits for an answer.
+func (c *Core) settledAll() {
+	for _, t := range c.topics {
+		if t.wanted && !t.Subscribed && !t.refused {
+			return
+		}
+	}
+	c.dl[dlSubscribe] = time.Time{}
+}
+
+// refusal says a topic error is the server's final word for this socket:
+// the app may not have the topic, and asking again will not change that.
+func refusal(code string) bool {
+	switch code {
+	case protocol.ErrForbidden, protocol.ErrInvalidTopic, protocol.ErrTooManySubs:
+		return true
+	}
+	return false
 }
 
 func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
@@ -253,26 +324,39 @@ func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
 	if !c.cfg.Features.Service {
 		return
 	}
-	if t.Topic == c.cfg.Topic {
-		c.service = Pending
-	}
 	c.subscribeTopic(t, now)
 }
 
-// onTopicError handles an error frame about a topic (unknown_topic,
-// too_many_subscriptions, unavailable): the subscribe is retried at the
-// subscribe deadline (Service); the app hears of it.
+// onPresence hands a presence frame to the app if it asked for the
+// topic's presence.
+func (c *Core) onPresence(m protocol.Message) {
+	if t := c.topicOf(m.Topic); t != nil && t.wanted && t.presence {
+		c.emit(Effect{Kind: EffPresence, Presence: PresenceEvent{Topic: m.Topic, Event: m.Event, User: m.User}})
+	}
+}
+
+// onTopicError handles an error frame about a topic: the app hears of it.
+// A refusal (forbidden, invalid_topic, too_many_subscriptions) is the
+// server's answer for this socket; any other error (unknown_topic,
+// too_many_topics, unavailable) is retried at the subscribe deadline
+// (Service).
 func (c *Core) onTopicError(m protocol.Message) {
 	c.trace("topic-error", c.current, "subscribe to "+m.Topic+" refused: "+m.Error.Code)
-	if t := c.topicOf(m.Topic); t != nil && t.wanted {
-		c.emit(Effect{Kind: EffTopicError, TopicError: TopicError{Topic: m.Topic, Code: m.Error.Code}})
+	t := c.topicOf(m.Topic)
+	if t == nil || !t.wanted {
+		return
+	}
+	c.emit(Effect{Kind: EffTopicError, TopicError: TopicError{Topic: m.Topic, Code: m.Error.Code}})
+	if refusal(m.Error.Code) && !t.Subscribed {
+		t.refused = true
+		c.settledAll()
 	}
 }
 
 func (c *Core) subscribeTimedOut(now time.Time) {
 	c.trace("subscribe-timeout", c.current, "no subscribed within "+c.cfg.SubscribeTimeout.String()+"; subscribing again")
 	for _, t := range c.topics {
-		if t.wanted && !t.Subscribed {
+		if t.wanted && !t.Subscribed && !t.refused {
 			c.subscribeTopic(t, now)
 		}
 	}
@@ -308,18 +392,21 @@ func (c *Core) onUpdate(s SocketID, m protocol.Message) {
 		t.Replayed++
 		c.stats.Replayed++
 	}
-	if t.Topic == c.cfg.Topic {
-		c.stats.Updates++
+	c.stats.Updates++
+	if t == c.primary {
 		c.stats.LastSeq = t.Cursor
 	}
 	c.emit(Effect{Kind: EffUpdate, Update: Update{Topic: m.Topic, Seq: m.Seq, Data: m.Data, Epoch: uint64(s)}})
 }
 
-// initTopics makes the service topic (first, always wanted) and takes
-// Config.Cursors: the topics they name are resumed from them (the service
-// topic's too); others are not subscribed until the app asks.
+// initTopics makes Config.Topic's topic, if any (first, always wanted),
+// and takes Config.Cursors: the topics they name are resumed from them
+// (Config.Topic's too); others are not subscribed until the app asks.
 func (c *Core) initTopics() {
-	c.addTopic(c.cfg.Topic).wanted = true
+	if c.cfg.Topic != "" {
+		c.primary = c.addTopic(c.cfg.Topic)
+		c.primary.wanted = true
+	}
 	for _, cur := range c.cfg.Cursors {
 		if !protocol.ValidTopic(cur.Topic) || cur.Seq < 0 {
 			continue

@@ -48,7 +48,22 @@ func sessionRef(rand func() float64) string {
 // TokenReady reports the token hook's answer to an EffToken: the core dials
 // now and sends the token in the socket's first frame.
 func (c *Core) TokenReady(token string, now time.Time) {
-	if c.ended != NotEnded || !c.tokenWait {
+	if c.ended != NotEnded {
+		return
+	}
+	if c.cand.tokenAsk {
+		// For the re-probe's socket (transport.go).
+		c.cand.tokenAsk = false
+		if token == "" || len(token) > protocol.MaxTokenBytes {
+			c.dropCandidate(now, false)
+		} else {
+			c.cand.token = token
+			c.dialCandidate(now)
+		}
+		c.after(now)
+		return
+	}
+	if !c.tokenWait {
 		return
 	}
 	c.tokenWait = false
@@ -66,7 +81,16 @@ func (c *Core) TokenReady(token string, now time.Time) {
 // TokenFailed reports that the token hook failed: a failed attempt, counted
 // against the budget like any other.
 func (c *Core) TokenFailed(now time.Time) {
-	if c.ended != NotEnded || !c.tokenWait {
+	if c.ended != NotEnded {
+		return
+	}
+	if c.cand.tokenAsk {
+		c.stats.TokenFailures++
+		c.dropCandidate(now, false)
+		c.after(now)
+		return
+	}
+	if !c.tokenWait {
 		return
 	}
 	c.tokenWait = false
@@ -123,6 +147,7 @@ func (c *Core) Reconnect(now time.Time) {
 	if c.ended != NotEnded {
 		c.ended, c.endCode = NotEnded, 0
 		c.trace("reconnect", 0, "fresh session")
+		c.armNotReady(now)
 		c.dial(now)
 	} else if c.transport == Down && !c.tokenWait {
 		c.reconnects = nil

@@ -15,6 +15,7 @@ const (
 	CloseTokenExpired     = 4001 // reserved: fetch a fresh token, then retry
 	CloseForbidden        = 4003 // reserved: stop and tell the user
 	CloseHeartbeatTimeout = 4408 // sent by the client when its watchdog gave up on the server
+	CloseSendStalled      = 4409 // sent by the client when its own sends stopped draining (stage 8: bufferedAmount) and a probe went unanswered
 	CloseSlowConsumer     = 4429 // the server's send queue to this client passed its byte bound, or a write made no progress within the write timeout
 )
 

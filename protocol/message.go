@@ -26,6 +26,8 @@ const (
 	TypeError         Type = "error"         // the server could not use a frame the client sent
 	TypeAuthenticated Type = "authenticated" // the auth frame's ticket was accepted; expiresAt says until when
 	TypeProbeAck      Type = "probe_ack"     // the answer to a probe, at once, with its id
+	TypeWelcome       Type = "welcome"       // once per connection, when it is served: session (the server's id for it), user and node (optional)
+	TypePresence      Type = "presence"      // a user's first connection joined topic cluster-wide, or its last left: event join|leave, user
 )
 
 // Client to server.
@@ -40,6 +42,49 @@ const (
 
 // MaxTokenBytes bounds an auth frame's token.
 const MaxTokenBytes = 4096
+
+// MaxIDBytes bounds the opaque ids a welcome and a presence frame carry
+// (session, user, node): 1 to 128 bytes, the server's bound on a user id.
+const MaxIDBytes = 128
+
+// MaxTimeoutMs bounds a request's timeoutMs (one hour), as MaxIntervalMs
+// bounds a ping's interval.
+const MaxTimeoutMs = 3_600_000
+
+// MaxKeyBytes bounds an idempotency key (a request's or a publish's key).
+const MaxKeyBytes = 64
+
+// ValidKey reports whether k is a usable idempotency key: 1 to MaxKeyBytes
+// of A-Z a-z 0-9 - _ (base64url without padding, what the client draws).
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyBytes {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if !isWordByte(k[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// Presence events (a presence frame's event).
+const (
+	PresenceJoin  = "join"  // the user's first connection subscribed to the topic (0 -> 1, cluster-wide)
+	PresenceLeave = "leave" // the user's last connection left it (1 -> 0)
+)
+
+// MethodPresence is the reserved request method that asks who is
+// subscribed to a topic: params {"topic":T}, result a PresenceResult.
+const MethodPresence = "wsready.presence"
+
+// ReservedMethodPrefix starts the library's own method names; an
+// application may not register a method that starts with it.
+const ReservedMethodPrefix = "wsready."
 
 // MaxFrameBytes is the largest frame either side accepts (64 KiB). The server
 // closes a connection that sends a larger one with CloseMessageTooBig.
@@ -64,18 +109,19 @@ func ValidTopic(name string) bool {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+		if !isWordByte(name[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// ErrorBody is the error of a response or an error frame.
+// ErrorBody is the error of a response or an error frame. RetryAfterMs
+// comes with rate_limited: how long to wait before sending again.
 type ErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
 }
 
 // Message is one decoded frame. Which fields are set depends on Type; the
@@ -83,11 +129,12 @@ type ErrorBody struct {
 type Message struct {
 	Type       Type
 	IntervalMs int64      // ping
-	Topic      string     // subscribe, unsubscribe, subscribed, unsubscribed, update, publish; error (optional)
+	Topic      string     // subscribe, unsubscribe, subscribed, unsubscribed, update, publish, presence; error (optional)
 	Reason     string     // unsubscribed
 	Seq        int64      // update
 	Data       []byte     // update, publish (raw JSON)
 	HasSince   bool       // subscribe: Since was given
+	Presence   bool       // subscribe (optional): this subscriber receives the topic's presence frames
 	Since      int64      // subscribe: replay every update after this seq (exclusive), then go live
 	Stream     string     // subscribe (optional): the stream Since belongs to; subscribed: the topic's stream
 	From       int64      // subscribed: the first seq that follows (replayed or live)
@@ -95,10 +142,16 @@ type Message struct {
 	ID         uint64     // request, response, publish; error (when it concerns a request or publish)
 	Method     string     // request
 	Params     []byte     // request (raw JSON, optional)
+	TimeoutMs  int64      // request (optional, 1..MaxTimeoutMs): the client's own timeout; the server's handler context expires then
+	Key        string     // request, publish (optional, ValidKey): an idempotency key; the server answers a repeated key from a bounded cache
 	Result     []byte     // response (raw JSON), exclusive with Error
 	Error      *ErrorBody // response (exclusive with Result); error frame
 	Token      string     // auth
 	ExpiresAt  int64      // authenticated: the ticket's expiry, Unix ms
+	Session    string     // welcome: the server's opaque id for this connection's session (1..MaxIDBytes)
+	User       string     // welcome (optional): the identity's user id; presence: whose connection joined or left
+	Node       string     // welcome (optional): the server node that serves the connection
+	Event      string     // presence: PresenceJoin or PresenceLeave
 }
 
 // MaxIntervalMs bounds a ping's intervalMs (one hour): a larger value would
@@ -197,7 +250,10 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			m.HasSince, m.Since = true, n
 		}
 		var err *DecodeError
-		m.Stream, err = f.str(fStream, m.Type, false)
+		if m.Stream, err = f.str(fStream, m.Type, false); err != nil {
+			return err
+		}
+		m.Presence, err = f.bool(fPresence)
 		return err
 	case TypeUnsubscribe:
 		return f.topic(m)
@@ -224,7 +280,10 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		if err := f.topic(m); err != nil {
 			return err
 		}
-		return f.data(m)
+		if err := f.data(m); err != nil {
+			return err
+		}
+		return f.key(m)
 	case TypeUnsubscribed:
 		if err := f.topic(m); err != nil {
 			return err
@@ -253,6 +312,14 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return &DecodeError{Code: ErrWrongType, Field: "method", Detail: "must not be empty"}
 		}
 		m.Params = clone(f.raw[fParams])
+		if m.TimeoutMs, err = f.int(fTimeoutMs, m.Type, false); err != nil {
+			return err
+		}
+		if f.raw[fTimeoutMs] != nil && (m.TimeoutMs < 1 || m.TimeoutMs > MaxTimeoutMs) {
+			m.TimeoutMs = 0
+			return &DecodeError{Code: ErrWrongType, Field: "timeoutMs", Detail: "must be between 1 and " + strconv.Itoa(MaxTimeoutMs)}
+		}
+		return f.key(m)
 	case TypeResponse:
 		id, err := f.int(fID, m.Type, true)
 		if err != nil {
@@ -281,6 +348,30 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 	case TypeAuthenticated:
 		var err *DecodeError
 		m.ExpiresAt, err = f.int(fExpiresAt, m.Type, false)
+		return err
+	case TypeWelcome:
+		var err *DecodeError
+		if m.Session, err = f.id(fSession, m.Type, true); err != nil {
+			return err
+		}
+		if m.User, err = f.id(fUser, m.Type, false); err != nil {
+			return err
+		}
+		m.Node, err = f.id(fNode, m.Type, false)
+		return err
+	case TypePresence:
+		if err := f.topic(m); err != nil {
+			return err
+		}
+		var err *DecodeError
+		if m.Event, err = f.str(fEvent, m.Type, true); err != nil {
+			return err
+		}
+		if m.Event != PresenceJoin && m.Event != PresenceLeave {
+			m.Event = ""
+			return &DecodeError{Code: ErrWrongType, Field: "event", Detail: "must be join or leave"}
+		}
+		m.User, err = f.id(fUser, m.Type, true)
 		return err
 	case TypeProbe, TypeProbeAck:
 		id, err := f.int(fID, m.Type, false)
@@ -311,6 +402,9 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if m.Topic, err = f.str(fTopic, m.Type, false); err != nil {
+			return err
+		}
+		if eb.RetryAfterMs, err = f.retryAfter(f.raw[fRetryAfterMs], "retryAfterMs"); err != nil {
 			return err
 		}
 		m.Error = eb
@@ -344,10 +438,19 @@ const (
 	fStream
 	fFrom
 	fHead
+	fSession
+	fUser
+	fNode
+	fEvent
+	fPresence
+	fTimeoutMs
+	fKey
+	fRetryAfterMs
 	nFields
 )
 
-var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt", "since", "stream", "from", "head"}
+var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt", "since", "stream", "from", "head",
+	"session", "user", "node", "event", "presence", "timeoutMs", "key", "retryAfterMs"}
 
 // fieldOf names the field a key (a string literal's body, unescaped)
 // stands for. A switch on string(b) does not allocate.
@@ -391,6 +494,22 @@ func fieldOf(key []byte) field {
 		return fFrom
 	case "head":
 		return fHead
+	case "session":
+		return fSession
+	case "user":
+		return fUser
+	case "node":
+		return fNode
+	case "event":
+		return fEvent
+	case "presence":
+		return fPresence
+	case "timeoutMs":
+		return fTimeoutMs
+	case "key":
+		return fKey
+	case "retryAfterMs":
+		return fRetryAfterMs
 	}
 	return fNone
 }
@@ -506,6 +625,60 @@ func (f *fields) str(k field, t Type, required bool) (string, *DecodeError) {
 	return f.asString(fieldNames[k], f.raw[k])
 }
 
+// bool reads an optional boolean (false when absent).
+func (f *fields) bool(k field) (bool, *DecodeError) {
+	switch v := f.raw[k]; {
+	case v == nil:
+		return false, nil
+	case string(v) == "true":
+		return true, nil
+	case string(v) == "false":
+		return false, nil
+	}
+	return false, &DecodeError{Code: ErrWrongType, Field: fieldNames[k], Detail: "must be true or false"}
+}
+
+// id reads an opaque id (welcome's session, user and node; presence's
+// user): a string of 1 to MaxIDBytes bytes.
+func (f *fields) id(k field, t Type, required bool) (string, *DecodeError) {
+	s, err := f.str(k, t, required)
+	if err != nil {
+		return "", err
+	}
+	if f.raw[k] != nil && (s == "" || len(s) > MaxIDBytes) {
+		return "", &DecodeError{Code: ErrWrongType, Field: fieldNames[k], Detail: "must be 1 to " + strconv.Itoa(MaxIDBytes) + " bytes"}
+	}
+	return s, nil
+}
+
+// key reads a request's or a publish's optional idempotency key.
+func (f *fields) key(m *Message) *DecodeError {
+	k, err := f.str(fKey, m.Type, false)
+	if err != nil {
+		return err
+	}
+	if f.raw[fKey] != nil && !ValidKey(k) {
+		return &DecodeError{Code: ErrWrongType, Field: "key", Detail: "must be 1 to " + strconv.Itoa(MaxKeyBytes) + " of A-Z a-z 0-9 - _"}
+	}
+	m.Key = k
+	return nil
+}
+
+// retryAfter reads an optional retryAfterMs (an error's): an integer >= 0.
+func (f *fields) retryAfter(v []byte, name string) (int64, *DecodeError) {
+	if v == nil {
+		return 0, nil
+	}
+	n, err := asInt(name, v)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, &DecodeError{Code: ErrWrongType, Field: name, Detail: "must not be negative"}
+	}
+	return n, nil
+}
+
 // callID reads a request's or a publish's id: required and positive.
 func (f *fields) callID(m *Message) *DecodeError {
 	id, err := f.int(fID, m.Type, true)
@@ -556,7 +729,7 @@ func (f *fields) errorBody(val []byte) (*ErrorBody, *DecodeError) {
 	if val[0] != '{' {
 		return nil, &DecodeError{Code: ErrWrongType, Field: "error", Detail: "must be an object"}
 	}
-	var code, msg []byte
+	var code, msg, retry []byte
 	s := scanner{b: val}
 	err := s.members(1, func(key, v []byte) {
 		switch f.keyOf(key) {
@@ -564,6 +737,8 @@ func (f *fields) errorBody(val []byte) (*ErrorBody, *DecodeError) {
 			code = v
 		case fMessage:
 			msg = v
+		case fRetryAfterMs:
+			retry = v
 		}
 	})
 	if err != nil {
@@ -582,6 +757,9 @@ func (f *fields) errorBody(val []byte) (*ErrorBody, *DecodeError) {
 	}
 	if eb.Code == "" {
 		return nil, &DecodeError{Code: ErrMissingField, Field: "error.code"}
+	}
+	if eb.RetryAfterMs, err = f.retryAfter(retry, "error.retryAfterMs"); err != nil {
+		return nil, err
 	}
 	return eb, nil
 }
@@ -651,6 +829,9 @@ func AppendEncode(b []byte, m Message) []byte {
 		if m.Stream != "" {
 			str("stream", m.Stream)
 		}
+		if m.Presence {
+			b = append(b, `,"presence":true`...)
+		}
 	case TypeUnsubscribe:
 		str("topic", m.Topic)
 	case TypeSubscribed:
@@ -668,6 +849,9 @@ func AppendEncode(b []byte, m Message) []byte {
 		num("id", int64(m.ID))
 		str("topic", m.Topic)
 		raw("data", m.Data)
+		if m.Key != "" {
+			str("key", m.Key)
+		}
 	case TypeUnsubscribed:
 		str("topic", m.Topic)
 		if m.Reason != "" {
@@ -683,6 +867,12 @@ func AppendEncode(b []byte, m Message) []byte {
 		if m.Params != nil {
 			raw("params", m.Params)
 		}
+		if m.TimeoutMs != 0 {
+			num("timeoutMs", m.TimeoutMs)
+		}
+		if m.Key != "" {
+			str("key", m.Key)
+		}
 	case TypeResponse:
 		num("id", int64(m.ID))
 		if m.Error != nil {
@@ -690,6 +880,9 @@ func AppendEncode(b []byte, m Message) []byte {
 			b = appendString(b, m.Error.Code)
 			b = append(b, `,"message":`...)
 			b = appendString(b, m.Error.Message)
+			if m.Error.RetryAfterMs != 0 {
+				num("retryAfterMs", m.Error.RetryAfterMs)
+			}
 			b = append(b, '}')
 		} else {
 			raw("result", m.Result)
@@ -702,6 +895,18 @@ func AppendEncode(b []byte, m Message) []byte {
 		}
 	case TypeProbe, TypeProbeAck:
 		num("id", int64(m.ID))
+	case TypeWelcome:
+		str("session", m.Session)
+		if m.User != "" {
+			str("user", m.User)
+		}
+		if m.Node != "" {
+			str("node", m.Node)
+		}
+	case TypePresence:
+		str("topic", m.Topic)
+		str("event", m.Event)
+		str("user", m.User)
 	case TypeError:
 		if m.ID != 0 {
 			num("id", int64(m.ID))
@@ -714,6 +919,9 @@ func AppendEncode(b []byte, m Message) []byte {
 		str("message", eb.Message)
 		if m.Topic != "" {
 			str("topic", m.Topic)
+		}
+		if eb.RetryAfterMs != 0 {
+			num("retryAfterMs", eb.RetryAfterMs)
 		}
 	}
 	return append(b, '}')

@@ -34,6 +34,18 @@ func TestDecodeEveryType(t *testing.T) {
 		{`{"type":"subscribed","topic":"feed","from":42,"head":50,"stream":"s1"}`, Message{Type: TypeSubscribed, Topic: "feed", From: 42, Head: 50, Stream: "s1"}},
 		{`{"type":"publish","id":3,"topic":"chat","data":{"t":"hi"}}`, Message{Type: TypePublish, ID: 3, Topic: "chat", Data: []byte(`{"t":"hi"}`)}},
 		{`{"type":"error","id":3,"code":"unknown_topic","message":"no","topic":"x"}`, Message{Type: TypeError, ID: 3, Topic: "x", Error: &ErrorBody{Code: "unknown_topic", Message: "no"}}},
+		{`{"type":"welcome","session":"q1Zb3kPm9tV0xY2zA4cD6e"}`, Message{Type: TypeWelcome, Session: "q1Zb3kPm9tV0xY2zA4cD6e"}},
+		{`{"type":"welcome","session":"s","user":"alice","node":"n1"}`, Message{Type: TypeWelcome, Session: "s", User: "alice", Node: "n1"}},
+		{`{"type":"presence","topic":"room","event":"join","user":"bob"}`, Message{Type: TypePresence, Topic: "room", Event: PresenceJoin, User: "bob"}},
+		{`{"type":"presence","topic":"room","event":"leave","user":"bob"}`, Message{Type: TypePresence, Topic: "room", Event: PresenceLeave, User: "bob"}},
+		{`{"type":"request","id":5,"method":"cart.add","timeoutMs":5000,"key":"AbC-_09"}`, Message{Type: TypeRequest, ID: 5, Method: "cart.add", TimeoutMs: 5000, Key: "AbC-_09"}},
+		{`{"type":"publish","id":6,"topic":"chat","data":1,"key":"k1"}`, Message{Type: TypePublish, ID: 6, Topic: "chat", Data: []byte(`1`), Key: "k1"}},
+		{`{"type":"subscribe","topic":"room","presence":true}`, Message{Type: TypeSubscribe, Topic: "room", Presence: true}},
+		{`{"type":"subscribe","topic":"room","presence":false}`, Message{Type: TypeSubscribe, Topic: "room"}},
+		{`{"type":"error","code":"rate_limited","message":"m","retryAfterMs":250}`, Message{Type: TypeError, Error: &ErrorBody{Code: "rate_limited", Message: "m", RetryAfterMs: 250}}},
+		{`{"type":"response","id":7,"error":{"code":"rate_limited","message":"m","retryAfterMs":1000}}`, Message{Type: TypeResponse, ID: 7, Error: &ErrorBody{Code: "rate_limited", Message: "m", RetryAfterMs: 1000}}},
+		// Fields of other types are ignored: a ping's presence, key, timeoutMs.
+		{`{"type":"ping","intervalMs":1000,"presence":7,"key":"a b","timeoutMs":-1}`, Message{Type: TypePing, IntervalMs: 1000}},
 	}
 	for _, c := range cases {
 		got, err := Decode([]byte(c.in))
@@ -90,6 +102,26 @@ func TestDecodeRejectsBadInputWithStableCode(t *testing.T) {
 		{`{"type":"publish","id":1,"topic":"x"}`, ErrMissingField, "data"},
 		{`{"type":"publish","id":1,"topic":"x>","data":1}`, ErrInvalidTopic, "topic"},
 		{`{"type":"subscribed","topic":"feed","from":-2}`, ErrWrongType, "from"},
+		{`{"type":"welcome"}`, ErrMissingField, "session"},
+		{`{"type":"welcome","session":""}`, ErrWrongType, "session"},
+		{`{"type":"welcome","session":"` + strings.Repeat("s", MaxIDBytes+1) + `"}`, ErrWrongType, "session"},
+		{`{"type":"welcome","session":"s","user":""}`, ErrWrongType, "user"},
+		{`{"type":"welcome","session":"s","node":3}`, ErrWrongType, "node"},
+		{`{"type":"presence","topic":"room","event":"wave","user":"u"}`, ErrWrongType, "event"},
+		{`{"type":"presence","topic":"room","user":"u"}`, ErrMissingField, "event"},
+		{`{"type":"presence","topic":"room","event":"join"}`, ErrMissingField, "user"},
+		{`{"type":"presence","event":"join","user":"u"}`, ErrMissingField, "topic"},
+		{`{"type":"request","id":5,"method":"m","timeoutMs":0}`, ErrWrongType, "timeoutMs"},
+		{`{"type":"request","id":5,"method":"m","timeoutMs":3600001}`, ErrWrongType, "timeoutMs"},
+		{`{"type":"request","id":5,"method":"m","timeoutMs":"5"}`, ErrWrongType, "timeoutMs"},
+		{`{"type":"request","id":5,"method":"m","key":""}`, ErrWrongType, "key"},
+		{`{"type":"request","id":5,"method":"m","key":"a.b"}`, ErrWrongType, "key"},
+		{`{"type":"request","id":5,"method":"m","key":"` + strings.Repeat("k", MaxKeyBytes+1) + `"}`, ErrWrongType, "key"},
+		{`{"type":"publish","id":6,"topic":"chat","data":1,"key":7}`, ErrWrongType, "key"},
+		{`{"type":"subscribe","topic":"room","presence":1}`, ErrWrongType, "presence"},
+		{`{"type":"subscribe","topic":"room","presence":"true"}`, ErrWrongType, "presence"},
+		{`{"type":"error","code":"rate_limited","retryAfterMs":-1}`, ErrWrongType, "retryAfterMs"},
+		{`{"type":"response","id":7,"error":{"code":"rate_limited","retryAfterMs":-5}}`, ErrWrongType, "error.retryAfterMs"},
 		{"{\"type\":\"subscribe\",\"topic\":\"\xff\"}", ErrBadJSON, ""},
 		{strings.Repeat("[", 100) + strings.Repeat("]", 100), ErrNotObject, ""},
 		{strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1), ErrBadJSON, ""},
@@ -281,5 +313,20 @@ func TestDecodeRepeatedKeysKeepTheLast(t *testing.T) {
 	}
 	if _, err := Decode([]byte(`{"type":"response","id":1,"error":{"code":"x","code":1}}`)); err == nil {
 		t.Error("a bad last value was accepted")
+	}
+}
+
+func TestValidKeyAndErrorCode(t *testing.T) {
+	for k, want := range map[string]bool{"a": true, "AbC-_09": true, strings.Repeat("k", MaxKeyBytes): true,
+		"": false, "a.b": false, "a b": false, "é": false, strings.Repeat("k", MaxKeyBytes+1): false} {
+		if ValidKey(k) != want {
+			t.Errorf("ValidKey(%q) = %v", k, !want)
+		}
+	}
+	for c, want := range map[string]bool{"forbidden": true, "cart.full": true, "e-1_x": true, ErrRateLimited: true, ErrTooManySubs: true,
+		strings.Repeat("c", MaxErrorCodeBytes): true, "": false, "Cart": false, "a b": false, "a/b": false, strings.Repeat("c", MaxErrorCodeBytes+1): false} {
+		if ValidErrorCode(c) != want {
+			t.Errorf("ValidErrorCode(%q) = %v", c, !want)
+		}
 	}
 }

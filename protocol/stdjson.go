@@ -119,6 +119,9 @@ type ErrorFrame struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Topic   string `json:"topic,omitempty"` // about a subscribe
+	// RetryAfterMs comes with rate_limited: wait this long before sending
+	// again.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 }
 
 // ProbeAckFrame answers a probe.
@@ -147,4 +150,45 @@ type UnsubscribedFrame struct {
 type AuthenticatedFrame struct {
 	Type      Type  `json:"type"` // TypeAuthenticated
 	ExpiresAt int64 `json:"expiresAt,omitempty"`
+}
+
+// WelcomeFrame says the connection is served (once per connection: at
+// once without auth, after a verified auth frame with auth required). A
+// client that asked for no topics is READY on it.
+type WelcomeFrame struct {
+	Type    Type   `json:"type"`           // TypeWelcome
+	Session string `json:"session"`        // 1..MaxIDBytes: the server's opaque id for the session
+	User    string `json:"user,omitempty"` // the identity's user id, if any
+	Node    string `json:"node,omitempty"` // the node serving the connection, if the server names it
+}
+
+// PresenceFrame tells a subscriber that asked for presence that User's
+// first connection joined Topic, or its last left (cluster-wide).
+type PresenceFrame struct {
+	Type  Type   `json:"type"`  // TypePresence
+	Topic string `json:"topic"` // a valid topic
+	Event string `json:"event"` // PresenceJoin or PresenceLeave
+	User  string `json:"user"`  // 1..MaxIDBytes
+}
+
+// PresenceParams are the params of a MethodPresence request.
+type PresenceParams struct {
+	Topic string `json:"topic"`
+}
+
+// PresenceResult is the result of a MethodPresence request: the users
+// subscribed to Topic, sorted by id, each with its connection count, at
+// most the server's bound of them (Truncated says more were left out);
+// Total counts every user.
+type PresenceResult struct {
+	Topic     string         `json:"topic"`
+	Users     []PresenceUser `json:"users"`
+	Total     int            `json:"total"`
+	Truncated bool           `json:"truncated"`
+}
+
+// PresenceUser is one user in a PresenceResult.
+type PresenceUser struct {
+	User  string `json:"user"`
+	Conns int    `json:"conns"`
 }

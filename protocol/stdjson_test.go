@@ -39,6 +39,35 @@ func seedFrames() []string {
 		`{"type":"probe","id":4}`,
 		`{"type":"probe_ack","id":4}`,
 		` { "extra" : [true,false,null] , "type" : "request", "id":1, "method":"a\u00e9\n\"" } `,
+		// The welcome and presence frames, and the fields of issue 20-22
+		// (request timeoutMs and key, publish key, subscribe presence,
+		// an error's retryAfterMs), valid and not.
+		`{"type":"welcome","session":"q1Zb3kPm9tV0xY2zA4cD6e"}`,
+		`{"type":"welcome","session":"s","user":"alice","node":"n1"}`,
+		`{"type":"welcome"}`, `{"type":"welcome","session":""}`, `{"type":"welcome","session":7}`,
+		`{"type":"welcome","session":"s","user":""}`, `{"type":"welcome","session":"s","node":null}`,
+		`{"type":"welcome","session":"` + strings.Repeat("s", 129) + `"}`,
+		`{"type":"presence","topic":"room","event":"join","user":"bob"}`,
+		`{"type":"presence","topic":"room","event":"leave","user":"b\u00e9"}`,
+		`{"type":"presence","topic":"room","event":"wave","user":"bob"}`, `{"type":"presence","topic":"room","user":"bob"}`,
+		`{"type":"presence","topic":"room","event":"join"}`, `{"type":"presence","event":"join","user":"u"}`,
+		`{"type":"presence","topic":"room","event":"join","user":""}`, `{"type":"presence","topic":"a b","event":"join","user":"u"}`,
+		`{"type":"request","id":5,"method":"cart.add","params":{},"timeoutMs":5000,"key":"AbC-_09xyzABCDEF"}`,
+		`{"type":"request","id":5,"method":"m","timeoutMs":3600000}`, `{"type":"request","id":5,"method":"m","timeoutMs":3600001}`,
+		`{"type":"request","id":5,"method":"m","timeoutMs":0}`, `{"type":"request","id":5,"method":"m","timeoutMs":-1}`,
+		`{"type":"request","id":5,"method":"m","timeoutMs":"5"}`, `{"type":"request","id":5,"method":"m","timeoutMs":1.5}`,
+		`{"type":"request","id":5,"method":"m","key":""}`, `{"type":"request","id":5,"method":"m","key":"a.b"}`,
+		`{"type":"request","id":5,"method":"m","key":"` + strings.Repeat("k", 65) + `"}`, `{"type":"request","id":5,"method":"m","key":5}`,
+		`{"type":"publish","id":6,"topic":"chat","data":1,"key":"k1"}`, `{"type":"publish","id":6,"topic":"chat","data":1,"key":"k 1"}`,
+		`{"type":"subscribe","topic":"room","presence":true}`, `{"type":"subscribe","topic":"room","presence":false,"since":3}`,
+		`{"type":"subscribe","topic":"room","presence":1}`, `{"type":"subscribe","topic":"room","presence":"true"}`,
+		`{"type":"subscribe","topic":"room","presence":null}`,
+		`{"type":"error","code":"rate_limited","message":"slow down","retryAfterMs":250}`,
+		`{"type":"error","code":"rate_limited","retryAfterMs":-1}`, `{"type":"error","code":"rate_limited","retryAfterMs":"1"}`,
+		`{"type":"response","id":7,"error":{"code":"rate_limited","message":"m","retryAfterMs":1000}}`,
+		`{"type":"response","id":7,"error":{"code":"rate_limited","retryAfterMs":-5}}`,
+		`{"type":"response","id":7,"error":{"code":"cart.full","message":"m","retryAfterMs":1.5}}`,
+		`{"type":"ping","intervalMs":1000,"presence":7,"key":"a b","timeoutMs":-1,"session":1}`,
 		// The bad-input matrix.
 		`hello`, `not json`, `[1]`, `[1,2,3]`, `"ping"`, `1`, `-0.0e+1`, `true`, `null`, ``, ` `, `{}`, `[{"type":1}]`,
 		`{"type":"ping"`, `{"type":"`, `nul`, `{"type":"ping","intervalMs":1000} x`, `{"type":"ping"}{}`,
@@ -199,6 +228,17 @@ func readsAsEncodingJSON(t *testing.T, b []byte, m Message) {
 			t.Fatalf("%q: %s read as %s, encoding/json %s", b, key, got, want)
 		}
 	}
+	boolean := func(key string, got bool) {
+		var want bool
+		if raw, ok := obj[key]; ok {
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatalf("%q: %s: %v", b, key, err)
+			}
+		}
+		if got != want {
+			t.Fatalf("%q: %s read as %v, encoding/json %v", b, key, got, want)
+		}
+	}
 	str(obj, "type", string(m.Type))
 	switch m.Type {
 	case TypePing:
@@ -210,6 +250,15 @@ func readsAsEncodingJSON(t *testing.T, b []byte, m Message) {
 			t.Fatalf("%q: HasSince %v", b, m.HasSince)
 		}
 		str(obj, "stream", m.Stream)
+		boolean("presence", m.Presence)
+	case TypeWelcome:
+		str(obj, "session", m.Session)
+		str(obj, "user", m.User)
+		str(obj, "node", m.Node)
+	case TypePresence:
+		str(obj, "topic", m.Topic)
+		str(obj, "event", m.Event)
+		str(obj, "user", m.User)
 	case TypeUnsubscribe:
 		str(obj, "topic", m.Topic)
 	case TypeSubscribed:
@@ -228,10 +277,13 @@ func readsAsEncodingJSON(t *testing.T, b []byte, m Message) {
 		num("id", int64(m.ID))
 		str(obj, "topic", m.Topic)
 		raw("data", m.Data)
+		str(obj, "key", m.Key)
 	case TypeRequest:
 		num("id", int64(m.ID))
 		str(obj, "method", m.Method)
 		raw("params", m.Params)
+		num("timeoutMs", m.TimeoutMs)
+		str(obj, "key", m.Key)
 	case TypeResponse:
 		num("id", int64(m.ID))
 		raw("result", m.Result)
@@ -242,6 +294,15 @@ func readsAsEncodingJSON(t *testing.T, b []byte, m Message) {
 			}
 			str(eb, "code", m.Error.Code)
 			str(eb, "message", m.Error.Message)
+			var retry int64
+			if r, ok := eb["retryAfterMs"]; ok {
+				if err := json.Unmarshal(r, &retry); err != nil {
+					t.Fatalf("%q: error.retryAfterMs: %v", b, err)
+				}
+			}
+			if retry != m.Error.RetryAfterMs {
+				t.Fatalf("%q: error.retryAfterMs read as %d, encoding/json %d", b, m.Error.RetryAfterMs, retry)
+			}
 		}
 	case TypeAuth:
 		str(obj, "token", m.Token)
@@ -254,6 +315,7 @@ func readsAsEncodingJSON(t *testing.T, b []byte, m Message) {
 		str(obj, "code", m.Error.Code)
 		str(obj, "message", m.Error.Message)
 		str(obj, "topic", m.Topic)
+		num("retryAfterMs", m.Error.RetryAfterMs)
 	default:
 		t.Fatalf("%q: accepted type %q", b, m.Type)
 	}
@@ -388,6 +450,11 @@ func TestReplyFramesEncodeAsEncodeDoes(t *testing.T) {
 		{SubscribedFrame{Type: TypeSubscribed, Topic: "feed"}, Message{Type: TypeSubscribed, Topic: "feed"}},
 		{UnsubscribedFrame{Type: TypeUnsubscribed, Topic: "chat", Reason: "requested"}, Message{Type: TypeUnsubscribed, Topic: "chat", Reason: "requested"}},
 		{AuthenticatedFrame{Type: TypeAuthenticated, ExpiresAt: 1764467000000}, Message{Type: TypeAuthenticated, ExpiresAt: 1764467000000}},
+		{WelcomeFrame{Type: TypeWelcome, Session: "q1Zb3kPm9tV0xY2zA4cD6e"}, Message{Type: TypeWelcome, Session: "q1Zb3kPm9tV0xY2zA4cD6e"}},
+		{WelcomeFrame{Type: TypeWelcome, Session: "s", User: "alice", Node: "n-2"}, Message{Type: TypeWelcome, Session: "s", User: "alice", Node: "n-2"}},
+		{PresenceFrame{Type: TypePresence, Topic: "room", Event: PresenceLeave, User: "bob"}, Message{Type: TypePresence, Topic: "room", Event: PresenceLeave, User: "bob"}},
+		{ErrorFrame{Type: TypeError, Code: ErrRateLimited, Message: "slow down", RetryAfterMs: 250}, Message{Type: TypeError, Error: &ErrorBody{Code: ErrRateLimited, Message: "slow down", RetryAfterMs: 250}}},
+		{ResponseFrame{Type: TypeResponse, ID: 10, Error: &ErrorBody{Code: ErrRateLimited, Message: "slow down", RetryAfterMs: 1000}}, Message{Type: TypeResponse, ID: 10, Error: &ErrorBody{Code: ErrRateLimited, Message: "slow down", RetryAfterMs: 1000}}},
 	}
 	for _, c := range cases {
 		got, err := json.Marshal(c.frame)

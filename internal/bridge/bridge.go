@@ -251,7 +251,7 @@ func SettleValue(result []byte, err error) map[string]any {
 type Options struct {
 	URL     string
 	URLs    []string // URL, then any others, in turn on every reconnect
-	Topic   string   // the service topic; "" for the default
+	Topic   string   // a topic subscribed from the start (the demo's "feed"); "" for none
 	Cursors []client.Cursor
 	Stage   int
 	Budget  int           // stage 6: attempts per run of failures; 0 unbounded
@@ -288,7 +288,7 @@ type Getter interface {
 }
 
 // ParseOptions validates connect's options: url is a ws:// or wss:// URL,
-// stage an integer 0..7 (default 7), budget an integer >= 0 and windowMs a
+// stage an integer 0..client.MaxStage (default MaxStage), budget an integer >= 0 and windowMs a
 // number of milliseconds >= 0 (0: unbounded, the default).
 func ParseOptions(g Getter) (Options, error) {
 	o := Options{Stage: client.MaxStage}

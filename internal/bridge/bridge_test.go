@@ -46,7 +46,7 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, bad := range []fakeGetter{
 		{}, {"url": ""}, {"url": 7.0}, {"url": "http://h/ws"},
-		{"url": "ws://h", "stage": 8.0}, {"url": "ws://h", "stage": -1.0},
+		{"url": "ws://h", "stage": 9.0}, {"url": "ws://h", "stage": -1.0},
 		{"url": "ws://h", "moreURLs": "ws://a\nhttp://b"}, {"url": "ws://h", "topic": "a.b"}, {"url": "ws://h", "moreURLs": 3.0},
 		{"url": "ws://h", "budget": -1.0}, {"url": "ws://h", "budget": 2.5}, {"url": "ws://h", "windowMs": "x"},
 		{"url": "ws://h", "stage": 1.5}, {"url": "ws://h", "stage": "two"},
