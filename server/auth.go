@@ -507,6 +507,10 @@ func (c *conn) authed() {
 		if !c.s.gate.isFrozen() {
 			c.offer(c.s.ping)
 		}
+		// The session's acknowledgement: a client that asked for no topic
+		// is READY on it (its service layer). Queued even while frozen:
+		// the gate holds its bytes, and unlike the ping it comes once.
+		c.offer(c.encode(protocol.WelcomeFrame{Type: protocol.TypeWelcome, Session: c.session, Node: c.s.opts.Node}))
 	})
 }
 

@@ -4,6 +4,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 // goroutine owns all writes (pings, feed, replies) so frames never interleave.
 type conn struct {
 	id       uint64
+	session  string // the opaque id the welcome frame names: 16 random bytes, base64url
 	s        *Server
 	ws       *websocket.Conn
 	gc       *gatedConn
@@ -348,3 +351,11 @@ func (s *Server) count(f func(*connCounters)) {
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// newSessionID draws a session id: 16 random bytes, base64url (22
+// characters). It names the session to its client, never anything else.
+func newSessionID() string {
+	var b [16]byte
+	rand.Read(b[:]) // crypto/rand: never fails on supported platforms
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -254,7 +254,7 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	s.nextID++
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		id: s.nextID, s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
+		id: s.nextID, session: newSessionID(), s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
 		authOK: make(chan struct{}),
 	}

@@ -400,11 +400,26 @@ func (c *conn) subscribe(m protocol.Message) {
 	defer cancel()
 	// Twice at most: a topic retired between the lookup and its lock (its
 	// stream id changed) is attached afresh.
-	for range 2 {
+	created := false
+	for range 3 {
 		t, err := s.hub.topic(ctx, m.Topic)
 		switch {
+		case errors.Is(err, ErrNoTopic) && !created:
+			// A topic exists as soon as someone may join it: the
+			// subscriber gets everything published after this. Bounded
+			// by MaxTopics, like a publish that creates one.
+			created = true
+			if err := s.hub.h.Create(ctx, m.Topic); errors.Is(err, ErrTooManyTopics) {
+				c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "the server's topic cap is reached")
+				return
+			} else if err != nil {
+				s.log.Warn("topic not created", "cause", errKind(err))
+				c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
+				return
+			}
+			continue
 		case errors.Is(err, ErrNoTopic):
-			c.sendTopicError(m.Topic, protocol.ErrUnknownTopic, "no such topic: publish to it first")
+			c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 			return
 		case errors.Is(err, ErrTooManyTopics):
 			c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "this node has reached its topic cap")

@@ -93,9 +93,10 @@ func TestTopicBoundsAndRefusals(t *testing.T) {
 	if m := p.next(protocol.TypeError, time.Second); m.ID != 5 || m.Error.Code != protocol.ErrInvalidTopic {
 		t.Fatalf("invalid topic: %+v", m)
 	}
+	// Joining a topic creates it: past MaxTopics that is refused too.
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "nope"})
-	if m := p.next(protocol.TypeError, time.Second); m.Topic != "nope" || m.Error.Code != protocol.ErrUnknownTopic {
-		t.Fatalf("unknown topic: %+v", m)
+	if m := p.next(protocol.TypeError, time.Second); m.Topic != "nope" || m.Error.Code != protocol.ErrTooManyTopics {
+		t.Fatalf("a third topic joined past MaxTopics 2: %+v", m)
 	}
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "a"})
 	p.next(protocol.TypeSubscribed, time.Second)

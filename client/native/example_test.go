@@ -231,6 +231,11 @@ func ExampleClient_Topics() {
 		panic(err)
 	}
 	defer c.Close()
+	// A client subscribes to nothing until asked; READY then includes the
+	// subscription's acknowledgement.
+	if _, err := c.Subscribe(ctx, "feed", nil, func(client.Update) {}); err != nil {
+		panic(err)
+	}
 	if err := c.WaitReady(ctx); err != nil {
 		panic(err)
 	}

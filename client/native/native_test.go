@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/testutil"
+	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
 	"go.uber.org/goleak"
 )
@@ -48,6 +49,7 @@ func dialStage(t *testing.T, url string, stage int) *probe {
 	cfg.Policy = client.FullJitter{Base: 100 * time.Millisecond, Cap: 2 * time.Second}
 	cfg.Cooldown = 500 * time.Millisecond
 	cfg.ConnectTimeout = time.Second
+	cfg.Topic = protocol.DefaultTopic // the demo's client: READY means the feed is subscribed
 	p := &probe{}
 	c, err := Dial(context.Background(), url, &Options{Config: &cfg, OnUpdate: func(client.Update) { p.updates.Add(1) }})
 	if err != nil {

@@ -259,8 +259,9 @@ func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
 }
 
 // Clients publish; subscribers on other connections get the update with
-// the seq the publisher was told; the server's own topic, a publish with
-// publishing off and an unknown topic are refused with their codes.
+// the seq the publisher was told; a topic nobody published to yet exists
+// when joined (its first update arrives); the server's own topic and a
+// publish with publishing off are refused with their codes.
 func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
 	_, url := topicServer(t, server.Options{Publish: true, FeedInterval: 50 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -288,7 +289,8 @@ func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
 	if _, err := sub.Subscribe(ctx, "chat", &since, rec.update); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sub.Subscribe(ctx, "nobody-here", nil, nil); err != nil {
+	early := &seqRecorder{}
+	if _, err := sub.Subscribe(ctx, "nobody-here", nil, early.update); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sub.Subscribe(ctx, "bad topic", nil, nil); err == nil {
@@ -312,11 +314,16 @@ func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
 	if _, err := pub.Publish(ctx, "feed", []byte(`1`)); !errors.As(err, &se) || se.Code != "forbidden" {
 		t.Fatalf("publish to feed: %v, want forbidden", err)
 	}
-	if err := eventually(2*time.Second, func() bool { _, ok := topicErrs.Load("nobody-here"); return ok }); err != nil {
-		t.Fatal("no topic error for an unknown topic")
+	// Subscribed before its first publish: that publish is not missed.
+	if seq, err := pub.Publish(ctx, "nobody-here", []byte(`{"first":true}`)); err != nil || seq != 1 {
+		t.Fatalf("first publish to a joined topic: seq %d, %v", seq, err)
 	}
-	if code, _ := topicErrs.Load("nobody-here"); code != "unknown_topic" {
-		t.Fatalf("unknown topic answered with %v", code)
+	if err := eventually(5*time.Second, func() bool { s, _ := early.snapshot(); return len(s) == 1 }); err != nil {
+		s, _ := early.snapshot()
+		t.Fatalf("the early subscriber got %v, want [1]", s)
+	}
+	if code, ok := topicErrs.Load("nobody-here"); ok {
+		t.Fatalf("a topic nobody had published to was refused with %v", code)
 	}
 
 	_, closedURL := topicServer(t, server.Options{})

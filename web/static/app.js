@@ -128,6 +128,7 @@ function addLog(kind, detail) {
 }
 
 function renderUpdate(u) {
+  if (u.topic !== 'feed') return; // onUpdate has every topic's; the measurements count the feed's
   demo.updates++;
   demo.lastUpdateAt = Date.now();
   demo.updateTimes.push(demo.lastUpdateAt);
@@ -334,6 +335,7 @@ async function main() {
   try {
     demo.client = await connect({
       stage,
+      topic: 'feed', // the demo's service: READY includes its subscription
       ...(stage >= 6 ? STAGE6 : {}),
       ...(stage >= 7 ? { resume: 'session' } : {}),
       onContinuityLost: (l) => {

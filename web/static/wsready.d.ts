@@ -155,7 +155,7 @@ export interface ConnectOptions {
   urls?: string[];
   /** Demo stage 0..7; each adds one fix. Default 7 (all fixes, the library's defaults). */
   stage?: number;
-  /** The service topic: READY waits for its "subscribed"; onUpdate gets its updates. Default "feed". */
+  /** A topic to subscribe to from the start: READY waits for its "subscribed". Default none: the client subscribes to nothing until subscribe() asks, and READY waits for the server's welcome. */
   topic?: string;
   /** "session": keep each topic's cursor in sessionStorage so a reload resumes too (stage 7). */
   resume?: 'session' | false;
@@ -195,7 +195,7 @@ export interface ConnectOptions {
   /** Go's wasm_exec.js, for a CDN. Default: new URL('./wasm_exec.js', import.meta.url). */
   wasmExecURL?: URL | string;
   onState?: (s: State) => void;
-  /** The service topic's updates (the demo feed by default); other topics go to subscribe(). */
+  /** Every update of every subscribed topic (u.topic says which), as the Go client's OnUpdate; subscribe() also calls its own onUpdate for its topic. */
   onUpdate?: (u: Update) => void;
   onEvent?: (e: ClientEvent) => void;
 }

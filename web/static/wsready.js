@@ -92,7 +92,10 @@ export async function connect(opts = {}) {
     throw new TypeError('wsready.connect: resume must be "session" (keep cursors in sessionStorage) or false');
   }
   const urls = opts.urls ?? [opts.url ?? defaultURL()];
-  const serviceTopic = opts.topic ?? 'feed';
+  // topic (optional) is subscribed from the start and READY includes its
+  // acknowledgement; without it the client subscribes to nothing until
+  // subscribe() asks, and READY needs the server's welcome.
+  const serviceTopic = opts.topic ?? '';
   // resume: "session" keeps each topic's cursor in sessionStorage, so a
   // reload of the page resumes where it was (stage 7).
   const storeKey = opts.resume === 'session' ? `wsready:cursors:${serviceTopic}:${urls[0]}` : undefined;
@@ -140,7 +143,7 @@ export async function connect(opts = {}) {
       let data;
       try { data = JSON.parse(u.data); } catch { data = u.data; }
       const v = { ...u, data };
-      if (u.topic === serviceTopic) emit('update', opts.onUpdate, v);
+      emit('update', opts.onUpdate, v); // every topic's, as the Go client's OnUpdate
       for (const fn of topicSubs.get(u.topic) ?? []) {
         try { fn(v); } catch (e) { console.error('wsready: a subscribe callback threw', e); }
       }
