@@ -25,7 +25,8 @@ import (
 // goroutine owns all writes (pings, feed, replies) so frames never interleave.
 type conn struct {
 	id       uint64
-	session  string // the opaque id the welcome frame names: 16 random bytes, base64url
+	session  string   // the opaque id the welcome frame names: 16 random bytes, base64url
+	identity Identity // who the connection belongs to (auth.go); zero: anonymous. Set before it is served.
 	s        *Server
 	ws       *websocket.Conn
 	gc       *gatedConn

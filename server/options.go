@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -169,6 +170,14 @@ type Options struct {
 	RequestTimeout    time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+
+	// Authorize decides whether a connection's identity may subscribe,
+	// publish, call a method or read presence (authorize.go); a non-nil
+	// error refuses that one call with code forbidden (or the code of an
+	// *Error). nil: subscribe, presence and requests are allowed and
+	// publishing follows Publish. With a hook, the hook alone decides
+	// publishing too. It runs on the connection's goroutine: keep it fast.
+	Authorize func(ctx context.Context, id Identity, a Action) error
 
 	// Publish lets clients publish to topics (any valid name but the
 	// demo's feed), creating them. Off by default: it changes server state.

@@ -62,7 +62,9 @@ func (c *conn) request(m protocol.Message) {
 		return // the service is down: requests go unanswered
 	}
 	resp := protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID}
-	if fn, ok := s.methods[m.Method]; ok {
+	if e := c.authorize(c.ctx, Action{Kind: ActRequest, Method: m.Method}); e != nil {
+		resp.Error = e
+	} else if fn, ok := s.methods[m.Method]; ok {
 		resp.Result, resp.Error = fn(s, m.Params)
 	} else {
 		resp.Error = unknownMethod(s.methods)

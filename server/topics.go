@@ -396,6 +396,10 @@ func (c *conn) subscribe(m protocol.Message) {
 		c.sendTopicError(m.Topic, protocol.ErrTooManySubs, "at most "+strconv.Itoa(s.opts.MaxSubscriptions)+" topics per connection")
 		return
 	}
+	if e := c.authorize(c.ctx, Action{Kind: ActSubscribe, Topic: m.Topic}); e != nil {
+		c.sendTopicError(m.Topic, e.Code, e.Message)
+		return
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
 	defer cancel()
 	// Twice at most: a topic retired between the lookup and its lock (its
@@ -494,8 +498,8 @@ func (c *conn) publish(m protocol.Message) {
 	fail := func(code, msg string) {
 		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{Code: code, Message: msg}})
 	}
-	if !s.opts.Publish {
-		fail(protocol.ErrForbidden, "publishing is off on this server (wsready serve -publish)")
+	if e := c.authorize(c.ctx, Action{Kind: ActPublish, Topic: m.Topic}); e != nil {
+		fail(e.Code, e.Message)
 		return
 	}
 	if m.Topic == protocol.DefaultTopic {
