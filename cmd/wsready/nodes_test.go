@@ -250,6 +250,13 @@ func (s *subscriber) dataAt(seq int64) (string, bool) {
 	return "", false
 }
 
+// delivered is the data of every update delivered, in order.
+func (s *subscriber) delivered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.data...)
+}
+
 func (s *subscriber) last() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -295,13 +302,14 @@ func subscribe(t *testing.T, seed uint64, urls []string, topic string, since *in
 // maxPublishes times), never retrying a failed publish with the same data;
 // it records each acknowledged publish.
 type publisher struct {
-	c     *native.Client
-	stopc chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	acked int64 // the highest seq acknowledged
-	acks  []ack
-	fails int
+	c      *native.Client
+	stopc  chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	acked  int64 // the highest seq acknowledged
+	acks   []ack
+	fails  int
+	failed []string // the data of each publish that failed (it may have been stored all the same)
 }
 
 // ack is one acknowledged publish: the seq the server answered, the data
@@ -347,6 +355,9 @@ func startPublisher(t *testing.T, url, topic string, every time.Duration) *publi
 			p.mu.Lock()
 			if err != nil {
 				p.fails++
+				if len(p.failed) < maxPublishes {
+					p.failed = append(p.failed, data)
+				}
 			} else {
 				p.acked = max(p.acked, seq)
 				p.acks = append(p.acks, ack{seq: seq, data: data, sent: sent, answer: time.Now()})
@@ -355,6 +366,13 @@ func startPublisher(t *testing.T, url, topic string, every time.Duration) *publi
 		}
 	}()
 	return p
+}
+
+// unacknowledged is the data of every publish that failed so far.
+func (p *publisher) unacknowledged() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.failed...)
 }
 
 // acknowledged is every acknowledged publish so far.
@@ -371,17 +389,20 @@ func (p *publisher) finish(t *testing.T, topic string) int64 {
 	close(p.stopc)
 	p.wg.Wait()
 	for i := 0; i < 50; i++ {
+		data := `{"last":` + strconv.Itoa(i) + `}` // each try its own: one that failed may be stored all the same
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		seq, err := p.c.Publish(ctx, topic, []byte(`{"last":true}`))
+		seq, err := p.c.Publish(ctx, topic, []byte(data))
 		cancel()
+		p.mu.Lock()
 		if err == nil {
-			p.mu.Lock()
 			p.acked = max(p.acked, seq)
-			p.acks = append(p.acks, ack{seq: seq, data: `{"last":true}`, sent: sent, answer: time.Now()})
+			p.acks = append(p.acks, ack{seq: seq, data: data, sent: sent, answer: time.Now()})
 			p.mu.Unlock()
 			return seq
 		}
+		p.failed = append(p.failed, data)
+		p.mu.Unlock()
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatal("the last publish was never acknowledged")
