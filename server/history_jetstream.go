@@ -87,7 +87,7 @@ type JetStreamOptions struct {
 	// place is refused when the History starts, with ErrReplicas (a server
 	// of its own takes only 1); streams and the bucket made with another
 	// count are changed to this one then. A topic's stream is made with
-	// these replicas when first used, which needs that many servers up.
+	// these replicas when first used.
 	Replicas int
 	// CloseConn makes Close close the NATS connection.
 	CloseConn bool
