@@ -83,7 +83,7 @@ func TestSmokeEmbeddingExample(t *testing.T) {
 		t.Fatalf("bad options: %q", msg)
 	}
 	msg, _ = Eval[string](b, `import('./wsready.js').then(m => m.connect({stage: 1.5})).then(() => 'no error', e => e.message)`)
-	if !strings.Contains(msg, "stage must be an integer 0-7") {
+	if !strings.Contains(msg, "stage must be an integer 0-8") {
 		t.Fatalf("bad stage: %q", msg)
 	}
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -115,8 +116,10 @@ func TestClientsCountWsreadysPingsAndUpdates(t *testing.T) {
 }
 
 func TestARefusedSubscribeCountsAsFailed(t *testing.T) {
-	// With no feed there is no feed topic to subscribe to.
-	url := newWsready(t, server.Options{NoFeed: true})
+	// A topic exists when joined: the refusal is the application's.
+	url := newWsready(t, server.Options{NoFeed: true, Authorize: func(context.Context, server.Identity, server.Action) error {
+		return errors.New("not this one")
+	}})
 	var st counters
 	dialAll(t, url, protoWsready, 1, true, &st)
 	s := waitFor(t, &st, "the refusal", func(s clientStats) bool { return s.Failed == 1 })
