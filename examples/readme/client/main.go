@@ -1,0 +1,69 @@
+//go:build !js
+
+// The README's Go client snippet ("In a Go program"): the lines between the
+// snippet markers are copied into the README, and readme_test.go (go test
+// ./, in make test) fails when the copy and these lines differ. go vet
+// ./... compiles it, and the same test runs it against ../server.
+
+// snippet:begin client
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/client/native"
+)
+
+func main() {
+	url := "ws://localhost:8080/realtime" // the server below; wsready serve's is /ws
+	if len(os.Args) > 1 {
+		url = os.Args[1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// Dial returns at once: the client connects, and reconnects, in the background.
+	c, err := native.Dial(ctx, url, nil) // nil: every fix, the library's defaults
+	if err != nil {
+		log.Fatal(err) // a URL or an option it refuses
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		log.Fatal(err) // ctx ended first (the state says why), or the server ended the session
+	}
+	fmt.Println("READY:", c.State().Ready)
+
+	clock := make(chan client.Update, 1)
+	stop, err := c.Subscribe(ctx, "clock", nil, func(u client.Update) {
+		select { // on the client's goroutine: never block it
+		case clock <- u:
+		default:
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
+	select {
+	case u := <-clock:
+		fmt.Printf("clock #%d %s\n", u.Seq, u.Data)
+	case <-ctx.Done():
+		log.Fatal(ctx.Err())
+	}
+
+	res, err := c.Request(ctx, "echo", []byte(`{"hello":"world"}`))
+	switch {
+	case errors.Is(err, client.ErrNotReady): // never sent: always safe to send again
+	case errors.Is(err, client.ErrRequestTimeout), errors.Is(err, client.ErrConnectionClosed):
+		// sent, and the outcome is unknown: send again only if the request is idempotent
+	}
+	fmt.Println("echo", string(res), err)
+}
+
+// snippet:end client
