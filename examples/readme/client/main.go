@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
 	"time"
 
 	"github.com/wsready/wsready/client"
@@ -25,8 +26,8 @@ func main() {
 	if len(os.Args) > 1 {
 		url = os.Args[1]
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 
 	// Dial returns at once: the client connects, and reconnects, in the background.
 	c, err := native.Dial(ctx, url, nil) // nil: every fix, the library's defaults
@@ -34,28 +35,21 @@ func main() {
 		log.Fatal(err) // a URL or an option it refuses
 	}
 	defer c.Close()
-	if err := c.WaitReady(ctx); err != nil {
-		log.Fatal(err) // ctx ended first (the state says why), or the server ended the session
-	}
-	fmt.Println("READY:", c.State().Ready)
-
-	clock := make(chan client.Update, 1)
-	stop, err := c.Subscribe(ctx, "clock", nil, func(u client.Update) {
-		select { // on the client's goroutine: never block it
-		case clock <- u:
-		default:
-		}
+	unsubscribe, err := c.Subscribe(ctx, "clock", nil, func(u client.Update) {
+		fmt.Printf("clock #%d %s\n", u.Seq, u.Data) // on the client's goroutine: return quickly
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer stop()
-	select {
-	case u := <-clock:
-		fmt.Printf("clock #%d %s\n", u.Seq, u.Data)
-	case <-ctx.Done():
-		log.Fatal(ctx.Err())
+	defer unsubscribe()
+
+	// READY: the socket is open, the pings arrive and the server acknowledged "clock".
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.WaitReady(wait); err != nil {
+		log.Fatal(err) // not READY in time (the error says why), or the server ended the session
 	}
+	fmt.Println("READY:", c.State().Ready)
 
 	res, err := c.Request(ctx, "echo", []byte(`{"hello":"world"}`))
 	switch {
@@ -64,6 +58,7 @@ func main() {
 		// sent, and the outcome is unknown: send again only if the request is idempotent
 	}
 	fmt.Println("echo", string(res), err)
+	<-ctx.Done() // the clock's updates until Ctrl-C
 }
 
 // snippet:end client

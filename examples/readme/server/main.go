@@ -48,7 +48,7 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/realtime", srv.Handler()) // the WebSocket endpoint, beside the app's own routes
 	mux.Handle("GET /healthz", srv.HealthHandler())
-	hs := srv.HTTPServer(mux) // with the header, idle and request timeouts
+	hs := srv.HTTPServer(mux) // with the Options' header and idle timeouts
 	hs.Addr = *addr
 	log.Fatal(hs.ListenAndServe())
 }

@@ -10,9 +10,8 @@ import { connect, WsreadyError } from 'wsready';
 
 const status = document.querySelector('#status') ?? document.body;
 
-// connect loads the wasm and returns at once; the client connects, and
-// reconnects, in the background. READY: the socket is open, the server's
-// pings arrive and the server acknowledged every topic subscribed to.
+// The client connects, and reconnects, in the background. READY: the socket is
+// open, the server's pings arrive, and it acknowledged every topic subscribed to.
 const client = await connect({
   url: 'wss://app.example.com/realtime', // default: /ws on the page's host, as wsready serve has it
   onState: (s) => {
