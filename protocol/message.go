@@ -125,7 +125,7 @@ type ErrorBody struct {
 }
 
 // Message is one decoded frame. Which fields are set depends on Type; the
-// README lists them. Raw fields (Data, Params, Result) hold validated JSON.
+// docs/protocol.md lists them. Raw fields (Data, Params, Result) hold validated JSON.
 type Message struct {
 	Type       Type
 	IntervalMs int64      // ping
@@ -159,7 +159,7 @@ type Message struct {
 const MaxIntervalMs = 3_600_000
 
 // Decode parses one frame. Each type reads only the fields it defines (the
-// README's table): any other field, known to another type or unknown, is
+// table in docs/protocol.md): any other field, known to another type or unknown, is
 // ignored, so either side can add optional fields without breaking the
 // other. Unknown types, missing or wrong-typed required fields, and anything
 // that is not a single JSON object are errors.
