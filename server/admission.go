@@ -277,3 +277,6 @@ func slotText(d time.Duration) string {
 func (s *Server) slotReason(notBefore time.Time) string {
 	return slotText(s.slotAfter(s.opts.Now(), notBefore))
 }
+
+// clientIP is the address a request's per-address limits key by.
+func (s *Server) clientIP(r *http.Request) string { return remoteIP(r.RemoteAddr) }

@@ -4,6 +4,8 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,4 +111,101 @@ func ExampleServer_TicketHandler() {
 	// ticket: 200 true
 	// a form-like POST: 415
 	// metrics: 200 true
+}
+
+// Tell wsready who is connecting: Authenticate reads the application's own
+// login cookie when the page asks for a ticket, and the ticket carries
+// that Identity to the WebSocket connection that sends it (Auth is
+// required by default with the hook). Authorize then sees it.
+func ExampleOptions_authenticate() {
+	logins := map[string]server.Identity{ // the application's sessions, by cookie
+		"c00kie": {User: "alice", Tenant: "acme", Claims: map[string]string{"role": "admin"}},
+	}
+	srv, err := server.New(&server.Options{
+		Authenticate: func(r *http.Request) (server.Identity, error) {
+			c, err := r.Cookie("session")
+			if err != nil {
+				return server.Identity{}, errors.New("not logged in")
+			}
+			id, ok := logins[c.Value]
+			if !ok {
+				return server.Identity{}, &server.Error{Code: "session_expired", Message: "log in again"}
+			}
+			return id, nil
+		},
+		Authorize: func(_ context.Context, id server.Identity, a server.Action) error {
+			if a.Kind == server.ActSubscribe && a.Topic != "user-"+id.User {
+				return &server.Error{Code: "forbidden", Message: "not your topic"}
+			}
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/realtime", srv.Handler())
+	mux.Handle("/realtime/ticket", srv.TicketHandler())
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	// The page asks for a ticket with its cookie (fetch sends it).
+	post := func(cookie string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/realtime/ticket", strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: "session", Value: cookie})
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		var v struct{ Token, Error string }
+		json.NewDecoder(resp.Body).Decode(&v)
+		if v.Token == "" {
+			return resp.StatusCode, v.Error
+		}
+		return resp.StatusCode, v.Token
+	}
+	fmt.Println(post(""))
+	fmt.Println(post("stale"))
+	_, ticket := post("c00kie")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/realtime", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ws.CloseNow()
+	send := func(v any) { b, _ := json.Marshal(v); ws.Write(ctx, websocket.MessageText, b) }
+	send(map[string]string{"type": "auth", "token": ticket})
+	send(map[string]string{"type": "subscribe", "topic": "user-alice"})
+	send(map[string]string{"type": "subscribe", "topic": "user-bob"})
+	for range 10 {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			panic(err)
+		}
+		var m struct{ Type, User, Topic, Code string }
+		json.Unmarshal(b, &m)
+		switch m.Type {
+		case "welcome":
+			fmt.Println("welcome", m.User)
+		case "subscribed":
+			fmt.Println("subscribed", m.Topic)
+		case "error":
+			fmt.Println("refused", m.Topic, m.Code)
+			return
+		}
+	}
+	// Output:
+	// 401 not authenticated
+	// 401 log in again
+	// welcome alice
+	// subscribed user-alice
+	// refused user-bob forbidden
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"path"
 	"strings"
 	"time"
@@ -112,18 +113,34 @@ type Options struct {
 	// Default 10s.
 	DrainWindow time.Duration
 
-	// Auth is whether the server asks for tickets (auth.go). Default AuthOff.
+	// Auth is whether the server asks for tokens (auth.go). Default
+	// AuthRequired with Authenticate or JWT set, else AuthOff; AuthOff
+	// with either of them set is refused (nothing would check the
+	// tokens they make good).
 	Auth AuthMode
+	// Authenticate says who is asking for a ticket (tickets.go): it turns
+	// the application's own request to TicketHandler (its cookie, session
+	// or bearer token) into an Identity, which the ticket carries and the
+	// connection that sends it gets. An error answers 401 and issues
+	// nothing (an *Error's code and message reach the caller; any other
+	// error's text does not). An Identity without a user or out of its
+	// bounds is the application's mistake: logged, and answered 500. With
+	// the hook set, TicketHandler is on whatever Demo and IssueTickets
+	// say. It may be called concurrently. Default nil: TicketHandler is
+	// on only with Demo or IssueTickets, for any posted client id.
+	Authenticate func(r *http.Request) (Identity, error)
 	// AuthKey signs tickets (HMAC-SHA256). Default: 32 random bytes made at
 	// start (tickets then die with the process).
 	AuthKey []byte
-	// TicketLife is how long a ticket from TicketHandler lives. Default 10m.
+	// TicketLife is how long a ticket from TicketHandler (or IssueTicket)
+	// lives. Default 10m.
 	TicketLife time.Duration
-	// IssueTickets turns TicketHandler on outside Demo mode. It hands a
-	// ticket for any client id to anyone who can reach the server (so
-	// AuthRequired then stops nobody): off by default, when it answers 403;
-	// on with Demo. In production the application issues the tickets,
-	// signed with AuthKey (the format is in auth.go).
+	// IssueTickets turns TicketHandler on outside Demo mode without an
+	// Authenticate hook. It hands a ticket for any client id to anyone who
+	// can reach the server (so AuthRequired then stops nobody): off by
+	// default, when it answers 403; on with Demo. In production the
+	// application says who the caller is (Authenticate) or issues the
+	// tickets itself (Server.IssueTicket).
 	IssueTickets bool
 	// TicketRate and TicketBurst limit TicketHandler per remote address
 	// (an IPv6 /64 is one address), whatever turned it on: beyond them it
@@ -315,10 +332,18 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	default:
 		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
 	}
+	hooked := c.Authenticate != nil
 	switch c.Auth {
 	case "":
 		c.Auth = AuthOff
-	case AuthOff, AuthOptional, AuthRequired:
+		if hooked {
+			c.Auth = AuthRequired
+		}
+	case AuthOff:
+		if c.Authenticate != nil {
+			bad("Auth", "is %q while Authenticate is set: the tickets it issues would never be asked for (leave Auth empty for %q, or set %q)", c.Auth, AuthRequired, AuthOptional)
+		}
+	case AuthOptional, AuthRequired:
 	default:
 		bad("Auth", "is %q: it must be %q, %q or %q", c.Auth, AuthOff, AuthOptional, AuthRequired)
 	}
