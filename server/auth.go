@@ -45,6 +45,10 @@ func (s *Server) effectiveExpiry(t ticket) time.Time {
 // means it did not verify; an expired token that did verify comes back
 // without error (its expiry is the caller's to judge, against its user).
 func (s *Server) verify(tok string, now time.Time) (ticket, string, error) {
+	if s.auth.jwt != nil && isJWT(tok) {
+		t, err := s.auth.jwt.verify(tok, now)
+		return t, "bad token", err
+	}
 	t, err := s.auth.parse(tok)
 	return t, "bad ticket", err
 }

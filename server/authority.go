@@ -4,6 +4,7 @@ package server
 
 import (
 	"crypto/rand"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -17,6 +18,7 @@ import (
 
 type authority struct {
 	key []byte
+	jwt *jwtVerifier // Options.JWT's; nil: tickets only
 
 	mu        sync.Mutex
 	revoked   map[string]struct{}
@@ -36,17 +38,24 @@ const (
 	maxTrackedAddr = 10000
 )
 
-func newAuthority(o *Options) *authority {
+// newAuthority makes the authority of o's tokens. It fails when
+// Options.JWT is not usable (a key that does not parse, a JWKS file that
+// cannot be read).
+func newAuthority(o *Options) (*authority, error) {
 	key := o.AuthKey
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		rand.Read(key)
 	}
-	return &authority{key: key, revoked: map[string]struct{}{},
+	jv, err := newJWTVerifier(o.JWT, o.Logger, o.Now)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the server: %w", err)
+	}
+	return &authority{key: key, jwt: jv, revoked: map[string]struct{}{},
 		byID:     newRejectionLog(o.RejectionThreshold, o.RejectionWindow, maxTrackedID),
 		byAddr:   newRejectionLog(o.BadTicketThreshold, o.RejectionWindow, maxTrackedAddr),
 		issuance: newTicketLimiter(o.TicketRate, o.TicketBurst, maxTrackedAddr),
-	}
+	}, nil
 }
 
 // rejectionLog counts rejections per key (a user, or a remote

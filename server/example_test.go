@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/wsready/wsready/server"
 )
 
@@ -208,4 +209,64 @@ func ExampleOptions_authenticate() {
 	// welcome alice
 	// subscribed user-alice
 	// refused user-bob forbidden
+}
+
+// Take JWTs from the application's identity provider instead of wsready's
+// tickets: here HS256 with a shared secret (PublicKeyPEM takes an RSA or
+// P-256 key, JWKSFile a key set). sub is the user, the tenant claim the
+// tenant; exp closes the connection with 4001 when it passes, which makes
+// the client fetch a new token.
+func ExampleOptions_jwt() {
+	secret := []byte("the identity provider's HS256 secret, 32+ bytes")
+	srv, err := server.New(&server.Options{
+		JWT:    &server.JWTOptions{HS256Secret: secret, TenantClaim: "org", Issuer: "https://id.example"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/realtime", srv.Handler())
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	// What the identity provider mints (github.com/golang-jwt/jwt/v5).
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": "alice", "org": "acme", "iss": "https://id.example", "exp": exp.Unix(),
+	}).SignedString(secret)
+	if err != nil {
+		panic(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/realtime", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ws.CloseNow()
+	ws.Write(ctx, websocket.MessageText, []byte(`{"type":"auth","token":"`+token+`"}`))
+	for range 3 {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			panic(err)
+		}
+		var m struct {
+			Type, User string
+			ExpiresAt  int64
+		}
+		json.Unmarshal(b, &m)
+		switch m.Type {
+		case "welcome":
+			fmt.Println("welcome", m.User)
+		case "authenticated":
+			fmt.Println("authenticated until exp:", m.ExpiresAt == exp.UnixMilli())
+			return
+		}
+	}
+	// Output:
+	// welcome alice
+	// authenticated until exp: true
 }

@@ -129,6 +129,12 @@ type Options struct {
 	// say. It may be called concurrently. Default nil: TicketHandler is
 	// on only with Demo or IssueTickets, for any posted client id.
 	Authenticate func(r *http.Request) (Identity, error)
+	// JWT lets connections authenticate with JWTs from the application's
+	// identity provider instead of (or besides) our tickets (jwt.go): sub
+	// is the Identity's User, exp drives the 4001 refresh as a ticket's
+	// expiry does. New fails if its keys cannot be read. Default nil:
+	// tickets only.
+	JWT *JWTOptions
 	// AuthKey signs tickets (HMAC-SHA256). Default: 32 random bytes made at
 	// start (tickets then die with the process).
 	AuthKey []byte
@@ -332,7 +338,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	default:
 		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
 	}
-	hooked := c.Authenticate != nil
+	hooked := c.Authenticate != nil || c.JWT != nil
 	switch c.Auth {
 	case "":
 		c.Auth = AuthOff
@@ -340,8 +346,8 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 			c.Auth = AuthRequired
 		}
 	case AuthOff:
-		if c.Authenticate != nil {
-			bad("Auth", "is %q while Authenticate is set: the tickets it issues would never be asked for (leave Auth empty for %q, or set %q)", c.Auth, AuthRequired, AuthOptional)
+		if hooked {
+			bad("Auth", "is %q while Authenticate or JWT is set: the tokens they make good would never be asked for (leave Auth empty for %q, or set %q)", c.Auth, AuthRequired, AuthOptional)
 		}
 	case AuthOptional, AuthRequired:
 	default:

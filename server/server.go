@@ -87,9 +87,13 @@ func New(opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth, err := newAuthority(o)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
+		auth: auth, adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {

@@ -46,6 +46,13 @@ func serve(args []string) error {
 	ticketBurst := fs.Int("ticket-burst", 20, "burst above -ticket-rate")
 	rejThreshold := fs.Int("rejection-threshold", 20, "a client id whose valid tickets (revoked, expired) were refused more than this in 5 minutes is refused with 4003 at once")
 	badThreshold := fs.Int("bad-ticket-threshold", 20, "a remote address that sent more tickets we did not sign than this in 5 minutes has its next ones refused at once (its valid tickets still get in)")
+	jwtSecretFile := fs.String("jwt-hs256-secret-file", "", "take HS256 JWTs signed with the secret in this file (at least 32 bytes; surrounding whitespace is trimmed) as tokens; the secret is never logged")
+	jwtPublicKey := fs.String("jwt-public-key", "", "take RS256 or ES256 JWTs signed for the PEM public key (RSA 2048+ or P-256) in this file as tokens")
+	jwks := fs.String("jwks", "", "take RS256/ES256 JWTs whose kid names a key of this JWKS file as tokens; the file is read again when it changes (replace it with a rename)")
+	jwtTenantClaim := fs.String("jwt-tenant-claim", "", "the JWT claim holding the tenant (required in every token when set); default none")
+	jwtIssuer := fs.String("jwt-issuer", "", "a JWT's iss must be this; default not checked")
+	jwtAudience := fs.String("jwt-audience", "", "a JWT's aud must hold this; default not checked")
+	jwtLeeway := fs.Duration("jwt-leeway", 0, "clock skew allowed on a JWT's exp and nbf")
 	admitRate := fs.Float64("admit-rate", 500, "handshakes per second the whole server admits; reconnect slots are spread at 90% of it")
 	admitBurst := fs.Int("admit-burst", 100, "burst above -admit-rate")
 	tenantRate := fs.Float64("tenant-rate", 20, "handshakes per second one remote IP may make")
@@ -98,6 +105,13 @@ func serve(args []string) error {
 		if key = []byte(strings.TrimSpace(string(b))); len(key) < 32 {
 			return usagef("serve: the key in -auth-key-file must be at least 32 bytes")
 		}
+	}
+	jwtOpts, jwtSource, err := jwtOptions(*jwtSecretFile, *jwtPublicKey, *jwks, *jwtTenantClaim, *jwtIssuer, *jwtAudience, *jwtLeeway)
+	if err != nil {
+		return err
+	}
+	if jwtOpts != nil && !flagSet(fs, "auth") {
+		mode = server.AuthRequired // as Options.Auth's default with JWT
 	}
 	if *ticketLife <= 0 {
 		return usagef("serve: -ticket-life must be positive")
@@ -185,7 +199,7 @@ func serve(args []string) error {
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
 		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
-		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst,
+		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst, JWT: jwtOpts,
 		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
 		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
@@ -217,7 +231,7 @@ func serve(args []string) error {
 		store = "jetstream"
 	}
 	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
-		"issueTickets", *demo || *issueTickets,
+		"issueTickets", *demo || *issueTickets, "jwt", jwtSource,
 		"history", store, "publish", *publish, "feedLeader", *feedLeader)
 	if wildcard && *hosts == "" {
 		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")
@@ -241,6 +255,62 @@ func serve(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// jwtOptions makes Options.JWT from the -jwt flags: nil without a key
+// flag; source names the key's kind for the log (never the key). A file
+// that cannot be read is a failure; flags that do not fit together a
+// usage error.
+func jwtOptions(secretFile, publicKey, jwks, tenantClaim, issuer, audience string, leeway time.Duration) (_ *server.JWTOptions, source string, _ error) {
+	keys := 0
+	for _, f := range []string{secretFile, publicKey, jwks} {
+		if f != "" {
+			keys++
+		}
+	}
+	if keys == 0 {
+		if tenantClaim != "" || issuer != "" || audience != "" || leeway != 0 {
+			return nil, "", usagef("serve: -jwt-tenant-claim, -jwt-issuer, -jwt-audience and -jwt-leeway need a key: -jwt-hs256-secret-file, -jwt-public-key or -jwks")
+		}
+		return nil, "none", nil
+	}
+	if keys > 1 {
+		return nil, "", usagef("serve: -jwt-hs256-secret-file, -jwt-public-key and -jwks exclude each other")
+	}
+	if leeway < 0 {
+		return nil, "", usagef("serve: -jwt-leeway must not be negative, not %v", leeway)
+	}
+	o := &server.JWTOptions{TenantClaim: tenantClaim, Issuer: issuer, Audience: audience, Leeway: leeway}
+	switch {
+	case secretFile != "":
+		b, err := os.ReadFile(secretFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("serve: failed to read -jwt-hs256-secret-file: %w", err)
+		}
+		if o.HS256Secret = []byte(strings.TrimSpace(string(b))); len(o.HS256Secret) < 32 {
+			return nil, "", usagef("serve: the secret in -jwt-hs256-secret-file must be at least 32 bytes")
+		}
+		source = "hs256"
+	case publicKey != "":
+		b, err := os.ReadFile(publicKey)
+		if err != nil {
+			return nil, "", fmt.Errorf("serve: failed to read -jwt-public-key: %w", err)
+		}
+		o.PublicKeyPEM, source = b, "public-key"
+	default:
+		if _, err := os.Stat(jwks); err != nil {
+			return nil, "", fmt.Errorf("serve: failed to read -jwks: %w", err)
+		}
+		o.JWKSFile, source = jwks, "jwks"
+	}
+	return o, source, nil
 }
 
 func split(list string) []string {

@@ -8,9 +8,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/protocol"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +28,10 @@ import (
 // Flags mean what they say: a zero or negative bound, or a stray argument,
 // is refused before anything listens, as a usage error (exit code 2).
 func TestServeRefusesInvalidFlags(t *testing.T) {
+	dir := t.TempDir()
+	shortSecret, goodSecret := filepath.Join(dir, "short"), filepath.Join(dir, "good")
+	os.WriteFile(shortSecret, []byte("too short\n"), 0o600)
+	os.WriteFile(goodSecret, []byte(strings.Repeat("s", 32)+"\n"), 0o600)
 	for _, args := range [][]string{
 		{"-max-conns", "0"}, {"-max-conns-per-ip", "-1"}, {"-max-queued-bytes", "0"}, {"-max-pending-replies", "0"},
 		{"-write-timeout", "0s"}, {"-message-timeout", "-1s"}, {"-ping", "0s"}, {"-ping", "2h"}, {"-feed", "0s"},
@@ -27,6 +39,10 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 		{"-admit-rate", "0"}, {"-tenant-rate", "-1"}, {"-admit-burst", "0"}, {"-refuse", "drop"}, {"-sweep-interval", "0s"}, {"-drain-window", "0s"},
 		{"-ticket-rate", "0"}, {"-ticket-burst", "0"}, {"-bad-ticket-threshold", "0"},
 		{"-log-format", "xml"}, {"-log-format", ""}, {"-log-format", "JSON"}, {"-no-such-flag"},
+		{"-jwt-tenant-claim", "org"}, {"-jwt-issuer", "idp"}, {"-jwt-leeway", "1s"},
+		{"-jwt-hs256-secret-file", shortSecret, "-jwt-leeway", "-1s"}, {"-jwt-hs256-secret-file", shortSecret},
+		{"-jwt-hs256-secret-file", goodSecret, "-jwks", goodSecret}, {"-jwt-hs256-secret-file", goodSecret, "-auth", "off"},
+		{"-jwt-public-key", goodSecret},
 	} {
 		err := serve(args)
 		var ue *usageError
@@ -37,6 +53,11 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 	// A file that cannot be read is a failure, not a usage error.
 	if err := serve([]string{"-auth-key-file", "/nonexistent"}); err == nil || errors.As(err, new(*usageError)) {
 		t.Errorf("serve -auth-key-file /nonexistent: %v", err)
+	}
+	for _, f := range []string{"-jwt-hs256-secret-file", "-jwt-public-key", "-jwks"} {
+		if err := serve([]string{f, "/nonexistent"}); err == nil || errors.As(err, new(*usageError)) {
+			t.Errorf("serve %s /nonexistent: %v", f, err)
+		}
 	}
 	if err := serve([]string{"-log-format", "yaml"}); err == nil || err.Error() != `serve: -log-format must be text or json, not "yaml"` {
 		t.Errorf("serve -log-format yaml: %v", err)
@@ -141,4 +162,110 @@ func TestServeHostsAddToLoopbackAndURLsStay(t *testing.T) {
 			t.Errorf("GET %s: %d, want %d", path, got, want)
 		}
 	}
+}
+
+// The JWT-authenticated variant at the protocol level: wsready serve takes
+// HS256 JWTs from the secret in -jwt-hs256-secret-file (never logged); a
+// native client whose token hook mints 1-2 s JWTs is READY, is closed with
+// 4001 at each exp and refreshes, READY again each time; a JWT signed with
+// another secret ends the session forbidden.
+func TestServeTakesJWTsAndTheirExpiryDrivesTheRefresh(t *testing.T) {
+	secret := "an HS256 secret for wsready serve, 32 bytes or more"
+	file := filepath.Join(t.TempDir(), "jwt-secret")
+	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, logs := startLogged(t, "-jwt-hs256-secret-file", file, "-jwt-tenant-claim", "org", "-jwt-audience", "wsready", "-v")
+	mint := func(key string, forced *atomic.Int64) func(context.Context, bool) (string, error) {
+		return func(_ context.Context, force bool) (string, error) {
+			if force {
+				forced.Add(1)
+			}
+			return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+				"sub": "alice", "org": "acme", "aud": "wsready", "exp": time.Now().Add(2 * time.Second).Unix(),
+			}).SignedString([]byte(key))
+		}
+	}
+	var forced atomic.Int64
+	c, err := native.Dial(context.Background(), n.url(), &native.Options{Token: mint(secret, &forced)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second)
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if st.TokenRefreshes < 2 || int64(st.TokenRefreshes) != forced.Load() || st.Authenticated != st.TokenRefreshes+1 || st.Welcomes < st.Authenticated {
+		t.Fatalf("after 6 s of 1-2 s JWTs: %d refreshes (%d forced token calls), %d authenticated, %d welcomes; want a refresh and an authentication per exp",
+			st.TokenRefreshes, forced.Load(), st.Authenticated, st.Welcomes)
+	}
+	var none atomic.Int64
+	bad, err := native.Dial(context.Background(), n.url(), &native.Options{Token: mint(strings.Repeat("x", 32), &none)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if err := bad.WaitState(ctx, func(s client.State) bool { return s.Ended != client.NotEnded }); err != nil {
+		t.Fatal(err)
+	}
+	if s := bad.State(); s.Ended != client.Forbidden || s.EndCode != protocol.CloseForbidden {
+		t.Fatalf("a JWT of another secret: state %+v, want ended forbidden (4003)", s)
+	}
+	if l := logs(); strings.Contains(l, secret) || !strings.Contains(l, "jwt=hs256") {
+		t.Fatalf("the JWT secret reached the logs, or the serving line does not name the JWT key's kind:\n%s", l)
+	}
+}
+
+// startLogged runs wsready serve with args on a free loopback address,
+// waits until it serves, and returns it and its log so far.
+func startLogged(t *testing.T, args ...string) (*node, func() string) {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(wsreadyBin(t), append([]string{"serve", "-addr", addr}, args...)...)
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{addr: addr, cmd: cmd, done: make(chan error, 1)}
+	serving := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		ok := false
+		for sc.Scan() {
+			mu.Lock()
+			buf.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if !ok && strings.Contains(sc.Text(), "msg=serving") {
+				ok = true
+				serving <- true
+			}
+		}
+		if !ok {
+			serving <- false
+		}
+		n.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { cmd.Process.Kill(); <-n.done })
+	logs := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	select {
+	case ok := <-serving:
+		if !ok {
+			t.Fatalf("wsready serve %v exited before serving:\n%s", args, logs())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("wsready serve %v did not serve within 20s", args)
+	}
+	return n, logs
 }
