@@ -46,9 +46,10 @@ const (
 	outOverload  outcome = "overload_refused"
 	outAuth      outcome = "auth_failed"
 	outOrigin    outcome = "origin_refused"
+	outTenant    outcome = "tenant_refused" // MaxConnsPerTenant, once the token named the tenant
 )
 
-var outcomes = []outcome{outAccepted, outAdmission, outLimit, outRestart, outDrain, outShutdown, outOverload, outAuth, outOrigin}
+var outcomes = []outcome{outAccepted, outAdmission, outLimit, outRestart, outDrain, outShutdown, outOverload, outAuth, outOrigin, outTenant}
 
 // refusal is a handshake that was turned away.
 type refusal struct {

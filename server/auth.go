@@ -87,6 +87,9 @@ func (c *conn) authenticate(m protocol.Message) bool {
 		s.auth.rejectVerified(user, now)
 		return refuse(protocol.CloseTokenExpired, "token expired")
 	}
+	if !c.joinTenant(t.identity, now) {
+		return false
+	}
 	s.auth.mu.Lock()
 	s.auth.accepted++
 	s.auth.mu.Unlock()

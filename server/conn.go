@@ -202,6 +202,9 @@ func (c *conn) handle(data []byte) {
 		c.sendError(id, de.Code, de.Error())
 		return
 	}
+	if c.overTenantRate(m) {
+		return // answered rate_limited (tenants.go)
+	}
 	switch m.Type {
 	case protocol.TypeSubscribe:
 		c.subscribe(m)

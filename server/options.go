@@ -90,6 +90,22 @@ type Options struct {
 	// 20/s, burst 40.
 	TenantRate  float64
 	TenantBurst int
+	// MaxConnsPerTenant caps the connections of one tenant
+	// (Identity.Tenant, known once a connection's token verified) on this
+	// node; one more is closed with 1013 and "retry-after-ms=N" (at least
+	// 1s, a reconnect slot), which the client waits out (tenants.go).
+	// Connections without a tenant are not counted. Default 0: no
+	// ceiling.
+	MaxConnsPerTenant int
+	// TenantMsgRate and TenantMsgBurst cap the subscribe, publish and
+	// request frames one tenant's connections send on this node, per
+	// second (a token bucket); beyond them a request or publish is
+	// answered with rate_limited and retryAfterMs, a subscribe with an
+	// error frame, and the connection stays (probes, auth and unsubscribe
+	// frames are exempt). Default 0: no ceiling; TenantMsgBurst defaults
+	// to one second's worth (TenantMsgRate rounded up) and needs a rate.
+	TenantMsgRate  float64
+	TenantMsgBurst int
 	// ProbeKey, when set, lets a request carrying it in the X-Wsready-Probe
 	// header through on a reserved limiter of ProbeRate (default 5/s)
 	// instead of the fleet's, so an operator's probe gets in during a storm.
@@ -328,6 +344,19 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"ProbeRate", &c.ProbeRate, 5},
 		{"TicketRate", &c.TicketRate, 5},
 	}, "a rate (per second)", bad)
+	switch r := c.TenantMsgRate; {
+	case r < 0 || r != r || r > math.MaxFloat64:
+		bad("TenantMsgRate", "is %v: a rate (per second) must be positive (0 for no ceiling)", r)
+	case c.TenantMsgBurst < 0:
+		bad("TenantMsgBurst", "is %d: a count must be positive (0 for one second's worth)", c.TenantMsgBurst)
+	case r == 0 && c.TenantMsgBurst > 0:
+		bad("TenantMsgBurst", "is %d without a TenantMsgRate", c.TenantMsgBurst)
+	case r > 0 && c.TenantMsgBurst == 0:
+		c.TenantMsgBurst = int(min(math.Ceil(r), math.MaxInt32))
+	}
+	if c.MaxConnsPerTenant < 0 {
+		bad("MaxConnsPerTenant", "is %d: a count must be positive (0 for no ceiling)", c.MaxConnsPerTenant)
+	}
 	if c.PingInterval > maxPingInterval {
 		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
 	}

@@ -42,6 +42,7 @@ type Server struct {
 	switchState  // the demo switches' (faults.go)
 	auth         *authority
 	adm          *admission
+	tenants      *tenants // per-tenant limits (tenants.go)
 	metrics      *metrics
 	drain        drainState
 	hub          *hub
@@ -93,7 +94,7 @@ func New(opts *Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: auth, adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
+		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics(), methods: defaultMethods()}
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {
@@ -102,6 +103,7 @@ func New(opts *Options) (*Server, error) {
 	s.hub = newHub(s, h, o.retention())
 	s.ping = protocol.Encode(protocol.Message{Type: protocol.TypePing, IntervalMs: o.PingInterval.Milliseconds()})
 	s.registerGauges()
+	s.registerTenantMetrics()
 	s.wg.Add(1)
 	go s.runHeartbeat()
 	if !o.NoFeed {
@@ -291,5 +293,6 @@ func (s *Server) unregister(c *conn) {
 	s.releaseLocked(c.ip)
 	n := len(s.conns)
 	s.mu.Unlock()
+	s.tenants.leave(c.id, s.opts.Now())
 	s.log.Debug("connection closed", "conn", c.id, "open", n)
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +35,9 @@ func serve(args []string) error {
 	downtime := fs.Duration("restart-downtime", 4*time.Second, "how long Restart refuses new connections")
 	maxConns := fs.Int("max-conns", 10000, "most WebSocket connections at once; more are refused with 503 and Retry-After")
 	maxPerIP := fs.Int("max-conns-per-ip", 256, "most WebSocket connections from one remote IP")
+	maxPerTenant := fs.Int("max-conns-per-tenant", 0, "most connections of one tenant (a JWT's -jwt-tenant-claim, or an application's ticket) on this node; more are closed with 1013 and a retry-after; 0: no ceiling")
+	tenantMsgRate := fs.Float64("tenant-msg-rate", 0, "subscribe, publish and request frames per second one tenant's connections may send on this node; beyond, answered rate_limited (the socket stays); 0: no ceiling")
+	tenantMsgBurst := fs.Int("tenant-msg-burst", 0, "burst above -tenant-msg-rate (at least 1); default one second's worth")
 	maxQueued := fs.Int("max-queued-bytes", 1<<20, "bytes queued for one connection before it is closed with 4429")
 	writeTimeout := fs.Duration("write-timeout", 10*time.Second, "a write that makes no progress for this long drops the connection")
 	msgTimeout := fs.Duration("message-timeout", 10*time.Second, "a message not finished this long after its first byte closes the connection")
@@ -121,6 +125,15 @@ func serve(args []string) error {
 			return usagef("serve: -%s must be positive, not %v", name, v)
 		}
 	}
+	if *maxPerTenant < 0 {
+		return usagef("serve: -max-conns-per-tenant must be 0 (no ceiling) or more, not %d", *maxPerTenant)
+	}
+	if !(*tenantMsgRate >= 0) || *tenantMsgRate > math.MaxFloat64 {
+		return usagef("serve: -tenant-msg-rate must be 0 (no ceiling) or a positive rate, not %v", *tenantMsgRate)
+	}
+	if flagSet(fs, "tenant-msg-burst") && (*tenantMsgBurst < 1 || *tenantMsgRate == 0) {
+		return usagef("serve: -tenant-msg-burst must be at least 1, with a -tenant-msg-rate")
+	}
 	if m := server.RefuseMode(*refuseWith); m != server.RefuseClose && m != server.RefuseHTTP {
 		return usagef("serve: -refuse must be close or http, not %q", *refuseWith)
 	}
@@ -197,6 +210,7 @@ func serve(args []string) error {
 		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
+		MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
 		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
 		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst, JWT: jwtOpts,

@@ -43,6 +43,8 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 		{"-jwt-hs256-secret-file", shortSecret, "-jwt-leeway", "-1s"}, {"-jwt-hs256-secret-file", shortSecret},
 		{"-jwt-hs256-secret-file", goodSecret, "-jwks", goodSecret}, {"-jwt-hs256-secret-file", goodSecret, "-auth", "off"},
 		{"-jwt-public-key", goodSecret},
+		{"-max-conns-per-tenant", "-1"}, {"-tenant-msg-rate", "-1"}, {"-tenant-msg-rate", "NaN"},
+		{"-tenant-msg-burst", "5"}, {"-tenant-msg-rate", "5", "-tenant-msg-burst", "0"},
 	} {
 		err := serve(args)
 		var ue *usageError
