@@ -20,8 +20,12 @@ import (
 //     reconnect slot;
 //   - MaxConns and MaxConnsPerIP: refused;
 //   - the handshake ceiling: a fleet-wide rate (AdmitRate, AdmitBurst) and
-//     a per-tenant one (TenantRate, TenantBurst; the tenant is the remote
-//     IP: a ticket only arrives after the upgrade). A request carrying the
+//     a per-address one (TenantRate, TenantBurst: a token, and so the
+//     Identity's tenant, only arrives after the upgrade; tenants.go limits
+//     those).
+//
+// "The address" is the client's (clientIP, proxy.go): the TCP peer's, or
+// behind Options.TrustedProxies the one they forwarded. A request carrying the
 //     operator's probe key (header X-Wsready-Probe) draws from a small
 //     reserved limiter of its own (ProbeRate) instead, so a probe gets
 //     through a storm.
@@ -278,6 +282,3 @@ func slotText(d time.Duration) string {
 func (s *Server) slotReason(notBefore time.Time) string {
 	return slotText(s.slotAfter(s.opts.Now(), notBefore))
 }
-
-// clientIP is the address a request's per-address limits key by.
-func (s *Server) clientIP(r *http.Request) string { return remoteIP(r.RemoteAddr) }

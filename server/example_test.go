@@ -11,6 +11,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -269,4 +273,60 @@ func ExampleOptions_jwt() {
 	// Output:
 	// welcome alice
 	// authenticated until exp: true
+}
+
+// Behind a reverse proxy every client arrives from the proxy's address:
+// list the proxy's network in TrustedProxies and the per-address limits
+// (here MaxConnsPerIP) key by the client it names in X-Forwarded-For
+// (or Forwarded). Here the proxy is httputil.ReverseProxy on loopback.
+func ExampleOptions_trustedProxies() {
+	srv, err := server.New(&server.Options{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		MaxConnsPerIP:  1,
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	backend := httptest.NewServer(srv.Handler())
+	defer backend.Close()
+	target, _ := url.Parse(backend.URL)
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target)) // appends to X-Forwarded-For
+	defer proxy.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var open []*websocket.Conn
+	defer func() {
+		for _, ws := range open {
+			ws.Close(websocket.StatusNormalClosure, "")
+		}
+	}()
+	// Each client as the proxy's own client would be: X-Forwarded-For
+	// holds what came before it (here, the address this example claims).
+	connect := func(client string) string {
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(proxy.URL, "http"), &websocket.DialOptions{
+			HTTPHeader: http.Header{"X-Forwarded-For": {client}}})
+		if err != nil {
+			panic(err)
+		}
+		open = append(open, ws)
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				return client + ": closed " + strconv.Itoa(int(websocket.CloseStatus(err)))
+			}
+			if strings.Contains(string(b), `"welcome"`) {
+				return client + ": served"
+			}
+		}
+	}
+	fmt.Println(connect("203.0.113.1"))
+	fmt.Println(connect("203.0.113.2"))
+	fmt.Println(connect("203.0.113.1"))
+	// Output:
+	// 203.0.113.1: served
+	// 203.0.113.2: served
+	// 203.0.113.1: closed 1013
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"path"
 	"strings"
 	"time"
@@ -61,8 +62,19 @@ type Options struct {
 	// progress); beyond it a handshake is refused with 503 and Retry-After.
 	// Default 10000.
 	MaxConns int
-	// MaxConnsPerIP caps them per remote IP address. Default 256.
+	// MaxConnsPerIP caps them per client address (see TrustedProxies).
+	// Default 256.
 	MaxConnsPerIP int
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the server. When a request's TCP peer is in one of them, its client
+	// address (for MaxConnsPerIP, TenantRate, TicketRate and the
+	// bad-token backstop) is read from X-Forwarded-For or Forwarded
+	// (RFC 7239 for=): the rightmost address that is not itself a trusted
+	// proxy. From any other peer the headers are ignored; a malformed
+	// header, or the two headers naming different clients, count as the
+	// peer's own address (proxy.go). Default none: every limit keys by
+	// the TCP peer, so behind one proxy every client shares its limits.
+	TrustedProxies []netip.Prefix
 	// MaxQueuedBytes bounds the bytes queued for one connection, in flight
 	// included; a connection whose feed would pass it is closed with 4429.
 	// Replies wait for room instead (the connection's reads pause), so a
@@ -86,8 +98,8 @@ type Options struct {
 	// Reconnect slots are spread at 90% of AdmitRate.
 	AdmitRate  float64
 	AdmitBurst int
-	// TenantRate and TenantBurst are the ceiling per remote IP. Default
-	// 20/s, burst 40.
+	// TenantRate and TenantBurst are the handshake ceiling per client
+	// address (see TrustedProxies). Default 20/s, burst 40.
 	TenantRate  float64
 	TenantBurst int
 	// MaxConnsPerTenant caps the connections of one tenant
@@ -385,6 +397,20 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	if n := len(c.AuthKey); n > 0 && n < minAuthKey {
 		bad("AuthKey", "has %d bytes: at least %d (or none for a random key)", n, minAuthKey)
 	}
+	proxies := make([]netip.Prefix, 0, len(c.TrustedProxies))
+	for _, p := range c.TrustedProxies {
+		switch {
+		case !p.IsValid():
+			bad("TrustedProxies", "holds an invalid prefix")
+		case p.Addr().Is4In6():
+			bad("TrustedProxies", "holds %v: write an IPv4 network as IPv4", p)
+		case p.Addr().Zone() != "":
+			bad("TrustedProxies", "holds %v: a network has no zone", p)
+		default:
+			proxies = append(proxies, p.Masked())
+		}
+	}
+	c.TrustedProxies = proxies
 	for _, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			bad("AllowedHosts", "holds an empty host name")

@@ -174,7 +174,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	ip := remoteIP(r.RemoteAddr)
+	ip := s.clientIP(r) // behind TrustedProxies, the client's (proxy.go)
 	if ref := s.admit(r, ip); ref != nil {
 		s.refuse(w, r, ref)
 		return

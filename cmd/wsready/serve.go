@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,6 +39,7 @@ func serve(args []string) error {
 	maxPerTenant := fs.Int("max-conns-per-tenant", 0, "most connections of one tenant (a JWT's -jwt-tenant-claim, or an application's ticket) on this node; more are closed with 1013 and a retry-after; 0: no ceiling")
 	tenantMsgRate := fs.Float64("tenant-msg-rate", 0, "subscribe, publish and request frames per second one tenant's connections may send on this node; beyond, answered rate_limited (the socket stays); 0: no ceiling")
 	tenantMsgBurst := fs.Int("tenant-msg-burst", 0, "burst above -tenant-msg-rate (at least 1); default one second's worth")
+	trustedProxies := fs.String("trusted-proxies", "", "comma-separated networks (CIDR, or single addresses) of the reverse proxies in front of this server: from them, X-Forwarded-For / Forwarded name the client whose address the per-address limits key by; default none (the TCP peer)")
 	maxQueued := fs.Int("max-queued-bytes", 1<<20, "bytes queued for one connection before it is closed with 4429")
 	writeTimeout := fs.Duration("write-timeout", 10*time.Second, "a write that makes no progress for this long drops the connection")
 	msgTimeout := fs.Duration("message-timeout", 10*time.Second, "a message not finished this long after its first byte closes the connection")
@@ -134,6 +136,10 @@ func serve(args []string) error {
 	if flagSet(fs, "tenant-msg-burst") && (*tenantMsgBurst < 1 || *tenantMsgRate == 0) {
 		return usagef("serve: -tenant-msg-burst must be at least 1, with a -tenant-msg-rate")
 	}
+	proxies, err := parsePrefixes(*trustedProxies)
+	if err != nil {
+		return usagef("serve: -trusted-proxies: %w", err)
+	}
 	if m := server.RefuseMode(*refuseWith); m != server.RefuseClose && m != server.RefuseHTTP {
 		return usagef("serve: -refuse must be close or http, not %q", *refuseWith)
 	}
@@ -210,7 +216,7 @@ func serve(args []string) error {
 		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
-		MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
+		TrustedProxies: proxies, MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
 		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
 		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst, JWT: jwtOpts,
@@ -325,6 +331,25 @@ func jwtOptions(secretFile, publicKey, jwks, tenantClaim, issuer, audience strin
 		o.JWKSFile, source = jwks, "jwks"
 	}
 	return o, source, nil
+}
+
+// parsePrefixes reads a comma-separated list of networks (CIDR) or single
+// addresses (a /32 or /128 each).
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range split(list) {
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a network (10.0.0.0/8) nor an address", item)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 func split(list string) []string {

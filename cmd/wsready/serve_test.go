@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
@@ -45,6 +46,7 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 		{"-jwt-public-key", goodSecret},
 		{"-max-conns-per-tenant", "-1"}, {"-tenant-msg-rate", "-1"}, {"-tenant-msg-rate", "NaN"},
 		{"-tenant-msg-burst", "5"}, {"-tenant-msg-rate", "5", "-tenant-msg-burst", "0"},
+		{"-trusted-proxies", "10.0.0.0/33"}, {"-trusted-proxies", "10.0.0.0/8,proxy.example"},
 	} {
 		err := serve(args)
 		var ue *usageError
@@ -270,4 +272,40 @@ func startLogged(t *testing.T, args ...string) (*node, func() string) {
 		t.Fatalf("wsready serve %v did not serve within 20s", args)
 	}
 	return n, logs
+}
+
+// -trusted-proxies: from a trusted peer (here the test itself, on
+// loopback), X-Forwarded-For names the client, so two clients get a
+// -max-conns-per-ip of 1 each; without the flag they share the peer's.
+func TestServeTrustedProxies(t *testing.T) {
+	open := func(n *node, xff string) websocket.StatusCode {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ws, _, err := websocket.Dial(ctx, n.url(), &websocket.DialOptions{HTTPHeader: http.Header{"X-Forwarded-For": {xff}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.CloseNow() })
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				return websocket.CloseStatus(err)
+			}
+			if strings.Contains(string(b), `"welcome"`) {
+				return 0
+			}
+		}
+	}
+	trusting := startNode(t, freeAddr(t), "-trusted-proxies", "10.0.0.0/8, 127.0.0.1", "-max-conns-per-ip", "1")
+	if a, b := open(trusting, "203.0.113.1"), open(trusting, "203.0.113.2"); a != 0 || b != 0 {
+		t.Fatalf("two forwarded clients with -trusted-proxies: closed with %d and %d, want both served", a, b)
+	}
+	if c := open(trusting, "203.0.113.1"); c != 1013 {
+		t.Fatalf("the first client again: %d, want 1013", c)
+	}
+	plain := startNode(t, freeAddr(t), "-max-conns-per-ip", "1")
+	if a, b := open(plain, "203.0.113.1"), open(plain, "203.0.113.2"); a != 0 || b != 1013 {
+		t.Fatalf("without -trusted-proxies: %d and %d, want the second refused (one peer)", a, b)
+	}
 }
