@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,8 @@ import (
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use 0.0.0.0:8080 or :8080 to listen on every interface)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS and WSS with the PEM certificate (chain) in this file; needs -tls-key")
+	tlsKey := fs.String("tls-key", "", "the PEM private key of -tls-cert (never logged)")
 	demo := fs.Bool("demo", false, "demo mode: the failure switches (POST /api/faults, /api/reset) and remote addresses in /api/stats; never on a server others can reach")
 	hosts := fs.String("hosts", "", "comma-separated extra host names the server answers for (the Host header); localhost, 127.0.0.1, ::1 and the -addr host always are; * for any")
 	origins := fs.String("origins", "", "comma-separated extra origin patterns allowed to open a WebSocket or change state (same origin is always allowed)")
@@ -174,6 +177,17 @@ func serve(args []string) error {
 	if !wildcard {
 		allowed = append(allowed, host)
 	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("serve: -tls-cert and -tls-key go together: give both or neither")
+	}
+	var tlsConf *tls.Config
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fmt.Errorf("serve: failed to load -tls-cert and -tls-key: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	if *dataDir != "" && *natsURL != "" {
 		return usagef("serve: -data and -nats exclude each other: -data embeds a NATS server, -nats joins one")
 	}
@@ -240,17 +254,30 @@ func serve(args []string) error {
 	// /api/stats, /metrics and /healthz, the switches under /api/, and the
 	// page at / (server.Demo.Handler).
 	hs := srv.HTTPServer(server.NewDemo(srv, web.FS()).Handler())
+	scheme := "http"
+	if tlsConf != nil {
+		// HTTPS and WSS on the same port; HTTP/2 for plain requests, while
+		// WebSockets stay on HTTP/1.1 upgrades (Go's server does not offer
+		// RFC 8441's extended CONNECT by default).
+		hs.TLSConfig, scheme = tlsConf, "https"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if tlsConf != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	store := "memory"
 	if *dataDir != "" {
 		store = "jetstream (embedded)"
 	} else if *natsURL != "" {
 		store = "jetstream"
 	}
-	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
+	log.Info("serving", "url", scheme+"://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
 		"issueTickets", *demo || *issueTickets, "jwt", jwtSource,
 		"history", store, "publish", *publish, "feedLeader", *feedLeader)
 	if wildcard && *hosts == "" {

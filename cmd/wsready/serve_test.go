@@ -6,13 +6,22 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/protocol"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -47,6 +56,7 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 		{"-max-conns-per-tenant", "-1"}, {"-tenant-msg-rate", "-1"}, {"-tenant-msg-rate", "NaN"},
 		{"-tenant-msg-burst", "5"}, {"-tenant-msg-rate", "5", "-tenant-msg-burst", "0"},
 		{"-trusted-proxies", "10.0.0.0/33"}, {"-trusted-proxies", "10.0.0.0/8,proxy.example"},
+		{"-tls-cert", goodSecret}, {"-tls-key", goodSecret},
 	} {
 		err := serve(args)
 		var ue *usageError
@@ -57,6 +67,9 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 	// A file that cannot be read is a failure, not a usage error.
 	if err := serve([]string{"-auth-key-file", "/nonexistent"}); err == nil || errors.As(err, new(*usageError)) {
 		t.Errorf("serve -auth-key-file /nonexistent: %v", err)
+	}
+	if err := serve([]string{"-tls-cert", goodSecret, "-tls-key", goodSecret}); err == nil || errors.As(err, new(*usageError)) {
+		t.Errorf("serve -tls-cert/-tls-key that are no PEM: %v, want a failure (not a usage error)", err)
 	}
 	for _, f := range []string{"-jwt-hs256-secret-file", "-jwt-public-key", "-jwks"} {
 		if err := serve([]string{f, "/nonexistent"}); err == nil || errors.As(err, new(*usageError)) {
@@ -307,5 +320,87 @@ func TestServeTrustedProxies(t *testing.T) {
 	plain := startNode(t, freeAddr(t), "-max-conns-per-ip", "1")
 	if a, b := open(plain, "203.0.113.1"), open(plain, "203.0.113.2"); a != 0 || b != 1013 {
 		t.Fatalf("without -trusted-proxies: %d and %d, want the second refused (one peer)", a, b)
+	}
+}
+
+// selfSigned writes a self-signed certificate for localhost and 127.0.0.1
+// and its key to dir, and returns their paths and a pool that trusts it.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "wsready test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// wsready serve -tls-cert -tls-key serves HTTPS and WSS: the native client
+// dials wss:// (trusting the certificate through DialOptions' HTTP
+// client) and is READY; plain HTTP on that port is refused; -tls-cert
+// alone exits with 2.
+func TestServeTLS(t *testing.T) {
+	bin := wsreadyBin(t)
+	cert, key, pool := selfSigned(t, t.TempDir())
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "serve", "-addr", freeAddr(t), "-tls-cert", cert)
+	cmd.Stderr = &stderr
+	var ee *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "-tls-cert and -tls-key go together") {
+		t.Fatalf("-tls-cert alone: %v, stderr %q; want exit 2 and the reason", err, stderr.String())
+	}
+
+	n, logs := startLogged(t, "-tls-cert", cert, "-tls-key", key)
+	if !strings.Contains(logs(), "url=https://") {
+		t.Fatalf("the serving line does not say https:\n%s", logs())
+	}
+	httpc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer httpc.CloseIdleConnections()
+	code, err := fetch.Status(context.Background(), httpc, "https://"+n.addr+"/healthz", "")
+	if err != nil || code != 200 {
+		t.Fatalf("GET https /healthz: %d %v", code, err)
+	}
+	if code, err := fetch.Status(context.Background(), nil, "http://"+n.addr+"/healthz", ""); err == nil && code != http.StatusBadRequest {
+		t.Fatalf("plain HTTP on the TLS port: %d, want 400 (Go's answer to HTTP on a TLS port)", code)
+	}
+	c, err := native.Dial(context.Background(), "wss://"+n.addr+"/ws", &native.Options{DialOptions: &websocket.DialOptions{HTTPClient: httpc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("wss://: %v", err)
+	}
+	// Without trusting the certificate, the dial fails.
+	untrusting, err := native.Dial(context.Background(), "wss://"+n.addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer untrusting.Close()
+	short, cancelShort := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelShort()
+	if err := untrusting.WaitReady(short); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("wss:// with an unknown certificate: %v, want a certificate error", err)
 	}
 }
