@@ -26,7 +26,7 @@ import (
 type conn struct {
 	id       uint64
 	session  string   // the opaque id the welcome frame names: 16 random bytes, base64url
-	identity Identity // who the connection belongs to (auth.go); zero: anonymous. Set before it is served.
+	identity Identity // who the connection belongs to (auth.go); zero: anonymous. Set once by the reader, under s.mu: the reader reads it freely, others under s.mu.
 	s        *Server
 	ws       *websocket.Conn
 	gc       *gatedConn
@@ -201,6 +201,9 @@ func (c *conn) handle(data []byte) {
 		}
 		c.sendError(id, de.Code, de.Error())
 		return
+	}
+	if c.overTenantRate(m) {
+		return // answered rate_limited (tenants.go)
 	}
 	switch m.Type {
 	case protocol.TypeSubscribe:

@@ -4,15 +4,22 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/wsready/wsready/server"
 )
 
@@ -109,4 +116,217 @@ func ExampleServer_TicketHandler() {
 	// ticket: 200 true
 	// a form-like POST: 415
 	// metrics: 200 true
+}
+
+// Tell wsready who is connecting: Authenticate reads the application's own
+// login cookie when the page asks for a ticket, and the ticket carries
+// that Identity to the WebSocket connection that sends it (Auth is
+// required by default with the hook). Authorize then sees it.
+func ExampleOptions_authenticate() {
+	logins := map[string]server.Identity{ // the application's sessions, by cookie
+		"c00kie": {User: "alice", Tenant: "acme", Claims: map[string]string{"role": "admin"}},
+	}
+	srv, err := server.New(&server.Options{
+		Authenticate: func(r *http.Request) (server.Identity, error) {
+			c, err := r.Cookie("session")
+			if err != nil {
+				return server.Identity{}, errors.New("not logged in")
+			}
+			id, ok := logins[c.Value]
+			if !ok {
+				return server.Identity{}, &server.Error{Code: "session_expired", Message: "log in again"}
+			}
+			return id, nil
+		},
+		Authorize: func(_ context.Context, id server.Identity, a server.Action) error {
+			if a.Kind == server.ActSubscribe && a.Topic != "user-"+id.User {
+				return &server.Error{Code: "forbidden", Message: "not your topic"}
+			}
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/realtime", srv.Handler())
+	mux.Handle("/realtime/ticket", srv.TicketHandler())
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	// The page asks for a ticket with its cookie (fetch sends it).
+	post := func(cookie string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/realtime/ticket", strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: "session", Value: cookie})
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		var v struct{ Token, Error string }
+		json.NewDecoder(resp.Body).Decode(&v)
+		if v.Token == "" {
+			return resp.StatusCode, v.Error
+		}
+		return resp.StatusCode, v.Token
+	}
+	fmt.Println(post(""))
+	fmt.Println(post("stale"))
+	_, ticket := post("c00kie")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/realtime", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ws.CloseNow()
+	send := func(v any) { b, _ := json.Marshal(v); ws.Write(ctx, websocket.MessageText, b) }
+	send(map[string]string{"type": "auth", "token": ticket})
+	send(map[string]string{"type": "subscribe", "topic": "user-alice"})
+	send(map[string]string{"type": "subscribe", "topic": "user-bob"})
+	for range 10 {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			panic(err)
+		}
+		var m struct{ Type, User, Topic, Code string }
+		json.Unmarshal(b, &m)
+		switch m.Type {
+		case "welcome":
+			fmt.Println("welcome", m.User)
+		case "subscribed":
+			fmt.Println("subscribed", m.Topic)
+		case "error":
+			fmt.Println("refused", m.Topic, m.Code)
+			return
+		}
+	}
+	// Output:
+	// 401 not authenticated
+	// 401 log in again
+	// welcome alice
+	// subscribed user-alice
+	// refused user-bob forbidden
+}
+
+// Take JWTs from the application's identity provider instead of wsready's
+// tickets: here HS256 with a shared secret (PublicKeyPEM takes an RSA or
+// P-256 key, JWKSFile a key set). sub is the user, the tenant claim the
+// tenant; exp closes the connection with 4001 when it passes, which makes
+// the client fetch a new token.
+func ExampleOptions_jwt() {
+	secret := []byte("the identity provider's HS256 secret, 32+ bytes")
+	srv, err := server.New(&server.Options{
+		JWT:    &server.JWTOptions{HS256Secret: secret, TenantClaim: "org", Issuer: "https://id.example"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/realtime", srv.Handler())
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	// What the identity provider mints (github.com/golang-jwt/jwt/v5).
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": "alice", "org": "acme", "iss": "https://id.example", "exp": exp.Unix(),
+	}).SignedString(secret)
+	if err != nil {
+		panic(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/realtime", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ws.CloseNow()
+	ws.Write(ctx, websocket.MessageText, []byte(`{"type":"auth","token":"`+token+`"}`))
+	for range 3 {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			panic(err)
+		}
+		var m struct {
+			Type, User string
+			ExpiresAt  int64
+		}
+		json.Unmarshal(b, &m)
+		switch m.Type {
+		case "welcome":
+			fmt.Println("welcome", m.User)
+		case "authenticated":
+			fmt.Println("authenticated until exp:", m.ExpiresAt == exp.UnixMilli())
+			return
+		}
+	}
+	// Output:
+	// welcome alice
+	// authenticated until exp: true
+}
+
+// Behind a reverse proxy every client arrives from the proxy's address:
+// list the proxy's network in TrustedProxies and the per-address limits
+// (here MaxConnsPerIP) key by the client it names in X-Forwarded-For
+// (or Forwarded). Here the proxy is httputil.ReverseProxy on loopback.
+func ExampleOptions_trustedProxies() {
+	srv, err := server.New(&server.Options{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		MaxConnsPerIP:  1,
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	backend := httptest.NewServer(srv.Handler())
+	defer backend.Close()
+	target, _ := url.Parse(backend.URL)
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target)) // appends to X-Forwarded-For
+	defer proxy.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var open []*websocket.Conn
+	defer func() {
+		for _, ws := range open {
+			ws.Close(websocket.StatusNormalClosure, "")
+		}
+	}()
+	// Each client as the proxy's own client would be: X-Forwarded-For
+	// holds what came before it (here, the address this example claims).
+	connect := func(client string) string {
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(proxy.URL, "http"), &websocket.DialOptions{
+			HTTPHeader: http.Header{"X-Forwarded-For": {client}}})
+		if err != nil {
+			panic(err)
+		}
+		open = append(open, ws)
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				return client + ": closed " + strconv.Itoa(int(websocket.CloseStatus(err)))
+			}
+			if strings.Contains(string(b), `"welcome"`) {
+				return client + ": served"
+			}
+		}
+	}
+	fmt.Println(connect("203.0.113.1"))
+	fmt.Println(connect("203.0.113.2"))
+	fmt.Println(connect("203.0.113.1"))
+	// Output:
+	// 203.0.113.1: served
+	// 203.0.113.2: served
+	// 203.0.113.1: closed 1013
 }

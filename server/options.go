@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/netip"
 	"path"
 	"strings"
 	"time"
@@ -60,8 +62,19 @@ type Options struct {
 	// progress); beyond it a handshake is refused with 503 and Retry-After.
 	// Default 10000.
 	MaxConns int
-	// MaxConnsPerIP caps them per remote IP address. Default 256.
+	// MaxConnsPerIP caps them per client address (see TrustedProxies).
+	// Default 256.
 	MaxConnsPerIP int
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the server. When a request's TCP peer is in one of them, its client
+	// address (for MaxConnsPerIP, TenantRate, TicketRate and the
+	// bad-token backstop) is read from X-Forwarded-For or Forwarded
+	// (RFC 7239 for=): the rightmost address that is not itself a trusted
+	// proxy. From any other peer the headers are ignored; a malformed
+	// header, or the two headers naming different clients, count as the
+	// peer's own address (proxy.go). Default none: every limit keys by
+	// the TCP peer, so behind one proxy every client shares its limits.
+	TrustedProxies []netip.Prefix
 	// MaxQueuedBytes bounds the bytes queued for one connection, in flight
 	// included; a connection whose feed would pass it is closed with 4429.
 	// Replies wait for room instead (the connection's reads pause), so a
@@ -85,10 +98,26 @@ type Options struct {
 	// Reconnect slots are spread at 90% of AdmitRate.
 	AdmitRate  float64
 	AdmitBurst int
-	// TenantRate and TenantBurst are the ceiling per remote IP. Default
-	// 20/s, burst 40.
+	// TenantRate and TenantBurst are the handshake ceiling per client
+	// address (see TrustedProxies). Default 20/s, burst 40.
 	TenantRate  float64
 	TenantBurst int
+	// MaxConnsPerTenant caps the connections of one tenant
+	// (Identity.Tenant, known once a connection's token verified) on this
+	// node; one more is closed with 1013 and "retry-after-ms=N" (at least
+	// 1s, a reconnect slot), which the client waits out (tenants.go).
+	// Connections without a tenant are not counted. Default 0: no
+	// ceiling.
+	MaxConnsPerTenant int
+	// TenantMsgRate and TenantMsgBurst cap the subscribe, publish and
+	// request frames one tenant's connections send on this node, per
+	// second (a token bucket); beyond them a request or publish is
+	// answered with rate_limited and retryAfterMs, a subscribe with an
+	// error frame, and the connection stays (probes, auth and unsubscribe
+	// frames are exempt). Default 0: no ceiling; TenantMsgBurst defaults
+	// to one second's worth (TenantMsgRate rounded up) and needs a rate.
+	TenantMsgRate  float64
+	TenantMsgBurst int
 	// ProbeKey, when set, lets a request carrying it in the X-Wsready-Probe
 	// header through on a reserved limiter of ProbeRate (default 5/s)
 	// instead of the fleet's, so an operator's probe gets in during a storm.
@@ -112,18 +141,40 @@ type Options struct {
 	// Default 10s.
 	DrainWindow time.Duration
 
-	// Auth is whether the server asks for tickets (auth.go). Default AuthOff.
+	// Auth is whether the server asks for tokens (auth.go). Default
+	// AuthRequired with Authenticate or JWT set, else AuthOff; AuthOff
+	// with either of them set is refused (nothing would check the
+	// tokens they make good).
 	Auth AuthMode
+	// Authenticate says who is asking for a ticket (tickets.go): it turns
+	// the application's own request to TicketHandler (its cookie, session
+	// or bearer token) into an Identity, which the ticket carries and the
+	// connection that sends it gets. An error answers 401 and issues
+	// nothing (an *Error's code and message reach the caller; any other
+	// error's text does not). An Identity without a user or out of its
+	// bounds is the application's mistake: logged, and answered 500. With
+	// the hook set, TicketHandler is on whatever Demo and IssueTickets
+	// say. It may be called concurrently. Default nil: TicketHandler is
+	// on only with Demo or IssueTickets, for any posted client id.
+	Authenticate func(r *http.Request) (Identity, error)
+	// JWT lets connections authenticate with JWTs from the application's
+	// identity provider instead of (or besides) our tickets (jwt.go): sub
+	// is the Identity's User, exp drives the 4001 refresh as a ticket's
+	// expiry does. New fails if its keys cannot be read. Default nil:
+	// tickets only.
+	JWT *JWTOptions
 	// AuthKey signs tickets (HMAC-SHA256). Default: 32 random bytes made at
 	// start (tickets then die with the process).
 	AuthKey []byte
-	// TicketLife is how long a ticket from TicketHandler lives. Default 10m.
+	// TicketLife is how long a ticket from TicketHandler (or IssueTicket)
+	// lives. Default 10m.
 	TicketLife time.Duration
-	// IssueTickets turns TicketHandler on outside Demo mode. It hands a
-	// ticket for any client id to anyone who can reach the server (so
-	// AuthRequired then stops nobody): off by default, when it answers 403;
-	// on with Demo. In production the application issues the tickets,
-	// signed with AuthKey (the format is in auth.go).
+	// IssueTickets turns TicketHandler on outside Demo mode without an
+	// Authenticate hook. It hands a ticket for any client id to anyone who
+	// can reach the server (so AuthRequired then stops nobody): off by
+	// default, when it answers 403; on with Demo. In production the
+	// application says who the caller is (Authenticate) or issues the
+	// tickets itself (Server.IssueTicket).
 	IssueTickets bool
 	// TicketRate and TicketBurst limit TicketHandler per remote address
 	// (an IPv6 /64 is one address), whatever turned it on: beyond them it
@@ -305,6 +356,19 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"ProbeRate", &c.ProbeRate, 5},
 		{"TicketRate", &c.TicketRate, 5},
 	}, "a rate (per second)", bad)
+	switch r := c.TenantMsgRate; {
+	case r < 0 || r != r || r > math.MaxFloat64:
+		bad("TenantMsgRate", "is %v: a rate (per second) must be positive (0 for no ceiling)", r)
+	case c.TenantMsgBurst < 0:
+		bad("TenantMsgBurst", "is %d: a count must be positive (0 for one second's worth)", c.TenantMsgBurst)
+	case r == 0 && c.TenantMsgBurst > 0:
+		bad("TenantMsgBurst", "is %d without a TenantMsgRate", c.TenantMsgBurst)
+	case r > 0 && c.TenantMsgBurst == 0:
+		c.TenantMsgBurst = int(min(math.Ceil(r), math.MaxInt32))
+	}
+	if c.MaxConnsPerTenant < 0 {
+		bad("MaxConnsPerTenant", "is %d: a count must be positive (0 for no ceiling)", c.MaxConnsPerTenant)
+	}
 	if c.PingInterval > maxPingInterval {
 		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
 	}
@@ -315,16 +379,38 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	default:
 		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
 	}
+	hooked := c.Authenticate != nil || c.JWT != nil
 	switch c.Auth {
 	case "":
 		c.Auth = AuthOff
-	case AuthOff, AuthOptional, AuthRequired:
+		if hooked {
+			c.Auth = AuthRequired
+		}
+	case AuthOff:
+		if hooked {
+			bad("Auth", "is %q while Authenticate or JWT is set: the tokens they make good would never be asked for (leave Auth empty for %q, or set %q)", c.Auth, AuthRequired, AuthOptional)
+		}
+	case AuthOptional, AuthRequired:
 	default:
 		bad("Auth", "is %q: it must be %q, %q or %q", c.Auth, AuthOff, AuthOptional, AuthRequired)
 	}
 	if n := len(c.AuthKey); n > 0 && n < minAuthKey {
 		bad("AuthKey", "has %d bytes: at least %d (or none for a random key)", n, minAuthKey)
 	}
+	proxies := make([]netip.Prefix, 0, len(c.TrustedProxies))
+	for _, p := range c.TrustedProxies {
+		switch {
+		case !p.IsValid():
+			bad("TrustedProxies", "holds an invalid prefix")
+		case p.Addr().Is4In6():
+			bad("TrustedProxies", "holds %v: write an IPv4 network as IPv4", p)
+		case p.Addr().Zone() != "":
+			bad("TrustedProxies", "holds %v: a network has no zone", p)
+		default:
+			proxies = append(proxies, p.Masked())
+		}
+	}
+	c.TrustedProxies = proxies
 	for _, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			bad("AllowedHosts", "holds an empty host name")

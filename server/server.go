@@ -42,6 +42,7 @@ type Server struct {
 	switchState  // the demo switches' (faults.go)
 	auth         *authority
 	adm          *admission
+	tenants      *tenants // per-tenant limits (tenants.go)
 	metrics      *metrics
 	drain        drainState
 	hub          *hub
@@ -87,9 +88,13 @@ func New(opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth, err := newAuthority(o)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
+		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics(), methods: defaultMethods()}
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {
@@ -98,6 +103,7 @@ func New(opts *Options) (*Server, error) {
 	s.hub = newHub(s, h, o.retention())
 	s.ping = protocol.Encode(protocol.Message{Type: protocol.TypePing, IntervalMs: o.PingInterval.Milliseconds()})
 	s.registerGauges()
+	s.registerTenantMetrics()
 	s.wg.Add(1)
 	go s.runHeartbeat()
 	if !o.NoFeed {
@@ -168,7 +174,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	ip := remoteIP(r.RemoteAddr)
+	ip := s.clientIP(r) // behind TrustedProxies, the client's (proxy.go)
 	if ref := s.admit(r, ip); ref != nil {
 		s.refuse(w, r, ref)
 		return
@@ -287,5 +293,6 @@ func (s *Server) unregister(c *conn) {
 	s.releaseLocked(c.ip)
 	n := len(s.conns)
 	s.mu.Unlock()
+	s.tenants.leave(c.id, s.opts.Now())
 	s.log.Debug("connection closed", "conn", c.id, "open", n)
 }
