@@ -179,11 +179,35 @@ type Options struct {
 	// publishing too. It runs on the connection's goroutine: keep it fast.
 	Authorize func(ctx context.Context, id Identity, a Action) error
 
+	// Methods are the application's request methods, by name: a request
+	// frame naming one runs it (requests.go). A name must not be empty nor
+	// start with protocol.ReservedMethodPrefix ("wsready.", the library's
+	// own), and a Method must not be nil: New refuses them. Default none:
+	// every request gets unknown_method. The map is copied by New.
+	Methods map[string]Method
+	// MaxRequestTimeout caps a request's own timeout (its frame's
+	// timeoutMs): a method's context expires at the smaller of the two.
+	// Default 30s.
+	MaxRequestTimeout time.Duration
+	// DefaultRequestTimeout is a method's context's life for a request
+	// frame without timeoutMs (clients before issue 20). Default 10s, or
+	// MaxRequestTimeout if that is shorter; more than MaxRequestTimeout is
+	// refused.
+	DefaultRequestTimeout time.Duration
+	// MaxConcurrentRequests caps the method calls running at once for one
+	// connection; the connection's reader waits for one to end before it
+	// reads on (back-pressure, not an error). Default 16.
+	MaxConcurrentRequests int
+
 	// Publish lets clients publish to topics (any valid name but the
-	// demo's feed), creating them. Off by default: it changes server state.
+	// demo's feed while it runs), creating them. Off by default: it
+	// changes server state.
 	Publish bool
-	// NoFeed turns off this node's demo feed. With several nodes on one
-	// NATS, exactly one should produce it. Default: the feed runs.
+	// NoFeed keeps this node from producing the demo's feed when a Demo is
+	// made over it (NewDemo starts the feed; a Server alone never runs
+	// one). With several demo nodes on one NATS, exactly one should
+	// produce it (wsready serve -feed-leader). Default: a Demo's server
+	// produces it.
 	NoFeed bool
 	// History keeps the topics' updates. Default: in memory
 	// (NewMemoryHistory with the limits below), lost with the process.
@@ -223,6 +247,10 @@ var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 
 // maxPingInterval is the longest PingInterval: clients refuse a longer one.
 const maxPingInterval = time.Hour
+
+// defaultRequestTimeout is DefaultRequestTimeout's default (capped by
+// MaxRequestTimeout): the native client's own default request timeout is 5s.
+const defaultRequestTimeout = 10 * time.Second
 
 // minAuthKey is the shortest AuthKey, in bytes: HMAC-SHA256's own size.
 const minAuthKey = 32
@@ -282,6 +310,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},
 		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
 		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
+		{"MaxRequestTimeout", &c.MaxRequestTimeout, 30 * time.Second},
 	}, "a duration", bad)
 	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
@@ -298,6 +327,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"HistoryBytes", &c.HistoryBytes, 256 << 10},
 		{"MaxTopics", &c.MaxTopics, 256},
 		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
+		{"MaxConcurrentRequests", &c.MaxConcurrentRequests, 16},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},
@@ -305,6 +335,15 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"ProbeRate", &c.ProbeRate, 5},
 		{"TicketRate", &c.TicketRate, 5},
 	}, "a rate (per second)", bad)
+	switch d := c.DefaultRequestTimeout; {
+	case d < 0:
+		bad("DefaultRequestTimeout", "is %v: a duration must be positive (0 for the default, %v)", d, defaultRequestTimeout)
+	case d == 0:
+		c.DefaultRequestTimeout = min(defaultRequestTimeout, c.MaxRequestTimeout)
+	case d > c.MaxRequestTimeout:
+		bad("DefaultRequestTimeout", "is %v: at most MaxRequestTimeout (%v)", d, c.MaxRequestTimeout)
+	}
+	c.Methods = checkMethods(c.Methods, bad)
 	if c.PingInterval > maxPingInterval {
 		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
 	}

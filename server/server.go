@@ -51,9 +51,11 @@ type Server struct {
 	feedFailing  bool // the last feed update failed (runFeed's)
 	counters     counters
 	connCounters connCounters
-	admitted     int               // handshakes admitted and not yet unregistered (open + in progress)
-	perIP        map[string]int    // the same, per remote IP; entries at zero are deleted
-	methods      map[string]method // the request methods (requests.go); not changed once connections come
+	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
+	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
+	methods      methodTable    // the request methods (requests.go)
+	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
+	feedOn       atomic.Bool    // this node produces the demo's feed
 }
 
 type counters struct {
@@ -80,8 +82,8 @@ type connCounters struct {
 }
 
 // New makes a server from opts (nil: all defaults) and starts its
-// heartbeat and, unless NoFeed, its feed; Close stops them. It fails only
-// when opts holds a value Options rules out, and says which.
+// heartbeat; Close stops it. It fails only when opts holds a value Options
+// rules out, and says which.
 func New(opts *Options) (*Server, error) {
 	o, err := opts.cloneWithDefaults()
 	if err != nil {
@@ -89,7 +91,8 @@ func New(opts *Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
+		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics()}
+	s.methods.init(o.Methods)
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {
@@ -100,22 +103,10 @@ func New(opts *Options) (*Server, error) {
 	s.registerGauges()
 	s.wg.Add(1)
 	go s.runHeartbeat()
-	if !o.NoFeed {
-		// The feed exists from the start, so a subscribe before its first
-		// update is served. A failure (JetStream away) is retried by every
-		// update.
-		ctx, cancel := context.WithTimeout(ctx, o.HistoryTimeout)
-		if err := h.Create(ctx, protocol.DefaultTopic); err != nil {
-			s.log.Warn("feed topic not created", "err", err.Error())
-		}
-		cancel()
-		s.wg.Add(1)
-		go s.runFeed()
-	}
 	return s, nil
 }
 
-// Close stops the feed, lifts every switch, closes every connection with
+// Close stops the demo's feed, lifts every switch, closes every connection with
 // 1001 (going away) and waits for all the server's goroutines to end.
 func (s *Server) Close() error {
 	s.mu.Lock()

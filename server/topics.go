@@ -502,8 +502,8 @@ func (c *conn) publish(m protocol.Message) {
 		fail(e.Code, e.Message)
 		return
 	}
-	if m.Topic == protocol.DefaultTopic {
-		fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the server's own")
+	if m.Topic == protocol.DefaultTopic && s.feedOn.Load() {
+		fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the demo feed's own")
 		return
 	}
 	s.mu.Lock()
