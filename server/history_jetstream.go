@@ -418,6 +418,10 @@ func (h *jsHistory) raiseWatched(ctx context.Context, m *mark, seq, to int64) bo
 	}
 }
 
+// natsConn is the connection the History runs on: the Server's presence
+// and control use it too unless Options.NATS names another.
+func (h *jsHistory) natsConn() *nats.Conn { return h.nc }
+
 func (h *jsHistory) Close() error {
 	if h.o.CloseConn {
 		h.nc.Close()

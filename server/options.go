@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Options configures a Server. A nil *Options means all defaults.
@@ -199,6 +201,25 @@ type Options struct {
 	// reads on (back-pressure, not an error). Default 16.
 	MaxConcurrentRequests int
 
+	// MaxPresenceUsers caps the users a presence answer lists (the
+	// wsready.presence request, Server.Presence); Total still counts them
+	// all and Truncated says some were left out. At most 1000 (an answer is
+	// one frame). Default 100.
+	MaxPresenceUsers int
+	// PresenceHeartbeat is how often this node tells the others on NATS
+	// that it is alive (presence_nats.go): a node silent for three
+	// heartbeats is dropped with its users, within four heartbeats of its
+	// death. Every node on one NATS should have the same. Default 2s.
+	PresenceHeartbeat time.Duration
+	// NATS carries presence and the application's Disconnect and Revoke
+	// between the nodes that share it (core NATS subjects
+	// wsready.presence.> and wsready.control; no JetStream). Default: the
+	// connection of a JetStream History (NewJetStreamHistory,
+	// ConnectJetStream) if History is one, so nodes that share topics
+	// share presence; none otherwise: presence and Disconnect stay on this
+	// node. The Server does not close it.
+	NATS *nats.Conn
+
 	// Publish lets clients publish to topics (any valid name but the
 	// demo's feed while it runs), creating them. Off by default: it
 	// changes server state.
@@ -251,6 +272,9 @@ const maxPingInterval = time.Hour
 // defaultRequestTimeout is DefaultRequestTimeout's default (capped by
 // MaxRequestTimeout): the native client's own default request timeout is 5s.
 const defaultRequestTimeout = 10 * time.Second
+
+// maxPresenceUsers is the most MaxPresenceUsers may be.
+const maxPresenceUsers = 1000
 
 // minAuthKey is the shortest AuthKey, in bytes: HMAC-SHA256's own size.
 const minAuthKey = 32
@@ -311,6 +335,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
 		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
 		{"MaxRequestTimeout", &c.MaxRequestTimeout, 30 * time.Second},
+		{"PresenceHeartbeat", &c.PresenceHeartbeat, 2 * time.Second},
 	}, "a duration", bad)
 	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
@@ -328,6 +353,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"MaxTopics", &c.MaxTopics, 256},
 		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
 		{"MaxConcurrentRequests", &c.MaxConcurrentRequests, 16},
+		{"MaxPresenceUsers", &c.MaxPresenceUsers, 100},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},
@@ -344,6 +370,14 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		bad("DefaultRequestTimeout", "is %v: at most MaxRequestTimeout (%v)", d, c.MaxRequestTimeout)
 	}
 	c.Methods = checkMethods(c.Methods, bad)
+	if c.MaxPresenceUsers > maxPresenceUsers {
+		bad("MaxPresenceUsers", "is %d: at most %d (a presence answer is one frame)", c.MaxPresenceUsers, maxPresenceUsers)
+	}
+	if c.NATS == nil {
+		if h, ok := c.History.(interface{ natsConn() *nats.Conn }); ok {
+			c.NATS = h.natsConn()
+		}
+	}
 	if c.PingInterval > maxPingInterval {
 		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
 	}

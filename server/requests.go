@@ -161,6 +161,11 @@ func (c *conn) request(m protocol.Message) {
 	if down {
 		return // the service is down: requests go unanswered
 	}
+	if m.Method == protocol.MethodPresence {
+		res, e := c.presenceRequest(m.Params)
+		c.answer(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Result: res, Error: e}, start, slow)
+		return
+	}
 	if e := c.authorize(c.ctx, Action{Kind: ActRequest, Method: m.Method}); e != nil {
 		c.answer(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Error: e}, start, slow)
 		return

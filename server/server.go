@@ -13,6 +13,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -56,6 +57,7 @@ type Server struct {
 	methods      methodTable    // the request methods (requests.go)
 	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
 	feedOn       atomic.Bool    // this node produces the demo's feed
+	presence     *presence      // who is subscribed, cluster-wide (presence.go)
 }
 
 type counters struct {
@@ -82,8 +84,9 @@ type connCounters struct {
 }
 
 // New makes a server from opts (nil: all defaults) and starts its
-// heartbeat; Close stops it. It fails only when opts holds a value Options
-// rules out, and says which.
+// heartbeat (and, with NATS, presence's); Close stops them. It fails only
+// when opts holds a value Options rules out, and says which, or when it
+// cannot subscribe on Options.NATS (a closed connection).
 func New(opts *Options) (*Server, error) {
 	o, err := opts.cloneWithDefaults()
 	if err != nil {
@@ -93,6 +96,13 @@ func New(opts *Options) (*Server, error) {
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
 		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics()}
 	s.methods.init(o.Methods)
+	s.presence = newPresence(s)
+	if o.NATS != nil {
+		if err := s.presence.startBus(o.NATS); err != nil {
+			cancel()
+			return nil, fmt.Errorf("failed to create the server: %w", err)
+		}
+	}
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {
@@ -132,6 +142,7 @@ func (s *Server) Close() error {
 	closing.Wait()
 	s.cancel()
 	s.wg.Wait()
+	s.presence.close() // before the History, which may close the NATS connection
 	s.hub.close()
 	return s.hub.h.Close()
 }

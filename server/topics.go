@@ -305,6 +305,7 @@ func (t *topic) resetLocked(stream string) {
 			delete(c.subs, t.name)
 		}
 		c.subMu.Unlock()
+		t.hub.s.presence.leave(c, t.name) // it joins again with its subscribe
 		c.offer(frame(c))
 	}
 	for c := range t.waiting {
@@ -367,15 +368,20 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 			c.offer(u.frame)
 		}
 	}
+	// After subscribed: a watcher sees its own user's join, if it is the
+	// first connection, once it knows the subscription.
+	t.hub.s.presence.join(c, t.name, m.Presence)
 }
 
-// remove drops c's subscription; it reports whether there was one.
+// remove drops c's subscription (and its place in presence); it reports
+// whether there was one.
 func (t *topic) remove(c *conn) bool {
 	t.mu.Lock()
 	_, had := t.subs[c]
 	delete(t.subs, c)
 	delete(t.waiting, c)
 	t.mu.Unlock()
+	t.hub.s.presence.leave(c, t.name)
 	return had
 }
 
@@ -399,6 +405,13 @@ func (c *conn) subscribe(m protocol.Message) {
 	if e := c.authorize(c.ctx, Action{Kind: ActSubscribe, Topic: m.Topic}); e != nil {
 		c.sendTopicError(m.Topic, e.Code, e.Message)
 		return
+	}
+	if m.Presence {
+		// Its events say who is there, as the wsready.presence request does.
+		if e := c.authorize(c.ctx, Action{Kind: ActPresence, Topic: m.Topic}); e != nil {
+			c.sendTopicError(m.Topic, e.Code, e.Message)
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
 	defer cancel()
@@ -481,6 +494,11 @@ func (c *conn) dropSubscriptions(reason string) int {
 		if reason != "" {
 			c.offer(c.encode(protocol.UnsubscribedFrame{Type: protocol.TypeUnsubscribed, Topic: name, Reason: reason}))
 		}
+	}
+	if c.ctx.Err() != nil {
+		// The connection ended: anything a subscribe served meanwhile
+		// (a topic that caught up) leaves presence too.
+		c.s.presence.forget(c)
 	}
 	return len(subs)
 }
