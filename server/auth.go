@@ -66,7 +66,6 @@ type authority struct {
 	key []byte
 
 	mu        sync.Mutex
-	revoked   map[string]struct{}
 	byID      rejectionLog // verified tickets refused (revoked, expired), per client id
 	byAddr    rejectionLog // tickets that did not verify (garbage, forged, another key's), per remote address
 	issuance  ticketLimiter
@@ -78,7 +77,6 @@ type authority struct {
 // The bounds of what peers can grow here. maxTrackedAddr also bounds the
 // ticket limiters of POST /api/token.
 const (
-	maxRevoked     = 1000
 	maxTrackedID   = 10000
 	maxTrackedAddr = 10000
 )
@@ -89,7 +87,7 @@ func newAuthority(o *Options) *authority {
 		key = make([]byte, 32)
 		rand.Read(key)
 	}
-	return &authority{key: key, revoked: map[string]struct{}{},
+	return &authority{key: key,
 		byID:     newRejectionLog(o.RejectionThreshold, o.RejectionWindow, maxTrackedID),
 		byAddr:   newRejectionLog(o.BadTicketThreshold, o.RejectionWindow, maxTrackedAddr),
 		issuance: newTicketLimiter(o.TicketRate, o.TicketBurst, maxTrackedAddr),
@@ -235,29 +233,6 @@ func (a *authority) looping(id string, now time.Time) bool {
 	return false
 }
 
-func (a *authority) isRevoked(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok := a.revoked[id]
-	return ok
-}
-
-// revoke adds id to the revoked set; "" clears it. It reports false when
-// the set is full.
-func (a *authority) revoke(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if id == "" {
-		clear(a.revoked)
-		return true
-	}
-	if len(a.revoked) >= maxRevoked {
-		return false
-	}
-	a.revoked[id] = struct{}{}
-	return true
-}
-
 // forgetRejections clears the rejection windows, per client id and per
 // address (the demo's Reset counters).
 func (a *authority) forgetRejections() {
@@ -273,7 +248,7 @@ type AuthStats struct {
 	Accepted  uint64   `json:"accepted"`
 	Rejected  uint64   `json:"rejected"`
 	Backstops uint64   `json:"backstops"` // refused by the backstop: a looping client id or address
-	Revoked   int      `json:"revoked"`
+	Revoked   int      `json:"revoked"`   // users refused now (Server.Revoke)
 	// TrackedIDs are client ids with recent rejections of tickets we
 	// signed; TrackedAddrs remote addresses with recent rejections of
 	// tickets we did not sign.
@@ -289,7 +264,7 @@ func (a *authority) stats(now time.Time, byID bool) AuthStats {
 	defer a.mu.Unlock()
 	a.byID.prune(now)
 	a.byAddr.prune(now)
-	st := AuthStats{Accepted: a.accepted, Rejected: a.rejected, Backstops: a.backstops, Revoked: len(a.revoked),
+	st := AuthStats{Accepted: a.accepted, Rejected: a.rejected, Backstops: a.backstops,
 		TrackedIDs: len(a.byID.m), TrackedAddrs: len(a.byAddr.m)}
 	if byID {
 		st.RejectionsByID = map[string]int{}
@@ -456,7 +431,7 @@ func (c *conn) authenticate(m protocol.Message) bool {
 	if s.auth.looping(t.id, now) {
 		return refuse(protocol.CloseForbidden, "too many rejected tickets")
 	}
-	if s.auth.isRevoked(t.id) {
+	if s.revoked(t.id) { // Server.Revoke (control.go)
 		s.auth.rejectVerified(t.id, now)
 		return refuse(protocol.CloseForbidden, "forbidden")
 	}
@@ -512,11 +487,4 @@ func (c *conn) authed() {
 		// the gate holds its bytes, and unlike the ping it comes once.
 		c.offer(c.encode(protocol.WelcomeFrame{Type: protocol.TypeWelcome, Session: c.session, Node: c.s.opts.Node}))
 	})
-}
-
-// revokedCount is how many client ids are revoked.
-func (a *authority) revokedCount() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.revoked)
 }

@@ -55,6 +55,7 @@ type presenceMsg struct {
 	Part    int             `json:"i,omitempty"` // a snapshot part's index, from 0
 	Last    bool            `json:"l,omitempty"` // the snapshot's last part
 	Entries []presenceEntry `json:"e,omitempty"`
+	Revoked []revocation    `json:"v,omitempty"` // a snapshot's: the sender's revocations in force (control.go)
 }
 
 type presenceEntry struct {
@@ -94,6 +95,7 @@ func (p *presence) startBus(nc *nats.Conn) error {
 	for subject, fn := range map[string]nats.MsgHandler{
 		presenceBroadcast + ">":        p.onBroadcast,
 		presenceDirect + p.node + ".>": p.onDirect,
+		controlSubject:                 p.s.onControl, // Disconnect and Revoke (control.go)
 	} {
 		sub, err := nc.Subscribe(subject, fn)
 		if err != nil {
@@ -364,11 +366,12 @@ func (p *presence) onDirect(msg *nats.Msg) {
 	}
 }
 
-// snapshot is this node's entries for node to, in parts,
-// at the seq of the last delta given: the deltas after it carry what
-// changes next.
+// snapshot is this node's entries and revocations for node to, in
+// parts, at the seq of the last delta given: the deltas after it carry
+// what changes next.
 func (p *presence) snapshot(to string, req uint64) []outMsg {
 	subject := presenceDirect + to + ".snap"
+	revoked := p.s.revocations.list(p.s.opts.Now())
 	p.mu.Lock()
 	seq := p.seq
 	entries := make([]presenceEntry, 0, len(p.local))
@@ -380,13 +383,14 @@ func (p *presence) snapshot(to string, req uint64) []outMsg {
 	for i := 0; ; i++ {
 		part := entries[:min(len(entries), presenceChunk)]
 		entries = entries[len(part):]
-		m := presenceMsg{Node: p.node, Seq: seq, Req: req, Part: i, Entries: part}
-		if len(entries) == 0 {
-			m.Last = true
-			out = append(out, outMsg{subject, m})
+		rv := revoked[:min(len(revoked), presenceChunk)]
+		revoked = revoked[len(rv):]
+		m := presenceMsg{Node: p.node, Seq: seq, Req: req, Part: i, Entries: part, Revoked: rv}
+		m.Last = len(entries) == 0 && len(revoked) == 0
+		out = append(out, outMsg{subject, m})
+		if m.Last {
 			return out
 		}
-		out = append(out, outMsg{subject, m})
 	}
 }
 
@@ -414,6 +418,7 @@ func (p *presence) partLocked(m presenceMsg, now time.Time) *outMsg {
 			peer.snap[pkey{e.Topic, e.User}] = e.Conns
 		}
 	}
+	p.s.revocations.merge(m.Revoked, p.s.opts.Now())
 	if !m.Last {
 		return nil
 	}

@@ -58,6 +58,7 @@ type Server struct {
 	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
 	feedOn       atomic.Bool    // this node produces the demo's feed
 	presence     *presence      // who is subscribed, cluster-wide (presence.go)
+	revocations  revocationSet  // users refused for a while (control.go)
 }
 
 type counters struct {
