@@ -47,6 +47,21 @@ func (p *peer) join(topic string, events bool) {
 	}
 }
 
+// watch subscribes p to topic with its presence events, as user, the
+// first of its connections there: it gets its own join just before
+// subscribed.
+func (p *peer) watch(topic, user string) {
+	p.t.Helper()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: topic, Presence: true})
+	first := p.next(protocol.TypePresence, 2*time.Second)
+	if first.Topic != topic || first.Event != protocol.PresenceJoin || first.User != user {
+		p.t.Fatalf("the watcher's own join: %+v", first)
+	}
+	if m := p.next(protocol.TypeSubscribed, 2*time.Second); m.Topic != topic {
+		p.t.Fatalf("subscribed %+v", m)
+	}
+}
+
 var presenceIDs atomic.Uint64
 
 // presence asks wsready.presence about topic.
@@ -114,10 +129,7 @@ func waitPresence(t *testing.T, srv *Server, topic, want string, d time.Duration
 func TestPresenceOnOneNode(t *testing.T) {
 	f := newFixture(t, presenceOpts(Options{}))
 	watcher := f.dialAs(t, "alice")
-	watcher.join("room", true)
-	if ev, u := watcher.event("room", time.Second); ev != protocol.PresenceJoin || u != "alice" {
-		t.Fatalf("the watcher's own join: %s %s", ev, u)
-	}
+	watcher.watch("room", "alice")
 	alice2 := f.dialAs(t, "alice")
 	alice2.join("room", false)
 	bob := f.dialAs(t, "bob")
@@ -237,8 +249,7 @@ func TestPresenceAcrossNodes(t *testing.T) {
 	}
 	a, b, c := node(conn()), node(conn()), node(conn())
 	watcher := a.dialAs(t, "alice")
-	watcher.join("room", true)
-	watcher.event("room", time.Second) // her own join
+	watcher.watch("room", "alice")
 	bob := b.dialAs(t, "bob")
 	bob.join("room", false)
 	if ev, u := watcher.event("room", 2*time.Second); ev != protocol.PresenceJoin || u != "bob" {

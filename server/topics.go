@@ -343,7 +343,7 @@ func (t *topic) first() int64 {
 
 // serveLocked answers a subscribe: "subscribed" with the first seq to
 // follow, the replay, then live updates. The subscription is recorded
-// first, so whoever reads "subscribed" finds it counted (Stats). Called
+// first, so whoever reads "subscribed" finds it counted (Stats, presence). Called
 // with t.mu held: live updates wait for the replay.
 func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	t.trim(t.hub.s.opts.Now())
@@ -362,15 +362,15 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	}
 	c.subs[t.name] = t
 	c.subMu.Unlock()
+	// In presence before subscribed is queued too: whoever reads subscribed
+	// finds the user listed (a watcher gets its own join just before).
+	t.hub.s.presence.join(c, t.name, m.Presence)
 	c.offer(c.encode(protocol.SubscribedFrame{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
 	for _, u := range t.ring {
 		if u.seq >= from {
 			c.offer(u.frame)
 		}
 	}
-	// After subscribed: a watcher sees its own user's join, if it is the
-	// first connection, once it knows the subscription.
-	t.hub.s.presence.join(c, t.name, m.Presence)
 }
 
 // remove drops c's subscription (and its place in presence); it reports
