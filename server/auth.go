@@ -78,7 +78,7 @@ func (c *conn) authenticate(m protocol.Message) bool {
 	if s.auth.looping(user, now) {
 		return refuse(protocol.CloseForbidden, "too many rejected tickets")
 	}
-	if s.auth.isRevoked(user) {
+	if s.revoked(user) { // Server.Revoke (control.go)
 		s.auth.rejectVerified(user, now)
 		return refuse(protocol.CloseForbidden, "forbidden")
 	}

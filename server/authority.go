@@ -21,7 +21,6 @@ type authority struct {
 	jwt *jwtVerifier // Options.JWT's; nil: tickets only
 
 	mu        sync.Mutex
-	revoked   map[string]struct{}
 	byID      rejectionLog // verified tokens refused (revoked, expired), per user (Identity.User)
 	byAddr    rejectionLog // tokens that did not verify (garbage, forged, another key's, a JWT not for us), per remote address
 	issuance  ticketLimiter
@@ -33,7 +32,6 @@ type authority struct {
 // The bounds of what peers can grow here. maxTrackedAddr also bounds the
 // ticket limiters of POST /api/token.
 const (
-	maxRevoked     = 1000
 	maxTrackedID   = 10000
 	maxTrackedAddr = 10000
 )
@@ -51,7 +49,7 @@ func newAuthority(o *Options) (*authority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the server: %w", err)
 	}
-	return &authority{key: key, jwt: jv, revoked: map[string]struct{}{},
+	return &authority{key: key, jwt: jv,
 		byID:     newRejectionLog(o.RejectionThreshold, o.RejectionWindow, maxTrackedID),
 		byAddr:   newRejectionLog(o.BadTicketThreshold, o.RejectionWindow, maxTrackedAddr),
 		issuance: newTicketLimiter(o.TicketRate, o.TicketBurst, maxTrackedAddr),
@@ -160,29 +158,6 @@ func (a *authority) looping(id string, now time.Time) bool {
 	return false
 }
 
-func (a *authority) isRevoked(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok := a.revoked[id]
-	return ok
-}
-
-// revoke adds id to the revoked set; "" clears it. It reports false when
-// the set is full.
-func (a *authority) revoke(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if id == "" {
-		clear(a.revoked)
-		return true
-	}
-	if len(a.revoked) >= maxRevoked {
-		return false
-	}
-	a.revoked[id] = struct{}{}
-	return true
-}
-
 // forgetRejections clears the rejection windows, per user and per
 // address (the demo's Reset counters).
 func (a *authority) forgetRejections() {
@@ -198,7 +173,7 @@ type AuthStats struct {
 	Accepted  uint64   `json:"accepted"`
 	Rejected  uint64   `json:"rejected"`
 	Backstops uint64   `json:"backstops"` // refused by the backstop: a looping user or address
-	Revoked   int      `json:"revoked"`
+	Revoked   int      `json:"revoked"`   // users refused now (Server.Revoke), every node's
 	// TrackedIDs are users with recent rejections of tokens that
 	// verified; TrackedAddrs remote addresses with recent rejections of
 	// tokens that did not.
@@ -214,7 +189,7 @@ func (a *authority) stats(now time.Time, byID bool) AuthStats {
 	defer a.mu.Unlock()
 	a.byID.prune(now)
 	a.byAddr.prune(now)
-	st := AuthStats{Accepted: a.accepted, Rejected: a.rejected, Backstops: a.backstops, Revoked: len(a.revoked),
+	st := AuthStats{Accepted: a.accepted, Rejected: a.rejected, Backstops: a.backstops,
 		TrackedIDs: len(a.byID.m), TrackedAddrs: len(a.byAddr.m)}
 	if byID {
 		st.RejectionsByID = map[string]int{}
@@ -225,11 +200,4 @@ func (a *authority) stats(now time.Time, byID bool) AuthStats {
 		}
 	}
 	return st
-}
-
-// revokedCount is how many users are revoked.
-func (a *authority) revokedCount() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.revoked)
 }

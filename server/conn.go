@@ -69,6 +69,8 @@ type conn struct {
 	slowMu  sync.Mutex
 	slow    map[*time.Timer]struct{} // delayed replies not yet sent (Slow replies)
 	slowOff bool                     // the connection ended: no more delayed replies
+
+	req requestState // method calls in flight (requests.go)
 }
 
 func (c *conn) run() {
@@ -101,6 +103,7 @@ func (c *conn) run() {
 	}
 	c.s.unregister(c)
 	c.ws.CloseNow()
+	c.endRequests() // their contexts ended with the cancel above
 }
 
 // The reader reads each frame with Reader and io.ReadAll, then decodes it

@@ -16,10 +16,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/server"
 )
 
@@ -329,4 +332,173 @@ func ExampleOptions_trustedProxies() {
 	// 203.0.113.1: served
 	// 203.0.113.2: served
 	// 203.0.113.1: closed 1013
+}
+
+func ExampleMethod() {
+	var (
+		mu   sync.Mutex
+		cart = map[string]int{} // the application's state
+	)
+	addToCart := func(ctx context.Context, call *server.Call) (any, error) {
+		var p struct {
+			Item string `json:"item"`
+			Qty  int    `json:"qty"`
+		}
+		if err := json.Unmarshal(call.Params, &p); err != nil || p.Item == "" || p.Qty < 1 {
+			return nil, &server.Error{Code: "bad_item", Message: "an item and a quantity of 1 or more"}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if cart[p.Item]+p.Qty > 3 {
+			return nil, &server.Error{Code: "out_of_stock", Message: "3 of each at most"}
+		}
+		cart[p.Item] += p.Qty
+		return map[string]int{p.Item: cart[p.Item]}, nil // json.Marshal'ed
+	}
+	srv, err := server.New(&server.Options{
+		Methods: map[string]server.Method{"cart.add": addToCart},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer func() { srv.Close(); hs.Close() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := native.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		panic(err)
+	}
+	res, err := c.Request(ctx, "cart.add", []byte(`{"item":"apple","qty":2}`))
+	fmt.Println(string(res), err)
+	_, err = c.Request(ctx, "cart.add", []byte(`{"item":"apple","qty":2}`))
+	var se *client.ServerError
+	fmt.Println(errors.As(err, &se), se.Code, se.Message)
+	// Output:
+	// {"apple":2} <nil>
+	// true out_of_stock 3 of each at most
+}
+
+func ticketClient(ctx context.Context, base, user string, o *native.Options) *native.Client {
+	if o == nil {
+		o = &native.Options{}
+	}
+	o.Token = func(ctx context.Context, _ bool) (string, error) {
+		resp, err := http.Post(base+"/ticket", "application/json", strings.NewReader(`{"clientId":"`+user+`"}`))
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		var v struct{ Token string }
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		return v.Token, err
+	}
+	c, err := native.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/realtime", o)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func ticketServer(srv *server.Server) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/realtime", srv.Handler())
+	mux.Handle("/ticket", srv.TicketHandler())
+	return httptest.NewServer(mux)
+}
+
+func ExampleServer_Presence() {
+	srv, err := server.New(&server.Options{Auth: server.AuthRequired, IssueTickets: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
+	hs := ticketServer(srv)
+	defer func() { srv.Close(); hs.Close() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, user := range []string{"bob", "alice", "alice"} {
+		c := ticketClient(ctx, hs.URL, user, nil)
+		defer c.Close()
+		if _, err := c.Subscribe(ctx, "room:lobby", nil, nil); err != nil {
+			panic(err)
+		}
+		if err := c.WaitReady(ctx); err != nil { // the subscribe acknowledged
+			panic(err)
+		}
+	}
+	res, err := srv.Presence(ctx, "room:lobby")
+	for _, u := range res.Users {
+		fmt.Println(u.User, u.Conns)
+	}
+	fmt.Println("users:", res.Total, "truncated:", res.Truncated, err)
+	// Output:
+	// alice 2
+	// bob 1
+	// users: 2 truncated: false <nil>
+}
+
+func ExampleServer_Disconnect() {
+	srv, err := server.New(&server.Options{Auth: server.AuthRequired, IssueTickets: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
+	hs := ticketServer(srv)
+	defer func() { srv.Close(); hs.Close() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := ticketClient(ctx, hs.URL, "mallory", nil)
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		panic(err)
+	}
+	if err := srv.Disconnect(ctx, "mallory", "account suspended"); err != nil {
+		panic(err)
+	}
+	c.WaitState(ctx, func(s client.State) bool { return s.Ended != client.NotEnded })
+	var ended *native.EndedError
+	if err := c.WaitReady(ctx); errors.As(err, &ended) {
+		fmt.Println(ended.Ended, ended.Code)
+	}
+	// Output: forbidden 4003
+}
+
+func ExampleServer_Publish() {
+	srv, err := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer func() { srv.Close(); hs.Close() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := native.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	got := make(chan client.Update, 1)
+	if _, err := c.Subscribe(ctx, "orders/eu", nil, func(u client.Update) { got <- u }); err != nil {
+		panic(err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		panic(err)
+	}
+	seq, err := srv.Publish(ctx, "orders/eu", []byte(`{"order":7,"status":"shipped"}`))
+	fmt.Println("published", seq, err)
+	u := <-got
+	fmt.Println(u.Topic, u.Seq, string(u.Data))
+	// Output:
+	// published 1 <nil>
+	// orders/eu 1 {"order":7,"status":"shipped"}
 }

@@ -4,6 +4,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,10 +180,10 @@ var switches = []faultSwitch{
 		set: func(s *Server, v switchValue) error { s.setOverload(v.on); return nil }},
 	{name: "revoke", label: "Revoke", activeLabel: "Unrevoke", kind: kindClientID, group: groupSession, needsAuth: true,
 		describe: func(*Options) string {
-			return "the client id is refused with 4003 from now on, its open connections closed; pressed again, the list is cleared"
+			return "the client id is refused with 4003 for a day, on every node, its open connections closed (Server.Revoke); pressed again, the list is cleared"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.auth.revokedCount() > 0 },
-		set: func(s *Server, v switchValue) error { return s.revoke(v.id) }},
+		on:  func(s *Server, now time.Time) bool { return s.revocations.count(now) > 0 },
+		set: func(s *Server, v switchValue) error { return s.demoRevoke(v.id) }},
 	{name: "endSession", label: "End session", kind: kindAction, group: groupSession,
 		describe: func(*Options) string {
 			return "every connection closed with 1000: the server ends the sessions for good"
@@ -473,23 +474,27 @@ func (s *Server) setShortTokens(on bool) {
 	s.log.Info("switch", "shortTokens", on)
 }
 
-// revoke refuses client id with 4003 from now on and closes its open
-// connections; "" clears the list. It fails when the list is full.
-func (s *Server) revoke(id string) error {
-	if !s.auth.revoke(id) {
-		return errors.New("the revoked list is full (" + strconv.Itoa(maxRevoked) + " client ids)")
+// demoRevokeFor is how long the Revoke switch refuses a client id.
+const demoRevokeFor = 24 * time.Hour
+
+// demoTimeout bounds a switch's message to the other nodes.
+const demoTimeout = 5 * time.Second
+
+// demoRevoke is the Revoke switch, through the application's path
+// (Server.Revoke, on every node): client id refused with 4003 for
+// demoRevokeFor and its open connections closed; "" lifts every
+// revocation. It fails when the set is full (or NATS does not take it).
+func (s *Server) demoRevoke(id string) error {
+	ctx, cancel := context.WithTimeout(s.ctx, demoTimeout)
+	defer cancel()
+	var err error
+	if id == "" {
+		err = s.clearRevocations(ctx)
+	} else {
+		err = s.Revoke(ctx, id, demoRevokeFor)
 	}
-	s.mu.Lock()
-	if id != "" {
-		for _, c := range s.conns {
-			if c.clientID == id {
-				c.closeAsync(protocol.CloseForbidden, "forbidden")
-			}
-		}
-	}
-	s.mu.Unlock()
 	s.log.Info("switch", "revoke", id != "")
-	return nil
+	return err
 }
 
 // endSession closes every connection with 1000: the server ends the

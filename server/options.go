@@ -13,6 +13,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Options configures a Server. A nil *Options means all defaults.
@@ -230,11 +232,54 @@ type Options struct {
 	// publishing too. It runs on the connection's goroutine: keep it fast.
 	Authorize func(ctx context.Context, id Identity, a Action) error
 
+	// Methods are the application's request methods, by name: a request
+	// frame naming one runs it (requests.go). A name must not be empty nor
+	// start with protocol.ReservedMethodPrefix ("wsready.", the library's
+	// own), and a Method must not be nil: New refuses them. Default none:
+	// every request gets unknown_method. The map is copied by New.
+	Methods map[string]Method
+	// MaxRequestTimeout caps a request's own timeout (its frame's
+	// timeoutMs): a method's context expires at the smaller of the two.
+	// Default 30s.
+	MaxRequestTimeout time.Duration
+	// DefaultRequestTimeout is a method's context's life for a request
+	// frame without timeoutMs (clients before issue 20). Default 10s, or
+	// MaxRequestTimeout if that is shorter; more than MaxRequestTimeout is
+	// refused.
+	DefaultRequestTimeout time.Duration
+	// MaxConcurrentRequests caps the method calls running at once for one
+	// connection; the connection's reader waits for one to end before it
+	// reads on (back-pressure, not an error). Default 16.
+	MaxConcurrentRequests int
+
+	// MaxPresenceUsers caps the users a presence answer lists (the
+	// wsready.presence request, Server.Presence); Total still counts them
+	// all and Truncated says some were left out. At most 1000 (an answer is
+	// one frame). Default 100.
+	MaxPresenceUsers int
+	// PresenceHeartbeat is how often this node tells the others on NATS
+	// that it is alive (presence_nats.go): a node silent for three
+	// heartbeats is dropped with its users, within four heartbeats of its
+	// death. Every node on one NATS should have the same. Default 2s.
+	PresenceHeartbeat time.Duration
+	// NATS carries presence and the application's Disconnect and Revoke
+	// between the nodes that share it (core NATS subjects
+	// wsready.presence.> and wsready.control; no JetStream). Default: the
+	// connection of a JetStream History (NewJetStreamHistory,
+	// ConnectJetStream) if History is one, so nodes that share topics
+	// share presence; none otherwise: presence and Disconnect stay on this
+	// node. The Server does not close it.
+	NATS *nats.Conn
+
 	// Publish lets clients publish to topics (any valid name but the
-	// demo's feed), creating them. Off by default: it changes server state.
+	// demo's feed while it runs), creating them. Off by default: it
+	// changes server state.
 	Publish bool
-	// NoFeed turns off this node's demo feed. With several nodes on one
-	// NATS, exactly one should produce it. Default: the feed runs.
+	// NoFeed keeps this node from producing the demo's feed when a Demo is
+	// made over it (NewDemo starts the feed; a Server alone never runs
+	// one). With several demo nodes on one NATS, exactly one should
+	// produce it (wsready serve -feed-leader). Default: a Demo's server
+	// produces it.
 	NoFeed bool
 	// History keeps the topics' updates. Default: in memory
 	// (NewMemoryHistory with the limits below), lost with the process.
@@ -274,6 +319,13 @@ var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 
 // maxPingInterval is the longest PingInterval: clients refuse a longer one.
 const maxPingInterval = time.Hour
+
+// defaultRequestTimeout is DefaultRequestTimeout's default (capped by
+// MaxRequestTimeout): the native client's own default request timeout is 5s.
+const defaultRequestTimeout = 10 * time.Second
+
+// maxPresenceUsers is the most MaxPresenceUsers may be.
+const maxPresenceUsers = 1000
 
 // minAuthKey is the shortest AuthKey, in bytes: HMAC-SHA256's own size.
 const minAuthKey = 32
@@ -333,6 +385,8 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},
 		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
 		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
+		{"MaxRequestTimeout", &c.MaxRequestTimeout, 30 * time.Second},
+		{"PresenceHeartbeat", &c.PresenceHeartbeat, 2 * time.Second},
 	}, "a duration", bad)
 	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
@@ -349,6 +403,8 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"HistoryBytes", &c.HistoryBytes, 256 << 10},
 		{"MaxTopics", &c.MaxTopics, 256},
 		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
+		{"MaxConcurrentRequests", &c.MaxConcurrentRequests, 16},
+		{"MaxPresenceUsers", &c.MaxPresenceUsers, 100},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},
@@ -368,6 +424,23 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	}
 	if c.MaxConnsPerTenant < 0 {
 		bad("MaxConnsPerTenant", "is %d: a count must be positive (0 for no ceiling)", c.MaxConnsPerTenant)
+	}
+	switch d := c.DefaultRequestTimeout; {
+	case d < 0:
+		bad("DefaultRequestTimeout", "is %v: a duration must be positive (0 for the default, %v)", d, defaultRequestTimeout)
+	case d == 0:
+		c.DefaultRequestTimeout = min(defaultRequestTimeout, c.MaxRequestTimeout)
+	case d > c.MaxRequestTimeout:
+		bad("DefaultRequestTimeout", "is %v: at most MaxRequestTimeout (%v)", d, c.MaxRequestTimeout)
+	}
+	c.Methods = checkMethods(c.Methods, bad)
+	if c.MaxPresenceUsers > maxPresenceUsers {
+		bad("MaxPresenceUsers", "is %d: at most %d (a presence answer is one frame)", c.MaxPresenceUsers, maxPresenceUsers)
+	}
+	if c.NATS == nil {
+		if h, ok := c.History.(interface{ natsConn() *nats.Conn }); ok {
+			c.NATS = h.natsConn()
+		}
 	}
 	if c.PingInterval > maxPingInterval {
 		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)

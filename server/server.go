@@ -13,6 +13,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -52,9 +53,13 @@ type Server struct {
 	feedFailing  bool // the last feed update failed (runFeed's)
 	counters     counters
 	connCounters connCounters
-	admitted     int               // handshakes admitted and not yet unregistered (open + in progress)
-	perIP        map[string]int    // the same, per remote IP; entries at zero are deleted
-	methods      map[string]method // the request methods (requests.go); not changed once connections come
+	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
+	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
+	methods      methodTable    // the request methods (requests.go)
+	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
+	feedOn       atomic.Bool    // this node produces the demo's feed
+	presence     *presence      // who is subscribed, cluster-wide (presence.go)
+	revocations  revocationSet  // users refused for a while (control.go)
 }
 
 type counters struct {
@@ -81,8 +86,9 @@ type connCounters struct {
 }
 
 // New makes a server from opts (nil: all defaults) and starts its
-// heartbeat and, unless NoFeed, its feed; Close stops them. It fails only
-// when opts holds a value Options rules out, and says which.
+// heartbeat (and, with NATS, presence's); Close stops them. It fails only
+// when opts holds a value Options rules out, and says which, or when it
+// cannot subscribe on Options.NATS (a closed connection).
 func New(opts *Options) (*Server, error) {
 	o, err := opts.cloneWithDefaults()
 	if err != nil {
@@ -94,7 +100,15 @@ func New(opts *Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics(), methods: defaultMethods()}
+		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics()}
+	s.methods.init(o.Methods)
+	s.presence = newPresence(s)
+	if o.NATS != nil {
+		if err := s.presence.startBus(o.NATS); err != nil {
+			cancel()
+			return nil, fmt.Errorf("failed to create the server: %w", err)
+		}
+	}
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {
@@ -106,22 +120,10 @@ func New(opts *Options) (*Server, error) {
 	s.registerTenantMetrics()
 	s.wg.Add(1)
 	go s.runHeartbeat()
-	if !o.NoFeed {
-		// The feed exists from the start, so a subscribe before its first
-		// update is served. A failure (JetStream away) is retried by every
-		// update.
-		ctx, cancel := context.WithTimeout(ctx, o.HistoryTimeout)
-		if err := h.Create(ctx, protocol.DefaultTopic); err != nil {
-			s.log.Warn("feed topic not created", "err", err.Error())
-		}
-		cancel()
-		s.wg.Add(1)
-		go s.runFeed()
-	}
 	return s, nil
 }
 
-// Close stops the feed, lifts every switch, closes every connection with
+// Close stops the demo's feed, lifts every switch, closes every connection with
 // 1001 (going away) and waits for all the server's goroutines to end.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -147,6 +149,7 @@ func (s *Server) Close() error {
 	closing.Wait()
 	s.cancel()
 	s.wg.Wait()
+	s.presence.close() // before the History, which may close the NATS connection
 	s.hub.close()
 	return s.hub.h.Close()
 }

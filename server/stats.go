@@ -105,6 +105,7 @@ func (s *Server) Stats() Stats {
 	}
 	st.Auth = s.auth.stats(now, s.opts.Demo)
 	st.Auth.Mode = s.opts.Auth
+	st.Auth.Revoked = s.revocations.count(now) // Server.Revoke's, every node's (control.go)
 	for _, c := range s.conns {
 		n := c.subscriptions()
 		if n > 0 {

@@ -97,6 +97,7 @@ func newWsready(t *testing.T, o server.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	server.NewDemo(srv, nil) // the feed, as the bench's server runs it
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

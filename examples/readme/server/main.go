@@ -26,7 +26,11 @@ func main() {
 	srv, err := server.New(&server.Options{
 		AllowedHosts:   []string{"app.example.com"}, // the names clients use, besides loopback's
 		OriginPatterns: []string{"app.example.com"}, // pages of other origins that may connect
-		NoFeed:         true,                        // the demo's feed topic is wsready serve's
+		Methods: map[string]server.Method{ // what the app answers; its errors reach clients typed
+			"echo": func(ctx context.Context, call *server.Call) (any, error) {
+				return call.Params, nil // json.RawMessage: sent as it is
+			},
+		},
 		Authorize: func(ctx context.Context, id server.Identity, a server.Action) error {
 			if a.Kind == server.ActPublish && id.Anonymous() { // a hook decides publishing too
 				return &server.Error{Code: "sign_in", Message: "sign in to post"}
