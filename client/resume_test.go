@@ -246,7 +246,7 @@ func TestPublishSettlesWithTheResponse(t *testing.T) {
 	for _, bad := range []struct {
 		topic string
 		data  []byte
-	}{{"a.b", []byte(`1`)}, {"chat", []byte(`{`)}, {"chat", nil}} {
+	}{{"a..b", []byte(`1`)}, {"chat", []byte(`{`)}, {"chat", nil}} {
 		id := h.c.Publish(bad.topic, bad.data, 0, h.now)
 		h.drain()
 		if e := h.settled[id]; !errors.Is(e.Err, ErrInvalidRequest) {
