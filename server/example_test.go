@@ -104,7 +104,7 @@ func ExampleServer_TicketHandler() {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	fmt.Println("metrics:", resp.StatusCode, strings.Contains(string(body), "wsready_connections_open 0"))
+	fmt.Println("metrics:", resp.StatusCode, strings.Contains(string(body), `wsready_connections_open{transport="ws"} 0`))
 	// Output:
 	// ticket: 200 true
 	// a form-like POST: 415

@@ -37,6 +37,7 @@ type Server struct {
 
 	mu           sync.Mutex
 	conns        map[uint64]*conn
+	open         [2]int // open connections by transportKind
 	nextID       uint64
 	closed       bool
 	switchState  // the demo switches' (faults.go)
@@ -194,7 +195,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
 		return
 	}
-	c, late := s.register(ws, fw.gated, r.RemoteAddr, ip)
+	c, late := s.register(func(c *conn) transport { return &wsTransport{c: c, ws: ws, gc: fw.gated} }, r.RemoteAddr, ip)
 	if c == nil {
 		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
@@ -241,7 +242,10 @@ const (
 	lateDrain
 )
 
-func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) (_ *conn, late lateKind) {
+// register makes and counts the connection whose transport newTr makes;
+// nil when the server is closed. The caller runs it (c.run) and then
+// calls s.wg.Done.
+func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *conn, late lateKind) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -254,10 +258,11 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	s.nextID++
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		id: s.nextID, session: newSessionID(), s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
+		id: s.nextID, session: newSessionID(), s: s, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
 		authOK: make(chan struct{}),
 	}
+	c.tr = newTr(c)
 	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() {
 		c.flushWG.Add(1)
 		go c.flush()
@@ -269,6 +274,7 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 		c.startFlap()
 	}
 	s.conns[c.id] = c
+	s.open[c.tr.kind()]++
 	open := len(s.conns)
 	switch {
 	case s.opts.Now().Before(s.restartUntil):
@@ -284,6 +290,7 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
+	s.open[c.tr.kind()]--
 	s.releaseLocked(c.ip)
 	n := len(s.conns)
 	s.mu.Unlock()

@@ -379,6 +379,7 @@ func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 	f.set("flapping", false)
 	q := f.dial()
 	q.next(protocol.TypePing, time.Second)
+	q.next(protocol.TypeWelcome, time.Second) // queued right after the first ping
 	q.silentFor(0)
 	if _, ok := q.maybe(protocol.TypePing, 400*time.Millisecond); !ok {
 		t.Fatal("connection after flapping is off did not stay")
