@@ -37,7 +37,8 @@ type Server struct {
 
 	mu           sync.Mutex
 	conns        map[uint64]*conn
-	open         [2]int // open connections by transportKind
+	sessions     map[string]*conn // the HTTP sessions (transport_http.go), by session id
+	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool
 	switchState  // the demo switches' (faults.go)
@@ -89,7 +90,7 @@ func New(opts *Options) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
+	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, sessions: map[string]*conn{}, perIP: map[string]int{},
 		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
 	s.counters.resetAt = o.Now()
 	h := o.History
@@ -146,7 +147,19 @@ func (s *Server) Close() error {
 	return s.hub.h.Close()
 }
 
-// serveWS is the WebSocket endpoint (Handler).
+// serve is Handler: a WebSocket upgrade, or one of the HTTP transport's
+// requests (transport_http.go) under the same mount.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if !isUpgrade(r) {
+		if h := s.httpRoute(r); h != nil {
+			h(w, r)
+			return
+		}
+	}
+	s.serveWS(w, r)
+}
+
+// serveWS is the WebSocket endpoint.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !isUpgrade(r) {
 		// Said before admission, so a plain GET (a browser tab, a probe on
@@ -275,6 +288,9 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *co
 	}
 	s.conns[c.id] = c
 	s.open[c.tr.kind()]++
+	if c.tr.kind() == transportSSE {
+		s.sessions[c.session] = c
+	}
 	open := len(s.conns)
 	switch {
 	case s.opts.Now().Before(s.restartUntil):
@@ -291,6 +307,9 @@ func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
 	s.open[c.tr.kind()]--
+	if c.tr.kind() == transportSSE {
+		delete(s.sessions, c.session)
+	}
 	s.releaseLocked(c.ip)
 	n := len(s.conns)
 	s.mu.Unlock()
