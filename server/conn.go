@@ -39,6 +39,7 @@ type conn struct {
 	timerMu   sync.Mutex
 	flapT     *time.Timer // the Flapping close, while armed
 	jitterT   *time.Timer // a ping held by the Jitter switch
+	authT     *time.Timer // AuthRequired's wait for the auth frame
 	timersOff bool        // the connection ended: arm nothing more
 
 	closing   atomic.Bool // a close was started: later overflows start no other
@@ -112,21 +113,11 @@ func (k transportKind) String() string {
 }
 
 func (c *conn) run() {
-	var authWait *time.Timer
 	if c.s.opts.Auth == AuthRequired {
-		authWait = time.AfterFunc(c.s.opts.AuthTimeout, func() {
-			select {
-			case <-c.authOK:
-			default:
-				c.closeAsync(protocol.CloseForbidden, "auth required")
-			}
-		})
+		c.armAuthWait()
 	}
 	c.readLoop()
 	c.cancel()
-	if authWait != nil {
-		authWait.Stop()
-	}
 	c.stopExpiry()
 	c.stopTimers()
 	c.endMu.Lock()
@@ -143,12 +134,41 @@ func (c *conn) run() {
 	c.tr.closeNow()
 }
 
+// armAuthWait closes the connection with 4003 if it is not
+// authenticated within AuthTimeout (AuthRequired).
+func (c *conn) armAuthWait() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	if !c.timersOff {
+		c.authT = time.AfterFunc(c.s.opts.AuthTimeout, c.authTimedOut)
+	}
+}
+
+func (c *conn) authTimedOut() {
+	select {
+	case <-c.authOK:
+	case <-c.ctx.Done():
+	default:
+		if c.s.deaf.isFrozen() {
+			// The auth frame may be waiting unread: Deaf's doing, not
+			// the client's. Wait on.
+			c.armAuthWait()
+			return
+		}
+		c.closeAsync(protocol.CloseForbidden, "auth required")
+	}
+}
+
 // readLoop hands each frame the transport reads to handle, until the
-// transport fails (the peer left, or the connection is closing).
+// transport fails (the peer left, or the connection is closing). While the
+// Deaf switch is on it holds the frame it has and reads no more.
 func (c *conn) readLoop() {
 	for {
 		data, binary, err := c.tr.read(c.ctx)
 		if err != nil {
+			return
+		}
+		if !c.s.deaf.wait(c.ctx.Done()) {
 			return
 		}
 		c.framesIn.Add(1)

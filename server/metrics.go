@@ -68,13 +68,16 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(), buildInfo)
 	for _, k := range transportKinds {
-		for _, o := range outcomes {
+		for _, o := range append(outcomes[:len(outcomes):len(outcomes)], outBlocked) {
 			m.handshakes.WithLabelValues(string(o), k.String())
 		}
 		m.sweep.WithLabelValues(k.String())
 	}
 	return m
 }
+
+// outBlocked is an upgrade the Block WebSocket switch refused.
+const outBlocked outcome = "blocked"
 
 // handshake counts a WebSocket handshake's outcome.
 func (m *metrics) handshake(o outcome) { m.handshakeVia(o, transportWS) }

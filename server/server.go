@@ -170,6 +170,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
 		return
 	}
+	if s.blockWS.Load() {
+		// The Block WebSocket switch: refused as a proxy that strips
+		// upgrades would, before anything else (not counted as a
+		// handshake: the server would never see it).
+		s.metrics.handshake(outBlocked)
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "WebSocket upgrades are blocked (the Block WebSocket switch): use the HTTP transport"})
+		return
+	}
 	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
 		// A browser sees a refused handshake only as a bare 1006: accept
 		// and close with 1008 and a fixed reason the page can show.
@@ -285,6 +293,9 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *co
 	}
 	if s.flapping {
 		c.startFlap()
+	}
+	if ws, ok := c.tr.(*wsTransport); ok && s.deaf.isFrozen() {
+		ws.deafen(true) // under s.mu: setDeaf sees it, or it sees setDeaf
 	}
 	s.conns[c.id] = c
 	s.open[c.tr.kind()]++

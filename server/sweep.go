@@ -17,13 +17,14 @@ package server
 // livenessPing runs the connection's liveness check.
 func (c *conn) livenessPing() { c.tr.liveness() }
 
-// holding reports whether a switch holds connections' traffic (Freeze):
-// the sweep does not blame a peer for it.
-func (s *Server) holding() bool { return s.gate.isFrozen() }
+// holding reports whether a switch holds connections' traffic (Freeze,
+// or Deaf, which leaves a WebSocket's pongs unread): the sweep does not
+// blame a peer for it.
+func (s *Server) holding() bool { return s.gate.isFrozen() || s.deaf.isFrozen() }
 
 // holds counts the times a switch began holding traffic: a watcher can
 // tell one came and went.
-func (s *Server) holds() uint64 { return s.gate.freezes.Load() }
+func (s *Server) holds() uint64 { return s.gate.freezes.Load() + s.deaf.freezes.Load() }
 
 func (c *conn) sweepClose() {
 	c.endMu.Lock()

@@ -367,8 +367,8 @@ func (s *Server) holdPOST(c *conn, r *http.Request) bool {
 	return true
 }
 
-// postGates are the switches that hold a POST's body.
-func (s *Server) postGates() []*gate { return []*gate{&s.gate} }
+// postGates are the switches that hold a POST's body: Freeze and Deaf.
+func (s *Server) postGates() []*gate { return []*gate{&s.gate, &s.deaf} }
 
 // waitGate blocks while g is frozen; false if a or b closed first.
 func waitGate(g *gate, a, b <-chan struct{}) bool {

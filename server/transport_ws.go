@@ -139,3 +139,26 @@ func (t *wsTransport) liveness() {
 }
 
 func (t *wsTransport) peerGone() bool { return t.gc != nil && t.gc.peerGone.Load() }
+
+// deafen shrinks (on) the socket's receive buffer while the Deaf switch
+// holds its reads, so the client's sends stall after a few KiB instead of
+// the megabytes loopback TCP would take in; off gives it room again.
+func (t *wsTransport) deafen(on bool) {
+	if t.gc == nil {
+		return
+	}
+	rb, ok := t.gc.Conn.(interface{ SetReadBuffer(int) error })
+	if !ok {
+		return
+	}
+	if on {
+		rb.SetReadBuffer(deafReadBuffer)
+	} else {
+		rb.SetReadBuffer(awakeReadBuffer)
+	}
+}
+
+const (
+	deafReadBuffer  = 4 << 10
+	awakeReadBuffer = 1 << 20
+)
