@@ -179,6 +179,17 @@ type Options struct {
 	// publishing too. It runs on the connection's goroutine: keep it fast.
 	Authorize func(ctx context.Context, id Identity, a Action) error
 
+	// IdempotencyWindow is how long the answer to a request or a publish
+	// that carried an idempotency key is kept, so a repeat of the key in
+	// the same scope gets it instead of running again (idempotency.go).
+	// Default 2m.
+	IdempotencyWindow time.Duration
+	// MaxIdempotencyKeys bounds the keys this node remembers (least
+	// recently used dropped first; also at most 32 MiB of answers); a key
+	// that finds the cache full of runs in progress runs uncached.
+	// Default 10,000.
+	MaxIdempotencyKeys int
+
 	// Publish lets clients publish to topics (any valid name but the
 	// demo's feed), creating them. Off by default: it changes server state.
 	Publish bool
@@ -282,6 +293,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},
 		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
 		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
+		{"IdempotencyWindow", &c.IdempotencyWindow, 2 * time.Minute},
 	}, "a duration", bad)
 	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
@@ -298,6 +310,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"HistoryBytes", &c.HistoryBytes, 256 << 10},
 		{"MaxTopics", &c.MaxTopics, 256},
 		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
+		{"MaxIdempotencyKeys", &c.MaxIdempotencyKeys, 10000},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},

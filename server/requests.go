@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -61,14 +62,18 @@ func (c *conn) request(m protocol.Message) {
 	if down {
 		return // the service is down: requests go unanswered
 	}
-	resp := protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID}
-	if e := c.authorize(c.ctx, Action{Kind: ActRequest, Method: m.Method}); e != nil {
-		resp.Error = e
-	} else if fn, ok := s.methods[m.Method]; ok {
-		resp.Result, resp.Error = fn(s, m.Params)
-	} else {
-		resp.Error = unknownMethod(s.methods)
-	}
+	resp, _ := c.once(m.Key, func(ctx context.Context) (protocol.ResponseFrame, bool) { // idempotency.go
+		resp := protocol.ResponseFrame{Type: protocol.TypeResponse}
+		if e := c.authorize(ctx, Action{Kind: ActRequest, Method: m.Method}); e != nil {
+			resp.Error = e
+		} else if fn, ok := s.methods[m.Method]; ok {
+			resp.Result, resp.Error = fn(s, m.Params)
+		} else {
+			resp.Error = unknownMethod(s.methods)
+		}
+		return resp, true
+	})
+	resp.ID = m.ID
 	if !slow {
 		c.reply(resp)
 		s.metrics.requests.Observe(time.Since(start).Seconds())

@@ -45,6 +45,7 @@ type Server struct {
 	auth         *authority
 	adm          *admission
 	metrics      *metrics
+	idem         *idemCache // answers to requests and publishes with idempotency keys (idempotency.go)
 	drain        drainState
 	hub          *hub
 	ping         []byte       // the ping frame, encoded once
@@ -91,7 +92,7 @@ func New(opts *Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, sessions: map[string]*conn{}, perIP: map[string]int{},
-		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
+		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods(), idem: newIdemCache(o)}
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {
