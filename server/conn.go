@@ -135,28 +135,27 @@ func (c *conn) run() {
 }
 
 // armAuthWait closes the connection with 4003 if it is not
-// authenticated within AuthTimeout (AuthRequired).
+// authenticated within AuthTimeout (AuthRequired). Time the Deaf switch
+// was on in it does not count: the auth frame may have waited unread.
 func (c *conn) armAuthWait() {
 	c.timerMu.Lock()
 	defer c.timerMu.Unlock()
-	if !c.timersOff {
-		c.authT = time.AfterFunc(c.s.opts.AuthTimeout, c.authTimedOut)
+	if c.timersOff {
+		return
 	}
-}
-
-func (c *conn) authTimedOut() {
-	select {
-	case <-c.authOK:
-	case <-c.ctx.Done():
-	default:
-		if c.s.deaf.isFrozen() {
-			// The auth frame may be waiting unread: Deaf's doing, not
-			// the client's. Wait on.
-			c.armAuthWait()
-			return
+	deaf, deafs := c.s.deaf.isFrozen(), c.s.deaf.freezes.Load()
+	c.authT = time.AfterFunc(c.s.opts.AuthTimeout, func() {
+		select {
+		case <-c.authOK:
+		case <-c.ctx.Done():
+		default:
+			if deaf || c.s.deaf.isFrozen() || c.s.deaf.freezes.Load() != deafs {
+				c.armAuthWait() // Deaf's doing, not the client's: a fresh wait
+				return
+			}
+			c.closeAsync(protocol.CloseForbidden, "auth required")
 		}
-		c.closeAsync(protocol.CloseForbidden, "auth required")
-	}
+	})
 }
 
 // readLoop hands each frame the transport reads to handle, until the
