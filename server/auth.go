@@ -62,7 +62,7 @@ func (c *conn) authenticate(m protocol.Message) bool {
 	now := s.opts.Now()
 	t, bad, err := s.verify(m.Token, now)
 	refuse := func(code int, reason string) bool {
-		s.metrics.handshake(outAuth)
+		s.metrics.handshakeVia(outAuth, c.tr.kind())
 		c.closeAsync(code, reason)
 		return false
 	}

@@ -33,7 +33,7 @@ func NewDemo(s *Server, files fs.FS) *Demo {
 // Handler serves the demo's site, the Server's handlers mounted as
 // wsready serve mounts them, beside the demo's own API:
 //
-//	/ws                 Server.Handler
+//	/ws                 Server.Handler (and /ws/..., its HTTP transport)
 //	/api/token          Server.TicketHandler
 //	/api/stats          Server.StatsHandler
 //	/metrics            Server.MetricsHandler
@@ -49,6 +49,7 @@ func (d *Demo) Handler() http.Handler {
 	s := d.s
 	mux := http.NewServeMux()
 	mux.Handle("/ws", s.Handler())
+	mux.Handle("/ws/", s.Handler()) // the HTTP transport: /ws/probe, /ws/session, /ws/sse, /ws/send
 	mux.Handle("/api/token", s.TicketHandler())
 	mux.Handle("/api/stats", s.StatsHandler())
 	mux.Handle("/metrics", s.MetricsHandler())

@@ -27,8 +27,10 @@ import (
 )
 
 // Mount the WebSocket endpoint at /realtime on the application's own mux,
-// beside its own routes. Handler serves the WebSocket only: a plain GET
-// gets 426, and nothing else of the server's is mounted with it.
+// beside its own routes, and at /realtime/ for its HTTP transport (for
+// clients whose WebSocket is blocked: /realtime/probe, /session, /sse,
+// /send). A plain GET of the endpoint gets 426, and nothing else of the
+// server's is mounted with it.
 func ExampleServer_Handler() {
 	srv, err := server.New(&server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -39,6 +41,7 @@ func ExampleServer_Handler() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the app's own route") })
 	mux.Handle("/realtime", srv.Handler())
+	mux.Handle("/realtime/", srv.Handler())
 	hs := httptest.NewServer(mux) // in production: srv.HTTPServer(mux).ListenAndServe()
 	defer hs.Close()
 
@@ -57,6 +60,13 @@ func ExampleServer_Handler() {
 	resp.Body.Close()
 	fmt.Println("plain GET /realtime:", resp.StatusCode)
 
+	resp, err = http.Get(hs.URL + "/realtime/probe")
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println("GET /realtime/probe:", resp.StatusCode)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/realtime", nil)
@@ -69,6 +79,7 @@ func ExampleServer_Handler() {
 	// Output:
 	// the app's own route
 	// plain GET /realtime: 426
+	// GET /realtime/probe: 204
 	// {"type":"ping","intervalMs":1000} <nil>
 }
 
@@ -114,7 +125,7 @@ func ExampleServer_TicketHandler() {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	fmt.Println("metrics:", resp.StatusCode, strings.Contains(string(body), "wsready_connections_open 0"))
+	fmt.Println("metrics:", resp.StatusCode, strings.Contains(string(body), `wsready_connections_open{transport="ws"} 0`))
 	// Output:
 	// ticket: 200 true
 	// a form-like POST: 415

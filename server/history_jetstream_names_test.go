@@ -156,10 +156,26 @@ func TestAClientUsesATopicWithSeparatorsOnJetStream(t *testing.T) {
 		t.Fatalf("subscribed %+v", m)
 	}
 	p.send(protocol.Message{Type: protocol.TypePublish, ID: 1, Topic: topic, Data: []byte(`"hi"`)})
-	if m := p.response(1, 5*time.Second); string(m.Result) != `{"seq":1}` {
-		t.Fatalf("publish: %+v", m)
+	// The response and the update may come in either order.
+	var resp, upd *protocol.Message
+	deadline := time.After(5 * time.Second)
+	for resp == nil || upd == nil {
+		select {
+		case m := <-p.frames:
+			switch {
+			case m.Type == protocol.TypeResponse && m.ID == 1:
+				resp = &m
+			case m.Type == protocol.TypeUpdate:
+				upd = &m
+			}
+		case <-deadline:
+			t.Fatalf("within 5 s: response %+v, update %+v", resp, upd)
+		}
 	}
-	if u := p.next(protocol.TypeUpdate, 5*time.Second); u.Topic != topic || u.Seq != 1 || string(u.Data) != `"hi"` {
-		t.Fatalf("update %+v", u)
+	if string(resp.Result) != `{"seq":1}` {
+		t.Fatalf("publish: %+v", resp)
+	}
+	if upd.Topic != topic || upd.Seq != 1 || string(upd.Data) != `"hi"` {
+		t.Fatalf("update %+v", upd)
 	}
 }

@@ -270,6 +270,16 @@ type Options struct {
 	// share presence; none otherwise: presence and Disconnect stay on this
 	// node. The Server does not close it.
 	NATS *nats.Conn
+	// IdempotencyWindow is how long the answer to a request or a publish
+	// that carried an idempotency key is kept, so a repeat of the key in
+	// the same scope gets it instead of running again (idempotency.go).
+	// Default 2m.
+	IdempotencyWindow time.Duration
+	// MaxIdempotencyKeys bounds the keys this node remembers (least
+	// recently used dropped first; also at most 32 MiB of answers); a key
+	// that finds the cache full of runs in progress runs uncached.
+	// Default 10,000.
+	MaxIdempotencyKeys int
 
 	// Publish lets clients publish to topics (any valid name but the
 	// demo's feed while it runs), creating them. Off by default: it
@@ -387,6 +397,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
 		{"MaxRequestTimeout", &c.MaxRequestTimeout, 30 * time.Second},
 		{"PresenceHeartbeat", &c.PresenceHeartbeat, 2 * time.Second},
+		{"IdempotencyWindow", &c.IdempotencyWindow, 2 * time.Minute},
 	}, "a duration", bad)
 	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
@@ -405,6 +416,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
 		{"MaxConcurrentRequests", &c.MaxConcurrentRequests, 16},
 		{"MaxPresenceUsers", &c.MaxPresenceUsers, 100},
+		{"MaxIdempotencyKeys", &c.MaxIdempotencyKeys, 10000},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},

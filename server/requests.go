@@ -191,7 +191,7 @@ func (c *conn) request(m protocol.Message) {
 	}
 	call := &Call{Identity: c.identity, Method: m.Method, Params: m.Params, Session: c.session}
 	c.req.wg.Add(1) // on the reader, before run's wait (which follows the reader's end)
-	go c.call(fn, call, m.ID, s.requestTimeout(m.TimeoutMs), start, slow, func() { <-slots })
+	go c.call(fn, call, m.ID, m.Key, s.requestTimeout(m.TimeoutMs), start, slow, func() { <-slots })
 }
 
 // requestTimeout is the life of a call's context: the frame's timeoutMs
@@ -207,7 +207,13 @@ func (s *Server) requestTimeout(ms int64) time.Duration {
 // outcome, or with timeout when its context's deadline passes first (then
 // the outcome, when it comes, is dropped). release frees the call's slot
 // when the method returns.
-func (c *conn) call(fn Method, call *Call, id uint64, timeout time.Duration, start time.Time, slow bool, release func()) {
+//
+// A request with an idempotency key runs through the cache (idempotency.go):
+// once per key within the window, a repeat getting the first run's answer
+// under its own id, and the run's context the server's, not this
+// connection's, so a client that lost its connection and sends the key
+// again finds the run it started going on.
+func (c *conn) call(fn Method, call *Call, id uint64, key string, timeout time.Duration, start time.Time, slow bool, release func()) {
 	defer c.req.wg.Done()
 	defer release()
 	ctx, cancel := context.WithTimeout(c.ctx, timeout)
@@ -228,14 +234,33 @@ func (c *conn) call(fn Method, call *Call, id uint64, timeout time.Duration, sta
 			c.offer(frame)
 		}
 	})
-	res, e := c.invoke(ctx, fn, call)
+	deadline, _ := ctx.Deadline()
+	r, ran := c.once(key, func(base context.Context) (protocol.ResponseFrame, bool) {
+		rctx := ctx // without a key: the call's own context
+		if base != c.ctx {
+			// A keyed run outlives this connection (the server's context)
+			// but keeps the request's deadline.
+			var rcancel context.CancelFunc
+			rctx, rcancel = context.WithDeadline(base, deadline)
+			defer rcancel()
+		}
+		res, e := c.invoke(rctx, fn, call)
+		return protocol.ResponseFrame{Type: protocol.TypeResponse, Result: res, Error: e}, true
+	})
 	stop()
+	if !ran {
+		return // the connection ended while a first run with its key went on: nobody to answer
+	}
+	res, e := r.Result, r.Error
 	if !answered.CompareAndSwap(false, true) {
 		return
 	}
 	resp := protocol.ResponseFrame{Type: protocol.TypeResponse, ID: id, Result: res, Error: e}
-	if ctx.Err() != nil && c.ctx.Err() == nil {
-		resp = timedOut // it returned at or after its deadline, before the callback answered
+	if !time.Now().Before(deadline) && c.ctx.Err() == nil {
+		// It returned at or after its deadline, before the callback
+		// answered (the clock, not ctx.Err: a keyed run's own context
+		// may be cancelled before this one's timer has run).
+		resp = timedOut
 	}
 	if slow {
 		c.delayHeld(c.encode(resp))

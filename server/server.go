@@ -38,6 +38,8 @@ type Server struct {
 
 	mu           sync.Mutex
 	conns        map[uint64]*conn
+	sessions     map[string]*conn // the HTTP sessions (transport_http.go), by session id
+	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool
 	switchState  // the demo switches' (faults.go)
@@ -45,6 +47,7 @@ type Server struct {
 	adm          *admission
 	tenants      *tenants // per-tenant limits (tenants.go)
 	metrics      *metrics
+	idem         *idemCache // answers to requests and publishes with idempotency keys (idempotency.go)
 	drain        drainState
 	hub          *hub
 	ping         []byte       // the ping frame, encoded once
@@ -99,8 +102,8 @@ func New(opts *Options) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics()}
+	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, sessions: map[string]*conn{}, perIP: map[string]int{},
+		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics(), idem: newIdemCache(o)}
 	s.methods.init(o.Methods)
 	s.presence = newPresence(s)
 	if o.NATS != nil {
@@ -154,7 +157,19 @@ func (s *Server) Close() error {
 	return s.hub.h.Close()
 }
 
-// serveWS is the WebSocket endpoint (Handler).
+// serve is Handler: a WebSocket upgrade, or one of the HTTP transport's
+// requests (transport_http.go) under the same mount.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if !isUpgrade(r) {
+		if h := s.httpRoute(r); h != nil {
+			h(w, r)
+			return
+		}
+	}
+	s.serveWS(w, r)
+}
+
+// serveWS is the WebSocket endpoint.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !isUpgrade(r) {
 		// Said before admission, so a plain GET (a browser tab, a probe on
@@ -163,6 +178,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "Upgrade")
 		writeJSON(w, http.StatusUpgradeRequired, map[string]string{
 			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
+		return
+	}
+	if s.blockWS.Load() {
+		// The Block WebSocket switch: refused as a proxy that strips
+		// upgrades would, before anything else (not counted as a
+		// handshake: the server would never see it).
+		s.metrics.handshake(outBlocked)
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "WebSocket upgrades are blocked (the Block WebSocket switch): use the HTTP transport"})
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
@@ -203,7 +226,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
 		return
 	}
-	c, late := s.register(ws, fw.gated, r.RemoteAddr, ip)
+	c, late := s.register(func(c *conn) transport { return &wsTransport{c: c, ws: ws, gc: fw.gated} }, r.RemoteAddr, ip)
 	if c == nil {
 		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
@@ -250,7 +273,10 @@ const (
 	lateDrain
 )
 
-func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) (_ *conn, late lateKind) {
+// register makes and counts the connection whose transport newTr makes;
+// nil when the server is closed. The caller runs it (c.run) and then
+// calls s.wg.Done.
+func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *conn, late lateKind) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -263,10 +289,11 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	s.nextID++
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		id: s.nextID, session: newSessionID(), s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
+		id: s.nextID, session: newSessionID(), s: s, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
 		authOK: make(chan struct{}),
 	}
+	c.tr = newTr(c)
 	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() {
 		c.flushWG.Add(1)
 		go c.flush()
@@ -277,7 +304,14 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	if s.flapping {
 		c.startFlap()
 	}
+	if ws, ok := c.tr.(*wsTransport); ok && s.deaf.isFrozen() {
+		ws.deafen(true) // under s.mu: setDeaf sees it, or it sees setDeaf
+	}
 	s.conns[c.id] = c
+	s.open[c.tr.kind()]++
+	if c.tr.kind() == transportSSE {
+		s.sessions[c.session] = c
+	}
 	open := len(s.conns)
 	switch {
 	case s.opts.Now().Before(s.restartUntil):
@@ -293,6 +327,10 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
+	s.open[c.tr.kind()]--
+	if c.tr.kind() == transportSSE {
+		delete(s.sessions, c.session)
+	}
 	s.releaseLocked(c.ip)
 	n := len(s.conns)
 	s.mu.Unlock()

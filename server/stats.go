@@ -15,6 +15,7 @@ type ConnStats struct {
 	ID         uint64    `json:"id"`
 	OpenedAt   time.Time `json:"openedAt"`
 	Remote     string    `json:"remote,omitempty"` // only in Demo mode
+	Transport  string    `json:"transport"`        // "ws" (WebSocket) or "sse" (the HTTP transport)
 	Subscribed bool      `json:"subscribed"`
 	Frozen     bool      `json:"frozen"`
 	FramesIn   uint64    `json:"framesIn"`
@@ -111,7 +112,7 @@ func (s *Server) Stats() Stats {
 		if n > 0 {
 			st.Subscribed++
 		}
-		cs := ConnStats{ID: c.id, OpenedAt: c.openedAt, Subscribed: n > 0,
+		cs := ConnStats{ID: c.id, OpenedAt: c.openedAt, Subscribed: n > 0, Transport: c.tr.kind().String(),
 			Frozen: frozen, FramesIn: c.framesIn.Load(), ErrorsSent: c.errorsOut.Load()}
 		if s.opts.Demo {
 			cs.Remote = c.remote

@@ -187,7 +187,7 @@ func (c *conn) joinTenant(id Identity, now time.Time) bool {
 	if after <= 0 { // NoSlots: the floor alone
 		after = tenantRetryFloor
 	}
-	s.metrics.handshake(outTenant)
+	s.metrics.handshakeVia(outTenant, c.tr.kind())
 	c.closeAsync(protocol.CloseTryAgainLater, protocol.RetryAfterReason(after))
 	return false
 }

@@ -60,7 +60,7 @@ func TestMaxConnsPerTenant(t *testing.T) {
 	})
 	f.tenantPeer("u3", "acme-corp")
 	m := scrapeMetrics(t, f)
-	for _, want := range []string{"wsready_tenant_conns_refused_total 1", `wsready_handshakes_total{outcome="tenant_refused"} 1`, "wsready_tenants_tracked 2"} {
+	for _, want := range []string{"wsready_tenant_conns_refused_total 1", `wsready_handshakes_total{outcome="tenant_refused",transport="ws"} 1`, "wsready_tenants_tracked 2"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}

@@ -510,41 +510,48 @@ func (c *conn) subscriptions() int {
 }
 
 // publish serves a publish frame: the update is appended to the topic's
-// history and the response carries its seq.
+// history and the response carries its seq. With a key, once (idempotency.go).
 func (c *conn) publish(m protocol.Message) {
-	s := c.s
-	fail := func(code, msg string) {
-		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{Code: code, Message: msg}})
+	if resp, ok := c.once(m.Key, func(ctx context.Context) (protocol.ResponseFrame, bool) { return c.publishOnce(ctx, m) }); ok {
+		resp.ID = m.ID
+		c.reply(resp)
 	}
-	if e := c.authorize(c.ctx, Action{Kind: ActPublish, Topic: m.Topic}); e != nil {
-		fail(e.Code, e.Message)
-		return
+}
+
+// publishOnce appends a publish's update under ctx; false: no answer (the
+// service is down).
+func (c *conn) publishOnce(pctx context.Context, m protocol.Message) (protocol.ResponseFrame, bool) {
+	s := c.s
+	fail := func(code, msg string) (protocol.ResponseFrame, bool) {
+		return protocol.ResponseFrame{Type: protocol.TypeResponse, Error: &protocol.ErrorBody{Code: code, Message: msg}}, true
+	}
+	if e := c.authorize(pctx, Action{Kind: ActPublish, Topic: m.Topic}); e != nil {
+		return fail(e.Code, e.Message)
 	}
 	if m.Topic == protocol.DefaultTopic && s.feedOn.Load() {
-		fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the demo feed's own")
-		return
+		return fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the demo feed's own")
 	}
 	s.mu.Lock()
 	down := s.serviceDown
 	s.mu.Unlock()
 	if down {
-		return // the service is down: publishes go unanswered, like requests
+		return protocol.ResponseFrame{}, false // the service is down: publishes go unanswered, like requests
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
+	ctx, cancel := context.WithTimeout(pctx, s.opts.HistoryTimeout)
 	seq, err := s.hub.h.Append(ctx, m.Topic, m.Data, true)
 	cancel()
 	switch {
 	case errors.Is(err, ErrTooManyTopics):
-		fail(protocol.ErrTooManyTopics, "the server's topic cap is reached")
+		return fail(protocol.ErrTooManyTopics, "the server's topic cap is reached")
 	case err != nil:
-		if c.ctx.Err() == nil { // not the connection ending
+		if pctx.Err() == nil { // not the connection ending
 			s.publishFailed(err)
 		}
-		fail(protocol.ErrUnavailable, "the topic's history is unavailable; try again")
+		return fail(protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 	default:
 		s.publishStored()
 		s.metrics.published.Inc()
-		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Result: []byte(`{"seq":` + itoa64(seq) + `}`)})
+		return protocol.ResponseFrame{Type: protocol.TypeResponse, Result: []byte(`{"seq":` + itoa64(seq) + `}`)}, true
 	}
 }
 
