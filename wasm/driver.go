@@ -14,8 +14,8 @@ import (
 // driver runs one core in the browser. JS callbacks (socket events, the
 // timer, online/offline, visibility, API calls) only push onto the queue;
 // one goroutine (loop) drains it, steps the core and carries out its
-// effects (apply). The concerns live in their own files: transport.go and
-// websocket.go (sockets), timer.go, network.go (online/offline and
+// effects (apply). The concerns live in their own files: transport.go,
+// websocket.go and http.go (sockets), timer.go, network.go (online/offline and
 // visibility), token.go, promise.go (requests as Promises), js.go.
 type driver struct {
 	urls     []string
@@ -29,6 +29,7 @@ type driver struct {
 	onLost   safejs.Value
 	onTopic  safejs.Value
 	tokenFn  safejs.Value
+	token    string // the token hook's answer, until the dial it is for
 
 	open     opener // how sockets reach the server
 	sockets  map[client.SocketID]transport
@@ -56,7 +57,7 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, o
 	}
 	d := &driver{urls: o.URLs, core: core, q: bridge.NewQueue[func(time.Time)](),
 		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, onLost: onLost, onTopic: onTopic, tokenFn: tokenFn,
-		open: openWebSocket, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
+		open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
 		tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
 	d.timer, err = newTimer(func() { d.q.Push(func(now time.Time) { d.core.Tick(now) }) })
 	if err != nil {
@@ -96,7 +97,7 @@ func (d *driver) apply() {
 	for _, e := range d.core.Effects() {
 		switch e.Kind {
 		case client.EffDial:
-			d.dial(e.Socket)
+			d.dial(e.Socket, e.Transport)
 		case client.EffSend:
 			d.send(e.Socket, e.Frame)
 		case client.EffClose:
@@ -122,6 +123,8 @@ func (d *driver) apply() {
 			d.call(d.onLost, bridge.LostValue(e.Lost))
 		case client.EffTopicError:
 			d.call(d.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
+		case client.EffProbeHTTP:
+			d.probeHTTP()
 		}
 	}
 }

@@ -34,47 +34,25 @@ func (d *driver) askToken(force bool) {
 			return
 		}
 		tok, _ := v.String()
-		d.q.Push(func(now time.Time) { d.core.TokenReady(tok, now) })
+		d.q.Push(func(now time.Time) {
+			// The dial TokenReady makes takes it (the HTTP transport sends
+			// it in POST /session); it is not kept past this step.
+			d.token = tok
+			d.core.TokenReady(tok, now)
+			d.apply()
+			d.token = ""
+		})
 	}
 	if v.Type() == safejs.TypeString {
 		ready(v)
 		return
 	}
-	then, err := v.Get("then")
-	if err != nil || then.Type() != safejs.TypeFunction {
+	thenFn, err := v.Get("then")
+	if err != nil || thenFn.Type() != safejs.TypeFunction {
 		failed("it gave neither a string nor a promise")
 		return
 	}
-	var onOK, onErr safejs.Func
-	release := func() {
-		onOK.Release()
-		onErr.Release()
-	}
-	onOK, err = funcOf(func(_ safejs.Value, args []safejs.Value) any {
-		release()
-		if len(args) == 0 {
-			failed("it resolved to nothing")
-		} else {
-			ready(args[0])
-		}
-		return nil
-	})
-	if err != nil {
-		failed(err.Error())
-		return
-	}
-	onErr, err = funcOf(func(safejs.Value, []safejs.Value) any {
-		release()
-		failed("its promise rejected")
-		return nil
-	})
-	if err != nil {
-		onOK.Release()
-		failed(err.Error())
-		return
-	}
-	if _, err := v.Call("then", onOK.Value(), onErr.Value()); err != nil {
-		release()
+	if err := then(v, func(r safejs.Value) { ready(r) }, func(safejs.Value) { failed("its promise rejected") }); err != nil {
 		failed(err.Error())
 	}
 }
