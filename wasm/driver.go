@@ -15,7 +15,8 @@ import (
 // timer, online/offline, visibility, API calls) only push onto the queue;
 // one goroutine (loop) drains it, steps the core and carries out its
 // effects (apply). The concerns live in their own files: transport.go,
-// websocket.go and http.go (sockets), timer.go, network.go (online/offline and
+// websocket.go and http.go (sockets), buffered.go (send-side liveness),
+// timer.go, network.go (online/offline and
 // visibility), token.go, promise.go (requests as Promises), js.go.
 type driver struct {
 	urls     []string
@@ -33,6 +34,7 @@ type driver struct {
 
 	open     opener // how sockets reach the server
 	sockets  map[client.SocketID]transport
+	buf      bufWatch
 	timer    *timer
 	watch    watcher
 	promises map[uint64]promise
@@ -59,6 +61,7 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, o
 		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, onLost: onLost, onTopic: onTopic, tokenFn: tokenFn,
 		open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
 		tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
+	d.buf.on = cfg.Features.WhereUsersAre
 	d.timer, err = newTimer(func() { d.q.Push(func(now time.Time) { d.core.Tick(now) }) })
 	if err != nil {
 		return nil, err
@@ -92,39 +95,52 @@ func (d *driver) loop() {
 	}
 }
 
-// apply carries out the core's effects.
+// apply carries out the core's effects. The sockets sent on are looked at
+// for their buffered bytes after the batch: that steps the core again,
+// which must not happen while its effects are being read.
 func (d *driver) apply() {
-	for _, e := range d.core.Effects() {
-		switch e.Kind {
-		case client.EffDial:
-			d.dial(e.Socket, e.Transport)
-		case client.EffSend:
-			d.send(e.Socket, e.Frame)
-		case client.EffClose:
-			d.closeSocket(e.Socket, e.Code, e.Reason)
-		case client.EffTimer:
-			d.timer.set(e.At)
-		case client.EffSettle:
-			d.settle(e.ID, e.Result, e.Err)
-		case client.EffState:
-			d.call(d.onState, bridge.StateValue(e.State))
-			if e.State.Ended == client.Stopped {
-				d.stopped = true
+	for {
+		var sentOn []client.SocketID
+		for _, e := range d.core.Effects() {
+			switch e.Kind {
+			case client.EffDial:
+				d.dial(e.Socket, e.Transport)
+			case client.EffSend:
+				if d.send(e.Socket, e.Frame) && d.buf.on {
+					sentOn = append(sentOn, e.Socket)
+				}
+			case client.EffClose:
+				d.closeSocket(e.Socket, e.Code, e.Reason)
+			case client.EffTimer:
+				d.timer.set(e.At)
+			case client.EffSettle:
+				d.settle(e.ID, e.Result, e.Err)
+			case client.EffState:
+				d.call(d.onState, bridge.StateValue(e.State))
+				if e.State.Ended == client.Stopped {
+					d.stopped = true
+				}
+			case client.EffUpdate:
+				d.call(d.onUpdate, bridge.UpdateValue(e.Update))
+			case client.EffLog:
+				d.call(d.onEvent, bridge.EventValue(e.Event))
+			case client.EffRecord:
+				d.call(d.onRecord, bridge.RecordValue(e.Record))
+			case client.EffToken:
+				d.askToken(e.Force)
+			case client.EffContinuityLost:
+				d.call(d.onLost, bridge.LostValue(e.Lost))
+			case client.EffTopicError:
+				d.call(d.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
+			case client.EffProbeHTTP:
+				d.probeHTTP()
 			}
-		case client.EffUpdate:
-			d.call(d.onUpdate, bridge.UpdateValue(e.Update))
-		case client.EffLog:
-			d.call(d.onEvent, bridge.EventValue(e.Event))
-		case client.EffRecord:
-			d.call(d.onRecord, bridge.RecordValue(e.Record))
-		case client.EffToken:
-			d.askToken(e.Force)
-		case client.EffContinuityLost:
-			d.call(d.onLost, bridge.LostValue(e.Lost))
-		case client.EffTopicError:
-			d.call(d.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
-		case client.EffProbeHTTP:
-			d.probeHTTP()
+		}
+		if len(sentOn) == 0 {
+			return
+		}
+		for _, id := range sentOn {
+			d.noteBuffered(id)
 		}
 	}
 }
@@ -158,6 +174,7 @@ func (d *driver) release() {
 		d.closeSocket(id, 1000, "client stopped")
 		d.forget(id)
 	}
+	d.buf.release()
 	d.timer.release()
 	d.watch.release()
 	for _, resolve := range d.onStop {

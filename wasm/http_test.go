@@ -395,11 +395,15 @@ func testDriver(t *testing.T, cfg client.Config) *driver {
 	}
 	d := &driver{urls: []string{"ws://a.test/ws"}, core: core, q: bridge.NewQueue[func(time.Time)](),
 		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
+	d.buf.on = cfg.Features.WhereUsersAre
 	d.timer, err = newTimer(func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(d.timer.release)
+	t.Cleanup(func() {
+		d.timer.release()
+		d.buf.release()
+	})
 	return d
 }
 

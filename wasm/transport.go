@@ -21,6 +21,10 @@ type transport interface {
 	// close starts the close with code and reason; its closed event
 	// follows.
 	close(code int, reason string) error
+	// buffered is how many bytes sent are not on their way yet: the
+	// WebSocket's bufferedAmount, the HTTP transport's queue and the POST
+	// in flight. The core's send-stall rule watches it (stage 8).
+	buffered() int
 	// release drops the transport's JS callbacks: no event follows. The
 	// driver calls it once the socket is closed, or at stop.
 	release()
@@ -126,4 +130,5 @@ func (d *driver) forget(id client.SocketID) {
 		delete(d.sockets, id)
 		t.release()
 	}
+	d.buf.drop(id)
 }

@@ -170,11 +170,13 @@ type fakeTransport struct {
 	spec     dialSpec
 	sent     int
 	released bool
+	held     int // what buffered reports
 }
 
 func (f *fakeTransport) send([]byte) error          { f.sent++; return nil }
 func (f *fakeTransport) close(int, string) error    { return nil }
 func (f *fakeTransport) release()                   { f.released = true }
+func (f *fakeTransport) buffered() int              { return f.held }
 func (f *fakeTransport) String() string             { return f.url }
 func (f *fakeTransport) closedWith(c int, r string) { f.ev.closed(c, r) }
 
