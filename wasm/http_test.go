@@ -393,8 +393,9 @@ func testDriver(t *testing.T, cfg client.Config) *driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &driver{urls: []string{"ws://a.test/ws"}, core: core, q: bridge.NewQueue[func(time.Time)](),
-		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
+	d := &driver{urls: []string{"ws://a.test/ws"}, cfg: cfg, core: core, q: bridge.NewQueue[func(time.Time)](),
+		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{},
+		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
 	d.buf.on = cfg.Features.WhereUsersAre
 	d.timer, err = newTimer(func() {})
 	if err != nil {

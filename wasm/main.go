@@ -61,6 +61,18 @@ func (g jsGetter) String(name string) (string, bool, error) {
 	return s, true, err
 }
 
+func (g jsGetter) Bool(name string) (bool, bool, error) {
+	x, ok := g.get(name)
+	if !ok {
+		return false, false, nil
+	}
+	if x.Type() != safejs.TypeBoolean {
+		return false, true, errNotA("boolean")
+	}
+	b, err := x.Bool()
+	return b, true, err
+}
+
 func (g jsGetter) Number(name string) (float64, bool, error) {
 	x, ok := g.get(name)
 	if !ok {
@@ -98,7 +110,8 @@ func connectJS(args []safejs.Value) any {
 		v, _ := g.get(name)
 		return v
 	}
-	d, err := newDriver(o, cb("onState"), cb("onUpdate"), cb("onEvent"), cb("onRecord"), cb("onContinuityLost"), cb("onTopicError"), cb("token"))
+	d, err := newDriver(o, callbacks{onState: cb("onState"), onUpdate: cb("onUpdate"), onEvent: cb("onEvent"), onRecord: cb("onRecord"),
+		onLost: cb("onContinuityLost"), onTopic: cb("onTopicError"), onPresence: cb("onPresence"), token: cb("token")})
 	if err != nil {
 		return errorValue("wsready.connect: " + err.Error())
 	}
@@ -190,21 +203,21 @@ func connectJS(args []safejs.Value) any {
 		if !protocol.ValidTopic(topic) {
 			return errorValue("subscribe: " + protocol.ErrBadTopic.Error())
 		}
-		since, has := int64(0), false
+		var s bridge.TabSub
 		if len(a) > 1 && a[1].Type() == safejs.TypeNumber {
 			f, _ := a[1].Float()
 			if f < 0 || f > 1<<53 || f != float64(int64(f)) {
 				return errorValue("subscribe: since must be a whole number >= 0")
 			}
-			since, has = int64(f), true
+			s.Since, s.HasSince = int64(f), true
 		}
-		d.q.Push(func(now time.Time) { d.core.Subscribe(topic, since, has, now) })
+		d.q.Push(func(now time.Time) { d.subscribe(topic, s, now) })
 		return nil
 	}))
 	h.Set("unsubscribe", fn(func(a []safejs.Value) any {
 		if len(a) > 0 && a[0].Type() == safejs.TypeString {
 			topic, _ := a[0].String()
-			d.q.Push(func(now time.Time) { d.core.Unsubscribe(topic, now) })
+			d.q.Push(func(now time.Time) { d.unsubscribe(topic, now) })
 		}
 		return nil
 	}))
@@ -231,7 +244,7 @@ func connectJS(args []safejs.Value) any {
 	// not, so the read cannot race a step. After close they keep returning
 	// the final values (stopped: true).
 	h.Set("state", fn(func([]safejs.Value) any {
-		v, _ := jsObject(bridge.StateValue(d.core.State()))
+		v, _ := jsObject(bridge.StateValue(d.core.State(), d.tabsMode))
 		return v
 	}))
 	h.Set("stats", fn(func([]safejs.Value) any {

@@ -23,7 +23,7 @@ func (d *driver) askToken(force bool) {
 		failed(err.Error())
 		return
 	}
-	v, err := d.tokenFn.Invoke(arg)
+	v, err := d.cb.token.Invoke(arg)
 	if err != nil {
 		failed("it threw")
 		return

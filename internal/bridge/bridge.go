@@ -66,8 +66,22 @@ func (q *Queue[T]) Close() []T {
 	return items
 }
 
+// Tabs says how a client shares its connection with the other tabs of its
+// origin (stage 8): TabsOff (its own connection), TabsOn (one connection
+// for every tab, led by one of them) or TabsUnsupported (asked for, but the
+// browser has no Web Locks or BroadcastChannel: its own connection).
+type Tabs string
+
+const (
+	TabsOff         Tabs = "off"
+	TabsOn          Tabs = "on"
+	TabsUnsupported Tabs = "unsupported"
+)
+
 // StateValue converts a State to the object the JS API hands to onState.
-func StateValue(s client.State) map[string]any {
+// tabs is the driver's: with TabsOn, leader says this tab holds the
+// connection (follower: another tab does).
+func StateValue(s client.State, tabs Tabs) map[string]any {
 	return map[string]any{
 		"transport": s.Transport.String(),
 		"protocol":  s.Protocol.String(),
@@ -80,7 +94,15 @@ func StateValue(s client.State) map[string]any {
 		"ended":     endedValue(s.Ended),
 		"endCode":   s.EndCode,
 		"lastError": failureValue(s.LastError),
+		"follower":  s.Follower,
+		"leader":    tabs == TabsOn && !s.Follower && s.Ended == client.NotEnded,
+		"tabs":      string(tabs),
 	}
+}
+
+// PresenceValue converts a presence event for onPresence.
+func PresenceValue(p client.PresenceEvent) map[string]any {
+	return map[string]any{"topic": p.Topic, "event": p.Event, "user": p.User}
 }
 
 func failureValue(f client.Failure) any {
@@ -259,6 +281,10 @@ type Options struct {
 	// Timings; zero keeps the core's default (client.Config).
 	RequestTimeout, FirstPingTimeout, SubscribeTimeout, ConnectTimeout time.Duration
 	BackoffBase, BackoffCap, Cooldown                                  time.Duration
+	// Tabs: share one connection between the tabs of this origin and URL
+	// (Web Locks and a BroadcastChannel). Default on at stage 8, off
+	// before; the option "tabs" sets it at any stage.
+	Tabs bool
 }
 
 // Config applies the options to a stage's config.
@@ -280,16 +306,18 @@ func (o Options) Config(cfg client.Config) client.Config {
 	return cfg
 }
 
-// Getter reads one option: its value as a string or number and whether it
-// was given. The js driver implements it over a JS object.
+// Getter reads one option: its value as a string, number or boolean and
+// whether it was given. The js driver implements it over a JS object.
 type Getter interface {
 	String(name string) (string, bool, error)
 	Number(name string) (float64, bool, error)
+	Bool(name string) (bool, bool, error)
 }
 
 // ParseOptions validates connect's options: url is a ws:// or wss:// URL,
 // stage an integer 0..client.MaxStage (default MaxStage), budget an integer >= 0 and windowMs a
-// number of milliseconds >= 0 (0: unbounded, the default).
+// number of milliseconds >= 0 (0: unbounded, the default); tabs is a
+// boolean (default stage >= 8).
 func ParseOptions(g Getter) (Options, error) {
 	o := Options{Stage: client.MaxStage}
 	url, ok, err := g.String("url")
@@ -358,6 +386,12 @@ func ParseOptions(g Getter) (Options, error) {
 		if ok {
 			*t.to = time.Duration(n) * time.Millisecond
 		}
+	}
+	o.Tabs = o.Stage >= 8
+	if v, ok, err := g.Bool("tabs"); err != nil {
+		return o, errors.New("wsready.connect: tabs must be true or false")
+	} else if ok {
+		o.Tabs = v
 	}
 	base, cap := o.BackoffBase, o.BackoffCap
 	if base == 0 {
