@@ -76,12 +76,13 @@ func fakeHTTP(t *testing.T) {
 // settle lets the event loop run the promises' callbacks.
 func settle() { time.Sleep(30 * time.Millisecond) }
 
-// waitFor lets the event loop run until cond holds (2 s at most).
+// waitFor lets the event loop run until cond holds (5 s at most: the
+// machine may be loaded).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 2 s for %s", what)
+			t.Fatalf("waited 5 s for %s", what)
 		}
 	}
 }

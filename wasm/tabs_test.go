@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
 	"github.com/wsready/wsready/protocol"
 )
@@ -266,7 +267,7 @@ func TestTabsShareOneConnection(t *testing.T) {
 	waitFor(t, "the first tab's socket", func() bool { return socketCount(t) == 1 })
 	serve(t, 0)
 	waitFor(t, "the first tab READY and leading", func() bool { s := a.last(); return s["ready"] == true && s["leader"] == true })
-	if s := a.last(); s["tabs"] != "on" || s["follower"] != false {
+	if s := a.last(); s["tabs"] != "on" || s["follower"] != false || s["via"] != "websocket" {
 		t.Fatalf("leader's state %v", s)
 	}
 
@@ -313,7 +314,7 @@ func TestTabsShareOneConnection(t *testing.T) {
 	// settles in the follower.
 	var answer safejs.Value
 	var mu sync.Mutex
-	p, err := b.d.request("echo", []byte(`{"x":1}`), 0, 0)
+	p, err := b.d.request("echo", []byte(`{"x":1}`), client.RequestOptions{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,8 +357,8 @@ func TestTabsShareOneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the follower's socket", func() bool { return socketCount(t) == 2 })
-	if took := time.Since(closed); took > 1500*time.Millisecond {
-		t.Fatalf("the takeover took %v", took)
+	if took := time.Since(closed); took > time.Second {
+		t.Fatalf("the takeover took %v: a closed leader's lock goes at once, no heartbeat timeout", took)
 	}
 	if c := closedWith(t, 0); c != "1000 client stopped" {
 		t.Fatalf("the old leader's socket closed with %q", c)
@@ -396,7 +397,9 @@ func TestTabsFrozenLeaderIsReplaced(t *testing.T) {
 			js(t, nil, `globalThis.__holdRejects = true; globalThis.__channels[0].frozen = true`)
 			frozen := time.Now()
 			waitFor(t, "the follower's own socket", func() bool { return socketCount(t) == 2 })
-			if took := time.Since(frozen); took < bridge.SilentAfter || took > 1500*time.Millisecond {
+			// About a second: not before the silence, and not much after it
+			// (the bound leaves room for a loaded machine).
+			if took := time.Since(frozen); took < bridge.SilentAfter || took > 3*time.Second {
 				t.Fatalf("took over %v after the freeze", took)
 			}
 			serve(t, 1)
