@@ -139,13 +139,20 @@ func (t *httpTransport) sessionAnswered(resp safejs.Value) {
 	}
 	status, _ := getNumber(resp, "status")
 	code := int(status)
-	if code == 401 || code == 403 || code == 200 {
+	retryAfter := ""
+	if h, err := resp.Get("headers"); err == nil {
+		if v, err := h.Call("get", "Retry-After"); err == nil && v.Type() == safejs.TypeString {
+			retryAfter, _ = v.String()
+		}
+	}
+	switch code {
+	case 200, 401, 403, 429, 503: // a body to read: the session, or the close a refusal names
 		body, err := resp.Call("json")
 		if err == nil {
 			err = then(body, func(v safejs.Value) {
-				t.ev.run(func(time.Time) { t.sessionBody(code, v) })
+				t.ev.run(func(time.Time) { t.sessionBody(code, retryAfter, v) })
 			}, func(safejs.Value) {
-				t.ev.run(func(time.Time) { t.refused(code, safejs.Null()) })
+				t.ev.run(func(time.Time) { t.refused(code, retryAfter, safejs.Null()) })
 			})
 		}
 		if err != nil {
@@ -153,24 +160,18 @@ func (t *httpTransport) sessionAnswered(resp safejs.Value) {
 		}
 		return
 	}
-	retryAfter := ""
-	if h, err := resp.Get("headers"); err == nil {
-		if v, err := h.Call("get", "Retry-After"); err == nil && v.Type() == safejs.TypeString {
-			retryAfter, _ = v.String()
-		}
-	}
 	c, reason := bridge.Refusal(code, retryAfter, 0, "")
 	t.fail(c, reason)
 }
 
 // sessionBody reads the session's JSON body: with 200 the session id,
-// with 401/403 the close it names ({"close":{"code","reason"}}).
-func (t *httpTransport) sessionBody(status int, body safejs.Value) {
+// with a refusal the close it names ({"close":{"code","reason"}}).
+func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.Value) {
 	if t.done {
 		return
 	}
 	if status != 200 {
-		t.refused(status, body)
+		t.refused(status, retryAfter, body)
 		return
 	}
 	id, ok := getString(body, "session")
@@ -188,8 +189,9 @@ func (t *httpTransport) sessionBody(status int, body safejs.Value) {
 	}
 }
 
-// refused reports a 401/403: the close its body names, if it names one.
-func (t *httpTransport) refused(status int, body safejs.Value) {
+// refused reports a refusal: the close its body names, if it names one
+// (bridge.Refusal says which it takes).
+func (t *httpTransport) refused(status int, retryAfter string, body safejs.Value) {
 	code, reason := 0, ""
 	if body.Type() == safejs.TypeObject {
 		if cl, err := body.Get("close"); err == nil && cl.Type() == safejs.TypeObject {
@@ -199,7 +201,7 @@ func (t *httpTransport) refused(status int, body safejs.Value) {
 			reason, _ = getString(cl, "reason")
 		}
 	}
-	c, r := bridge.Refusal(status, "", code, reason)
+	c, r := bridge.Refusal(status, retryAfter, code, reason)
 	t.fail(c, r)
 }
 

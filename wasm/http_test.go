@@ -216,6 +216,7 @@ func TestHTTPTransportRefusals(t *testing.T) {
 		want   string
 	}{
 		{"overloaded", `__respond(0, 503, 'busy', {'Retry-After': '3'})`, "closed 1013 retry-after-ms=3000"},
+		{"a reconnect slot", `__respond(0, 503, '{"error":"restarting","retryAfterMs":4210,"close":{"code":1012,"reason":"retry-after-ms=4210"}}', {'Retry-After': '5'})`, "closed 1012 retry-after-ms=4210"},
 		{"rate limited", `__respond(0, 429, '')`, "closed 1013 "},
 		{"forbidden", `__respond(0, 403, '{"close":{"code":4003,"reason":"forbidden"}}')`, "closed 4003 forbidden"},
 		{"token expired", `__respond(0, 401, '{"close":{"code":4001,"reason":"token expired"}}')`, "closed 4001 token expired"},

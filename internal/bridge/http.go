@@ -75,16 +75,22 @@ func ValidSession(s string) bool {
 }
 
 // Refusal maps a refused POST /session to the close the core is told, as
-// a WebSocket would have reported it: 429 and 503 are the server steering
-// (1013 with "retry-after-ms=N" from the Retry-After header, or 1013
-// alone); a 401 or 403 whose JSON body named a close (closeCode, with its
-// reason) is that close (4001, 4003, 1008: classified like the WebSocket's);
-// anything else (404, a proxy's 403 without the body, 5xx) is a transport
-// loss, 1006, that counts towards the fallback like a WebSocket that never
-// opened. closeCode is 0 when the body named none.
+// a WebSocket would have reported it. 429 and 503 are the server steering:
+// the close its JSON body names when that carries a retry-after (1013, or
+// 1012/1001 with a reconnect slot, to the millisecond), else 1013 with
+// "retry-after-ms=N" from the Retry-After header (whole seconds), or 1013
+// alone. A 401 or 403 whose body names a close is that close (4001, 4003,
+// 1008: classified like the WebSocket's). Anything else (404, a proxy's
+// 403 without the body, 400/415, 5xx) is a transport loss, 1006, that
+// counts towards the fallback like a WebSocket that never opened.
+// closeCode is 0 when the body named none.
 func Refusal(status int, retryAfter string, closeCode int, closeReason string) (code int, reason string) {
 	switch {
 	case status == 429 || status == 503:
+		steering := closeCode == protocol.CloseTryAgainLater || closeCode == protocol.CloseServiceRestart || closeCode == protocol.CloseGoingAway
+		if _, ok := protocol.ParseRetryAfter(closeReason); ok && steering {
+			return closeCode, closeReason
+		}
 		if d, ok := protocol.ParseRetryAfterHeader(retryAfter); ok {
 			return protocol.CloseTryAgainLater, protocol.RetryAfterReason(d)
 		}

@@ -43,6 +43,10 @@ func TestRefusal(t *testing.T) {
 		wantReason string
 	}{
 		{429, "2", 0, "", 1013, "retry-after-ms=2000"},
+		{503, "5", 1013, "retry-after-ms=4210", 1013, "retry-after-ms=4210"}, // the body's, to the ms
+		{503, "5", 1012, "retry-after-ms=4210", 1012, "retry-after-ms=4210"}, // a restart's slot
+		{503, "5", 1013, "busy", 1013, "retry-after-ms=5000"},                // no retry-after in the body
+		{503, "", 4003, "retry-after-ms=1", 1013, ""},                        // a 503 is never terminal, whatever its body says
 		{503, "", 0, "", 1013, ""},
 		{503, "soon", 0, "", 1013, ""},
 		{401, "", 4001, "token expired", 4001, "token expired"},
