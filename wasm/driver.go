@@ -26,7 +26,7 @@ type driver struct {
 	core    *client.Core
 	q       *bridge.Queue[func(now time.Time)]
 	cb      callbacks
-	token   string // the token hook's answer, until the dial it is for
+	token   string // the token hook's last answer, until a socket opens (the core's ticket)
 
 	open     opener // how sockets reach the server
 	sockets  map[client.SocketID]transport
@@ -310,6 +310,7 @@ func (d *driver) call(fn safejs.Value, arg map[string]any) {
 // still be open), leaves the tabs' election, drops every callback but the
 // page's handle, and resolves the close() promises.
 func (d *driver) release() {
+	d.token = ""
 	for id := range d.sockets {
 		d.closeSocket(id, 1000, "client stopped")
 		d.forget(id)

@@ -423,3 +423,65 @@ func (d *driver) runAt(now *time.Time) func() {
 		}
 	}
 }
+
+// With a token hook, the HTTP session carries the ticket even when the
+// core dials it with the ticket it kept from WebSocket attempts that never
+// opened (it asks the hook once, then reuses the ticket until a socket
+// opens), and the core's auth frame is not sent over HTTP.
+func TestHTTPDialCarriesTheTicketTheCoreKept(t *testing.T) {
+	fakeWebSocket(t)
+	fakeHTTP(t)
+	cfg, err := client.StageConfig(8, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth = true
+	d := testDriver(t, cfg)
+	d.open = openTransport
+	d.cb.token = js(t, nil, `globalThis.__tokens = 0; return () => 'tok-' + (++globalThis.__tokens)`)
+	now := time.Unix(1000, 0)
+	run := d.runAt(&now)
+	d.core.Start(now)
+	run()
+	for failed := 0; fetchCount(t) == 0; failed++ {
+		if failed == 10 {
+			t.Fatal("no probe after 10 WebSocket attempts")
+		}
+		js(t, nil, `const s = globalThis.__sockets[globalThis.__sockets.length - 1]; s && s.onclose({code: 1006, reason: ''})`)
+		run()
+		if fetchCount(t) > 0 {
+			break
+		}
+		now = now.Add(time.Millisecond)
+		d.core.Tick(now)
+		run()
+	}
+	js(t, nil, `__respond(0, 204)`)
+	settle()
+	run()
+	js(t, nil, `const s = globalThis.__sockets[globalThis.__sockets.length - 1]; s.onclose({code: 1006, reason: ''})`)
+	waitFor(t, "the HTTP dial", func() bool {
+		run()
+		now = now.Add(time.Millisecond)
+		d.core.Tick(now)
+		run()
+		return fetchCount(t) >= 2
+	})
+	asked, _ := js(t, nil, `return globalThis.__tokens`).Int()
+	if body := fetchField(t, 1, "body"); body != `{"token":"tok-`+strconv.Itoa(asked)+`"}` {
+		t.Fatalf("the session POST's body %s (the hook was asked %d times)", body, asked)
+	}
+	js(t, nil, `__respond(1, 200, '{"session":"S"}')`)
+	waitFor(t, "the stream", func() bool { run(); return sourceCount(t) > 0 })
+	js(t, nil, `__emit(0, 'open')`)
+	settle()
+	run()
+	for i := 2; i < fetchCount(t); i++ {
+		if b := fetchField(t, i, "body"); strings.Contains(b, `"auth"`) {
+			t.Fatalf("the auth frame went over HTTP: %s", b)
+		}
+	}
+	if d.token != "" {
+		t.Fatal("the driver kept the ticket after the open")
+	}
+}

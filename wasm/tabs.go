@@ -287,6 +287,7 @@ func (t *tabs) stepDown(now time.Time, why string) {
 	t.remote.Reset()
 	t.lastBeat = now
 	t.d.event("follower", 0, "this tab steps down: "+why)
+	t.d.token = "" // the core drops its ticket too
 	t.d.core.BecameFollower(now)
 	t.d.syncTopics(now)
 	t.requestLock(false)

@@ -35,12 +35,13 @@ func (d *driver) askToken(force bool) {
 		}
 		tok, _ := v.String()
 		d.q.Push(func(now time.Time) {
-			// The dial TokenReady makes takes it (the HTTP transport sends
-			// it in POST /session); it is not kept past this step.
+			// The core keeps the ticket until a socket opens (it goes in
+			// the auth frame then), and dials again with it, without asking
+			// the hook, when an attempt fails first; the driver keeps it as
+			// long, for the HTTP transport, which sends it in POST
+			// <base>/session (eventsOf clears it at the next open).
 			d.token = tok
 			d.core.TokenReady(tok, now)
-			d.apply()
-			d.token = ""
 		})
 	}
 	if v.Type() == safejs.TypeString {

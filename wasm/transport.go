@@ -70,7 +70,10 @@ type socketEvents struct {
 func (d *driver) eventsOf(id client.SocketID) socketEvents {
 	return socketEvents{
 		opened: func() {
-			d.q.Push(func(now time.Time) { d.core.Opened(id, now) })
+			d.q.Push(func(now time.Time) {
+				d.core.Opened(id, now)
+				d.token = "" // the core has sent it (or the session was made with it): not kept
+			})
 		},
 		message: func(frame []byte) {
 			d.q.Push(func(now time.Time) { d.core.Received(id, frame, now) })
@@ -87,14 +90,13 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 
 // dial carries out EffDial: a socket over via to the next server in turn
 // (the next dial follows a failure, so it tries the next server), with the
-// ticket the token hook just gave, if any.
+// ticket the core holds for it, if any (d.token: the token hook's last
+// answer, until a socket opens).
 func (d *driver) dial(id client.SocketID, via client.Transport) {
 	url := d.urls[d.nextURL]
 	d.nextURL = (d.nextURL + 1) % len(d.urls)
 	ev := d.eventsOf(id)
-	spec := dialSpec{url: url, via: via, token: d.token}
-	d.token = "" // one dial's: not kept
-	t, err := d.open(spec, ev)
+	t, err := d.open(dialSpec{url: url, via: via, token: d.token}, ev)
 	if err != nil {
 		ev.closed(1006, err.Error())
 		return
