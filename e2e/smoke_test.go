@@ -99,7 +99,7 @@ func TestSmokeWrongStageShowsAMessage(t *testing.T) {
 		}
 		text, _ := Eval[string](b, "document.getElementById('error').hidden ? '' : document.getElementById('error').textContent")
 		links, _ := Eval[int](b, "document.querySelectorAll('nav a').length")
-		if !strings.Contains(text, `Unknown stage "`+bad+`"`) || links != 8 {
+		if !strings.Contains(text, `Unknown stage "`+bad+`"`) || links != 9 {
 			t.Fatalf("stage=%s: message %q, %d stage links", bad, text, links)
 		}
 	}

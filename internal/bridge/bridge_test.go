@@ -35,6 +35,18 @@ func (f fakeGetter) Number(n string) (float64, bool, error) {
 	return x, true, nil
 }
 
+func (f fakeGetter) Bool(n string) (bool, bool, error) {
+	v, ok := f[n]
+	if !ok {
+		return false, false, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, true, errors.New("not a boolean")
+	}
+	return b, true, nil
+}
+
 func TestParseOptions(t *testing.T) {
 	o, err := ParseOptions(fakeGetter{"url": "ws://h/ws"})
 	if err != nil || o.Stage != client.MaxStage || o.URL != "ws://h/ws" {
@@ -116,11 +128,11 @@ func TestSessionOptionsAndValues(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	s := StateValue(client.State{Ended: client.Forbidden, EndCode: 4003})
+	s := StateValue(client.State{Ended: client.Forbidden, EndCode: 4003}, TabsOff)
 	if s["ended"] != "forbidden" || s["endCode"] != 4003 {
 		t.Fatalf("%v", s)
 	}
-	if s := StateValue(client.State{}); s["ended"] != nil {
+	if s := StateValue(client.State{}, TabsOff); s["ended"] != nil {
 		t.Fatalf("not ended: %v", s["ended"])
 	}
 	r := RecordValue(client.Record{Class: client.ClassRetryAfter, By: client.ByServer, Code: 1013, Outcome: client.OutcomeReconnect, BudgetLeft: -1, WindowLeft: -1})
@@ -130,7 +142,7 @@ func TestSessionOptionsAndValues(t *testing.T) {
 }
 
 func TestValuesCarryWhatThePageShows(t *testing.T) {
-	s := StateValue(client.State{Transport: client.Up, Protocol: client.Up, Service: client.Pending, Epoch: 3, Online: true, Attempt: 2})
+	s := StateValue(client.State{Transport: client.Up, Protocol: client.Up, Service: client.Pending, Epoch: 3, Online: true, Attempt: 2}, TabsOff)
 	if s["transport"] != "up" || s["service"] != "pending" || s["ready"] != false || s["epoch"] != 3.0 || s["attempt"] != 2 {
 		t.Fatalf("%v", s)
 	}
