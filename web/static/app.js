@@ -259,15 +259,23 @@ function renderSwitches(list) {
   }
 }
 
+// A poll that left before a flip's POST was answered carries the old
+// state: it must not undo the box the person just clicked. Each poll has a
+// generation; a flip marks the generation after which polls are news.
+let pollGen = 0;
+const flippedAt = {}; // switch name -> the last poll generation issued before its POST was answered
+
 async function flip(sw, value, what) {
+  flippedAt[sw.name] = Infinity; // no poll is news until the POST is answered
   try {
     await api('/api/faults', { [sw.name]: value });
     addLog('switch', what);
   } catch (e) { $('s-status').textContent = e.message; }
+  flippedAt[sw.name] = pollGen;
   pollServer();
 }
 
-function renderServer(st) {
+function renderServer(st, gen = Infinity) {
   demo.server = st;
   $('s-open').textContent = st.open;
   $('s-handshakes').textContent = st.handshakes;
@@ -280,7 +288,8 @@ function renderServer(st) {
     if (!el) continue;
     const on = Boolean(st.faults && st.faults[sw.name]);
     if (sw.kind === 'toggle') {
-      if (document.activeElement !== el) el.checked = on;
+      const stale = gen <= (flippedAt[sw.name] ?? -1);
+      if (document.activeElement !== el && !stale) el.checked = on;
     } else {
       const active = sw.kind === 'clientId' ? demo.applied[sw.name] : on;
       el.textContent = active && sw.activeLabel ? sw.activeLabel : sw.label;
@@ -292,7 +301,8 @@ function renderServer(st) {
 }
 
 async function pollServer() {
-  try { renderServer(await api('/api/stats?connections=false')); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
+  const gen = ++pollGen;
+  try { renderServer(await api('/api/stats?connections=false'), gen); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
 }
 
 function wireSwitches() {
