@@ -15,8 +15,8 @@ func TestSubsRoundTrip(t *testing.T) {
 	if text != "chat 0 41\nfeed 0 -\nroom 1 -\n" {
 		t.Fatalf("%q", text)
 	}
-	got := ParseSubs(text + "bad\nx.y 0 -\nz 2 -\nw 0 -3\n")
-	if len(got) != 3 || got["chat"] != subs["chat"] || got["room"] != subs["room"] || got["feed"] != subs["feed"] {
+	got := ParseSubs(text + "bad\nx..y 0 -\nz 2 -\nw 0 -3\nx.y 0 -\n")
+	if len(got) != 4 || got["chat"] != subs["chat"] || got["room"] != subs["room"] || got["feed"] != subs["feed"] || got["x.y"] != (TabSub{}) {
 		t.Fatalf("%v", got)
 	}
 	var many strings.Builder
