@@ -9,6 +9,7 @@ require (
 
 require (
 	github.com/andybalholm/brotli v1.3.0
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/hack-pad/safejs v0.1.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0

@@ -49,6 +49,7 @@ func Example() {
 	show()
 	core.Received(1, []byte(fmt.Sprintf(`{"type":"response","id":%d,"result":{"hi":1}}`, id)), now)
 	show()
+	// A topic added while READY does not take READY away on its way.
 	core.Subscribe("feed", 0, false, now)
 	show()
 	core.Received(1, []byte(`{"type":"subscribed","topic":"feed","from":1}`), now)
@@ -62,6 +63,4 @@ func Example() {
 	// send {"type":"request","id":1,"method":"echo","params":{"hi":1},"timeoutMs":5000}
 	// request 1 settled: {"hi":1} <nil>
 	// send {"type":"subscribe","topic":"feed"}
-	// state transport=up protocol=up service=pending ready=false
-	// state transport=up protocol=up service=up ready=true
 }

@@ -77,6 +77,12 @@ type topicState struct {
 	sentSince bool  // the subscribe on this socket carried since
 	presence  bool  // the app asked for the topic's presence events
 	refused   bool  // the server refused it on this socket for good (refusal)
+	// joining: the app subscribed while the service was Up on this socket.
+	// Until the server answers, the topic does not hold READY: an app
+	// adding a topic must not make its requests fail NotReady for a round
+	// trip (the topic's own Subscribed says when it is live). After a
+	// reconnect, or an unsubscribed from the server, it counts again.
+	joining bool
 }
 
 func (c *Core) topicOf(name string) *topicState {
@@ -132,6 +138,7 @@ func (c *Core) SubscribeWith(topic string, o SubscribeOptions, now time.Time) bo
 		t.Cursor, t.has = o.Since, true
 	}
 	again := t.wanted && t.presence != o.Presence
+	up := c.transport == Up && c.current != 0 && c.serviceLevel() == Up
 	t.presence = o.Presence
 	if c.primary == nil {
 		c.primary = t
@@ -139,6 +146,7 @@ func (c *Core) SubscribeWith(topic string, o SubscribeOptions, now time.Time) bo
 	if !t.wanted || again {
 		t.wanted = true
 		t.Subscribed = false
+		t.joining = up
 		if c.transport == Up && c.current != 0 {
 			c.subscribeTopic(t, now)
 		}
@@ -189,7 +197,7 @@ func (c *Core) Cursors() []Cursor {
 
 func (c *Core) serviceOpened(now time.Time) {
 	for _, t := range c.topics {
-		t.Subscribed, t.refused = false, false
+		t.Subscribed, t.refused, t.joining = false, false, false
 		if t.wanted {
 			c.subscribeTopic(t, now)
 		}
@@ -222,7 +230,7 @@ func (c *Core) onSubscribed(s SocketID, m protocol.Message) {
 	if t == nil || !t.wanted {
 		return
 	}
-	t.Subscribed, t.refused = true, false
+	t.Subscribed, t.refused, t.joining = true, false, false
 	if t.sentSince {
 		t.replayTo = m.Head
 	}
@@ -283,7 +291,7 @@ func (c *Core) serviceLevel() Level {
 	for _, t := range c.topics {
 		if t.wanted {
 			wanted = true
-			if !t.Subscribed && !t.refused {
+			if !t.Subscribed && !t.refused && !t.joining {
 				return Pending
 			}
 		}
@@ -320,7 +328,7 @@ func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
 	if t == nil || !t.wanted {
 		return // the answer to our own unsubscribe
 	}
-	t.Subscribed = false
+	t.Subscribed, t.joining = false, false // the service dropped it: it holds READY until it is back
 	if !c.cfg.Features.Service {
 		return
 	}

@@ -42,7 +42,7 @@ const (
 	// TransportWebSocket: one WebSocket for both directions.
 	TransportWebSocket Transport = iota + 1
 	// TransportHTTP: an EventSource stream for the server's frames, POST
-	// for the client's (the README's "Stage 8 HTTP transport").
+	// for the client's (docs/http-transport.md).
 	TransportHTTP
 )
 

@@ -177,6 +177,6 @@ func (rep Report) Write(dir string) error {
 	}
 	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle (stages 2-5: a watchdog of two intervals; stage 6 and up probe after 1.25 intervals and give up 0.25 s later):\n\n")
 	md.WriteString(FreezeSamplesTable(rep.Rows))
-	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. The README's \"Measurements\" section explains each column's result.\n")
+	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. docs/stages.md explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
 }

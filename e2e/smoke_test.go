@@ -83,7 +83,7 @@ func TestSmokeEmbeddingExample(t *testing.T) {
 		t.Fatalf("bad options: %q", msg)
 	}
 	msg, _ = Eval[string](b, `import('./wsready.js').then(m => m.connect({stage: 1.5})).then(() => 'no error', e => e.message)`)
-	if !strings.Contains(msg, "stage must be an integer 0-7") {
+	if !strings.Contains(msg, "stage must be an integer 0-8") {
 		t.Fatalf("bad stage: %q", msg)
 	}
 }
@@ -99,7 +99,7 @@ func TestSmokeWrongStageShowsAMessage(t *testing.T) {
 		}
 		text, _ := Eval[string](b, "document.getElementById('error').hidden ? '' : document.getElementById('error').textContent")
 		links, _ := Eval[int](b, "document.querySelectorAll('nav a').length")
-		if !strings.Contains(text, `Unknown stage "`+bad+`"`) || links != 8 {
+		if !strings.Contains(text, `Unknown stage "`+bad+`"`) || links != 9 {
 			t.Fatalf("stage=%s: message %q, %d stage links", bad, text, links)
 		}
 	}

@@ -1,7 +1,7 @@
 package protocol
 
 // Close codes. 1000-1015 are RFC 6455's; 4000-4999 are wsready's own. The
-// README's table says who sends each and what a client does about it.
+// docs/protocol.md's close-code table says who sends each and what a client does about it.
 const (
 	CloseNormal           = 1000 // the client stopped on purpose; do not reconnect
 	CloseGoingAway        = 1001 // the server is draining or shutting down; retry with backoff

@@ -94,27 +94,43 @@ const MaxFrameBytes = 64 << 10
 const DefaultTopic = "feed"
 
 // MaxTopicBytes is the longest topic name.
-const MaxTopicBytes = 64
+const MaxTopicBytes = 128
 
-// ErrBadTopic is the error for a name ValidTopic refuses. Its text is the
-// rule in words: every message that states the rule (the server's, the
-// drivers', the browser API's) quotes it, so the rule is written here once.
-var ErrBadTopic = errors.New("a topic is 1 to " + strconv.Itoa(MaxTopicBytes) + " of A-Z a-z 0-9 - _")
+// TopicRule is the topic grammar in words, ValidTopic's rule; ErrBadTopic's
+// text. Every message that states the rule (the server's, the drivers',
+// the browser API's) quotes it, so the rule is written here once.
+const TopicRule = "a topic is 1 to 128 bytes: words of A-Z a-z 0-9 - _ joined by single . : or / (none first, last or doubled)"
+
+// ErrBadTopic is the error for a name ValidTopic refuses; its text is
+// TopicRule.
+var ErrBadTopic = errors.New(TopicRule)
 
 // ValidTopic reports whether name is a usable topic name: 1 to
-// MaxTopicBytes bytes of ASCII letters, digits, '-' and '_'. The charset
-// maps one to one onto a NATS subject token and a JetStream stream name.
+// MaxTopicBytes bytes, words of ASCII letters, digits, '-' and '_' (one
+// byte or more each) joined by single separators '.', ':' or '/': no
+// separator first, last or next to another. The names without a separator
+// map one to one onto a NATS subject token and a JetStream stream name; the
+// server's JetStream mapping escapes the others.
 func ValidTopic(name string) bool {
 	if len(name) == 0 || len(name) > MaxTopicBytes {
 		return false
 	}
+	word := false // the byte before was a word byte
 	for i := 0; i < len(name); i++ {
-		if !isWordByte(name[i]) {
+		switch c := name[i]; {
+		case isWordByte(c):
+			word = true
+		case isTopicSeparator(c) && word:
+			word = false
+		default:
 			return false
 		}
 	}
-	return true
+	return word
 }
+
+// isTopicSeparator reports whether c joins two words of a topic name.
+func isTopicSeparator(c byte) bool { return c == '.' || c == ':' || c == '/' }
 
 // ErrorBody is the error of a response or an error frame. RetryAfterMs
 // comes with rate_limited: how long to wait before sending again.
@@ -125,7 +141,7 @@ type ErrorBody struct {
 }
 
 // Message is one decoded frame. Which fields are set depends on Type; the
-// README lists them. Raw fields (Data, Params, Result) hold validated JSON.
+// docs/protocol.md lists them. Raw fields (Data, Params, Result) hold validated JSON.
 type Message struct {
 	Type       Type
 	IntervalMs int64      // ping
@@ -159,7 +175,7 @@ type Message struct {
 const MaxIntervalMs = 3_600_000
 
 // Decode parses one frame. Each type reads only the fields it defines (the
-// README's table): any other field, known to another type or unknown, is
+// table in docs/protocol.md): any other field, known to another type or unknown, is
 // ignored, so either side can add optional fields without breaking the
 // other. Unknown types, missing or wrong-typed required fields, and anything
 // that is not a single JSON object are errors.

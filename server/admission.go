@@ -20,8 +20,12 @@ import (
 //     reconnect slot;
 //   - MaxConns and MaxConnsPerIP: refused;
 //   - the handshake ceiling: a fleet-wide rate (AdmitRate, AdmitBurst) and
-//     a per-tenant one (TenantRate, TenantBurst; the tenant is the remote
-//     IP: a ticket only arrives after the upgrade). A request carrying the
+//     a per-address one (TenantRate, TenantBurst: a token, and so the
+//     Identity's tenant, only arrives after the upgrade; tenants.go limits
+//     those).
+//
+// "The address" is the client's (clientIP, proxy.go): the TCP peer's, or
+// behind Options.TrustedProxies the one they forwarded. A request carrying the
 //     operator's probe key (header X-Wsready-Probe) draws from a small
 //     reserved limiter of its own (ProbeRate) instead, so a probe gets
 //     through a storm.
@@ -46,9 +50,10 @@ const (
 	outOverload  outcome = "overload_refused"
 	outAuth      outcome = "auth_failed"
 	outOrigin    outcome = "origin_refused"
+	outTenant    outcome = "tenant_refused" // MaxConnsPerTenant, once the token named the tenant
 )
 
-var outcomes = []outcome{outAccepted, outAdmission, outLimit, outRestart, outDrain, outShutdown, outOverload, outAuth, outOrigin}
+var outcomes = []outcome{outAccepted, outAdmission, outLimit, outRestart, outDrain, outShutdown, outOverload, outAuth, outOrigin, outTenant}
 
 // refusal is a handshake that was turned away.
 type refusal struct {

@@ -9,27 +9,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/wsready/wsready/protocol"
 )
 
-// conn is one WebSocket connection. Its handler goroutine reads; one writer
-// goroutine owns all writes (pings, feed, replies) so frames never interleave.
+// conn is one connection, over a WebSocket or an HTTP session (its
+// transport). Its reader goroutine reads; one writer goroutine owns all
+// writes (pings, feed, replies) so frames never interleave.
 type conn struct {
 	id       uint64
 	session  string   // the opaque id the welcome frame names: 16 random bytes, base64url
-	identity Identity // who the connection belongs to (auth.go); zero: anonymous. Set before it is served.
+	identity Identity // who the connection belongs to (auth.go); zero: anonymous. Set once by the reader, under s.mu: the reader reads it freely, others under s.mu.
 	s        *Server
-	ws       *websocket.Conn
-	gc       *gatedConn
+	tr       transport
 	remote   string
 	ip       string
 	openedAt time.Time
@@ -43,6 +39,7 @@ type conn struct {
 	timerMu   sync.Mutex
 	flapT     *time.Timer // the Flapping close, while armed
 	jitterT   *time.Timer // a ping held by the Jitter switch
+	authT     *time.Timer // AuthRequired's wait for the auth frame
 	timersOff bool        // the connection ended: arm nothing more
 
 	closing   atomic.Bool // a close was started: later overflows start no other
@@ -69,24 +66,60 @@ type conn struct {
 	slowMu  sync.Mutex
 	slow    map[*time.Timer]struct{} // delayed replies not yet sent (Slow replies)
 	slowOff bool                     // the connection ended: no more delayed replies
+
+	req requestState // method calls in flight (requests.go)
+}
+
+// transport is a connection's I/O, all a conn needs of its socket: the
+// WebSocket (transport_ws.go) or an HTTP session, Server-Sent Events out
+// and POSTs in (transport_http.go). Everything else (admission, auth, the
+// queue, pings, the switches, drain) is the conn's and the server's, the
+// same for both.
+type transport interface {
+	// kind labels the metrics: transportWS or transportSSE.
+	kind() transportKind
+	// read blocks until the client's next frame (binary: not a text
+	// frame). An error ends the connection; read has accounted for it.
+	read(ctx context.Context) (data []byte, binary bool, err error)
+	// write sends one frame, in order, from the one writer goroutine. An
+	// error ends the connection; a write that makes no progress within
+	// WriteTimeout is one.
+	write(ctx context.Context, frame []byte) error
+	// close tells the client code and reason and ends the connection; it
+	// may block up to the transport's close timeout.
+	close(code int, reason string) error
+	// closeNow ends the connection without a word.
+	closeNow()
+	// liveness is the sweep's check (sweep.go), once per SweepInterval.
+	liveness()
+	// peerGone reports that the peer went away while the Freeze switch
+	// held the connection.
+	peerGone() bool
+}
+
+// transportKind names a transport in metrics and stats.
+type transportKind uint8
+
+const (
+	transportWS  transportKind = iota // a WebSocket
+	transportSSE                      // an HTTP session: Server-Sent Events and POST
+)
+
+var transportKinds = []transportKind{transportWS, transportSSE}
+
+func (k transportKind) String() string {
+	if k == transportSSE {
+		return "sse"
+	}
+	return "ws"
 }
 
 func (c *conn) run() {
-	var authWait *time.Timer
 	if c.s.opts.Auth == AuthRequired {
-		authWait = time.AfterFunc(c.s.opts.AuthTimeout, func() {
-			select {
-			case <-c.authOK:
-			default:
-				c.closeAsync(protocol.CloseForbidden, "auth required")
-			}
-		})
+		c.armAuthWait()
 	}
 	c.readLoop()
 	c.cancel()
-	if authWait != nil {
-		authWait.Stop()
-	}
 	c.stopExpiry()
 	c.stopTimers()
 	c.endMu.Lock()
@@ -96,79 +129,57 @@ func (c *conn) run() {
 	c.dropSubscriptions("")
 	c.q.close()      // no flusher starts after this
 	c.flushWG.Wait() // and the one at work has seen the cancel
-	if c.gc != nil && c.gc.peerGone.Load() {
+	if c.tr.peerGone() {
 		c.s.count(func(k *connCounters) { k.peerGone++ })
 	}
 	c.s.unregister(c)
-	c.ws.CloseNow()
+	c.tr.closeNow()
+	c.endRequests() // their contexts ended with the cancel above
 }
 
-// The reader reads each frame with Reader and io.ReadAll, then decodes it
-// through encoding/json into the protocol's types (protocol.DecodeJSON),
-// not with wsjson.Read, which would break three things the protocol
-// promises: wsjson.Read ignores the message type (a binary frame must get
-// not_text, whatever its bytes); it takes one context for waiting and for
-// reading (an idle connection must never time out, while a message begun
-// must end within MessageTimeout); and it closes the connection with 1007
-// when json.Unmarshal fails (malformed JSON gets a bad_json error frame on
-// a connection that stays).
+// armAuthWait closes the connection with 4003 if it is not
+// authenticated within AuthTimeout (AuthRequired). Time the Deaf switch
+// was on in it does not count: the auth frame may have waited unread.
+func (c *conn) armAuthWait() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	if c.timersOff {
+		return
+	}
+	deaf, deafs := c.s.deaf.isFrozen(), c.s.deaf.freezes.Load()
+	c.authT = time.AfterFunc(c.s.opts.AuthTimeout, func() {
+		select {
+		case <-c.authOK:
+		case <-c.ctx.Done():
+		default:
+			if deaf || c.s.deaf.isFrozen() || c.s.deaf.freezes.Load() != deafs {
+				c.armAuthWait() // Deaf's doing, not the client's: a fresh wait
+				return
+			}
+			c.closeAsync(protocol.CloseForbidden, "auth required")
+		}
+	})
+}
+
+// readLoop hands each frame the transport reads to handle, until the
+// transport fails (the peer left, or the connection is closing). While the
+// Deaf switch is on it holds the frame it has and reads no more.
 func (c *conn) readLoop() {
 	for {
-		typ, data, err := c.readMessage()
+		data, binary, err := c.tr.read(c.ctx)
 		if err != nil {
-			if code := websocket.CloseStatus(err); code != -1 {
-				c.s.count(func(k *connCounters) { k.peerCloses.add(int(code)) })
-				c.s.metrics.closed(false, int(code))
-			}
-			if unmasked(err) {
-				// RFC 6455 5.1: a server that receives an unmasked frame
-				// closes the connection, and may say 1002 first.
-				// coder/websocket drops the connection without a word
-				// (it does send 1002 for its other protocol errors), so
-				// the close frame is sent here, before run drops it.
-				c.closeWith(int(websocket.StatusProtocolError), "client frames must be masked")
-			}
+			return
+		}
+		if !c.s.deaf.wait(c.ctx.Done()) {
 			return
 		}
 		c.framesIn.Add(1)
-		if typ != websocket.MessageText {
+		if binary {
 			c.sendError(0, protocol.ErrNotText, "binary frames are not part of the protocol")
 			continue
 		}
 		c.handle(data)
 	}
-}
-
-// readMessage waits as long as it takes for a message to begin, then allows
-// MessageTimeout for the rest of it: a fragment that never finishes closes
-// the connection (coder/websocket ends a connection whose read context
-// expires).
-func (c *conn) readMessage() (websocket.MessageType, []byte, error) {
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	typ, r, err := c.ws.Reader(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	var timedOut atomic.Bool
-	t := time.AfterFunc(c.s.opts.MessageTimeout, func() {
-		timedOut.Store(true)
-		cancel()
-	})
-	b, err := io.ReadAll(r)
-	t.Stop()
-	if err != nil && timedOut.Load() {
-		c.s.count(func(k *connCounters) { k.messageTimeouts++ })
-	}
-	return typ, b, err
-}
-
-// unmasked reports whether err is coder/websocket's refusal of an
-// unmasked client frame. The library has no sentinel error for it, only
-// this text (v1.8.15, read.go); TestAnUnmaskedFrameIsAnsweredWith1002
-// fails if an upgrade rewords it.
-func unmasked(err error) bool {
-	return strings.Contains(err.Error(), "received unmasked frame from client")
 }
 
 // handle serves one frame. A panic here is this connection's problem only:
@@ -201,6 +212,9 @@ func (c *conn) handle(data []byte) {
 		}
 		c.sendError(id, de.Code, de.Error())
 		return
+	}
+	if c.overTenantRate(m) {
+		return // answered rate_limited (tenants.go)
 	}
 	switch m.Type {
 	case protocol.TypeSubscribe:
@@ -317,27 +331,21 @@ func (c *conn) flush() {
 
 // write sends one frame; false ends the connection.
 func (c *conn) write(frame []byte) bool {
-	err := c.ws.Write(c.ctx, websocket.MessageText, frame)
-	if err == nil {
+	if c.tr.write(c.ctx, frame) == nil {
 		return true
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		// A reader that took nothing for WriteTimeout: nothing more can
-		// reach it, not even a close frame. Drop it.
-		c.s.count(func(k *connCounters) { k.stalled++ })
-		c.ws.CloseNow()
 	}
 	c.cancel()
 	return false
 }
 
-// closeWith closes the connection with a close handshake. It may block for
-// up to coder/websocket's close timeout, so callers run it off hot paths.
+// closeWith closes the connection with a close handshake (code and
+// reason). It may block for up to the transport's close timeout, so
+// callers run it off hot paths.
 func (c *conn) closeWith(code int, reason string) {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
-		c.s.metrics.closed(true, code)
-		if err := c.ws.Close(websocket.StatusCode(code), reason); err != nil {
+		c.s.metrics.closed(true, code, c.tr.kind())
+		if err := c.tr.close(code, reason); err != nil {
 			c.s.log.Debug("close did not complete", "conn", c.id, "code", code)
 		}
 		c.cancel()

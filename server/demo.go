@@ -19,14 +19,21 @@ type Demo struct {
 	files fs.FS
 }
 
-// NewDemo attaches the demo's control surface to s. files (the page, the
-// JS and the wasm: web.FS()) are served at / by Handler; nil serves none.
-func NewDemo(s *Server, files fs.FS) *Demo { return &Demo{s: s, files: files} }
+// NewDemo attaches the demo's control surface to s, and makes s the
+// demo's server: it answers the demo's methods, echo (its params back) and
+// time ({"unixMs": N}), unless Options.Methods has its own of that name,
+// and, unless Options.NoFeed, produces the demo's feed topic (an update per
+// FeedInterval) until Close. files (the page, the JS and the wasm:
+// web.FS()) are served at / by Handler; nil serves none.
+func NewDemo(s *Server, files fs.FS) *Demo {
+	s.startDemo()
+	return &Demo{s: s, files: files}
+}
 
 // Handler serves the demo's site, the Server's handlers mounted as
 // wsready serve mounts them, beside the demo's own API:
 //
-//	/ws                 Server.Handler
+//	/ws                 Server.Handler (and /ws/..., its HTTP transport)
 //	/api/token          Server.TicketHandler
 //	/api/stats          Server.StatsHandler
 //	/metrics            Server.MetricsHandler
@@ -42,6 +49,7 @@ func (d *Demo) Handler() http.Handler {
 	s := d.s
 	mux := http.NewServeMux()
 	mux.Handle("/ws", s.Handler())
+	mux.Handle("/ws/", s.Handler()) // the HTTP transport: /ws/probe, /ws/session, /ws/sse, /ws/send
 	mux.Handle("/api/token", s.TicketHandler())
 	mux.Handle("/api/stats", s.StatsHandler())
 	mux.Handle("/metrics", s.MetricsHandler())

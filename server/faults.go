@@ -4,6 +4,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,8 +66,8 @@ func (c *conn) jitterPing() {
 	})
 }
 
-// stopTimers stops the connection's Flapping and Jitter timers; none is
-// armed after.
+// stopTimers stops the connection's Flapping, Jitter and auth-wait
+// timers; none is armed after.
 func (c *conn) stopTimers() {
 	c.timerMu.Lock()
 	defer c.timerMu.Unlock()
@@ -76,6 +77,9 @@ func (c *conn) stopTimers() {
 	}
 	if c.jitterT != nil {
 		c.jitterT.Stop()
+	}
+	if c.authT != nil {
+		c.authT.Stop()
 	}
 }
 
@@ -179,10 +183,22 @@ var switches = []faultSwitch{
 		set: func(s *Server, v switchValue) error { s.setOverload(v.on); return nil }},
 	{name: "revoke", label: "Revoke", activeLabel: "Unrevoke", kind: kindClientID, group: groupSession, needsAuth: true,
 		describe: func(*Options) string {
-			return "the client id is refused with 4003 from now on, its open connections closed; pressed again, the list is cleared"
+			return "the client id is refused with 4003 for a day, on every node, its open connections closed (Server.Revoke); pressed again, the list is cleared"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.auth.revokedCount() > 0 },
-		set: func(s *Server, v switchValue) error { return s.revoke(v.id) }},
+		on:  func(s *Server, now time.Time) bool { return s.revocations.count(now) > 0 },
+		set: func(s *Server, v switchValue) error { return s.demoRevoke(v.id) }},
+	{name: "blockWebSocket", label: "Block WebSocket", kind: kindToggle, group: groupServer,
+		describe: func(*Options) string {
+			return "every WebSocket upgrade refused with 403, as by a proxy that strips upgrades; plain HTTP, the probe and the HTTP transport keep working (stage 8 falls back to it)"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.blockWS.Load() },
+		set: func(s *Server, v switchValue) error { s.setBlockWebSocket(v.on); return nil }},
+	{name: "deaf", label: "Deaf", kind: kindToggle, group: groupServer,
+		describe: func(*Options) string {
+			return "the server stops reading what clients send (WebSocket frames, HTTP transport POSTs wait) while pings go on: the client's sends pile up unsent (stage 8 notices the stall)"
+		},
+		on:  func(s *Server, _ time.Time) bool { return s.deaf.isFrozen() },
+		set: func(s *Server, v switchValue) error { s.setDeaf(v.on); return nil }},
 	{name: "endSession", label: "End session", kind: kindAction, group: groupSession,
 		describe: func(*Options) string {
 			return "every connection closed with 1000: the server ends the sessions for good"
@@ -227,7 +243,8 @@ func (s *Server) faultsLocked(now time.Time) map[string]bool {
 // switchState is the server-wide state the switches set, embedded in
 // Server. Freeze is the gate (freeze.go) and Revoke the authority's list
 // (auth.go); the rest is guarded by s.mu but jitter, read on every ping
-// tick without it.
+// tick without it, blockWS, read on every upgrade, and deaf, a gate of its
+// own that every read waits at.
 type switchState struct {
 	serviceDown  bool
 	slowReplies  bool
@@ -236,6 +253,8 @@ type switchState struct {
 	overload     bool
 	restartUntil time.Time   // Restart refuses until then
 	jitter       atomic.Bool // read without s.mu by the heartbeat
+	blockWS      atomic.Bool // Block WebSocket: upgrades refused with 403
+	deaf         gate        // Deaf: frozen while clients' frames go unread
 }
 
 // parsePatch reads a POST /api/faults body, {"name": value, ...}: every
@@ -297,8 +316,8 @@ func (s *Server) apply(p []patchEntry) error {
 
 // Set flips the demo switch called name, as one entry of POST /api/faults
 // would: value is true or false for a toggle (freeze, serviceDown,
-// slowReplies, flapping, jitter, shortTokens, overload), true to act for an
-// action (restart, endSession), a client id for revoke ("" clears the
+// slowReplies, flapping, jitter, blockWebSocket, deaf, shortTokens,
+// overload), true to act for an action (restart, endSession), a client id for revoke ("" clears the
 // list). GET /api/faults lists the switches. It works whatever
 // Options.Demo says: that guards the HTTP API, not the program.
 func (d *Demo) Set(name string, value any) error {
@@ -473,23 +492,27 @@ func (s *Server) setShortTokens(on bool) {
 	s.log.Info("switch", "shortTokens", on)
 }
 
-// revoke refuses client id with 4003 from now on and closes its open
-// connections; "" clears the list. It fails when the list is full.
-func (s *Server) revoke(id string) error {
-	if !s.auth.revoke(id) {
-		return errors.New("the revoked list is full (" + strconv.Itoa(maxRevoked) + " client ids)")
+// demoRevokeFor is how long the Revoke switch refuses a client id.
+const demoRevokeFor = 24 * time.Hour
+
+// demoTimeout bounds a switch's message to the other nodes.
+const demoTimeout = 5 * time.Second
+
+// demoRevoke is the Revoke switch, through the application's path
+// (Server.Revoke, on every node): client id refused with 4003 for
+// demoRevokeFor and its open connections closed; "" lifts every
+// revocation. It fails when the set is full (or NATS does not take it).
+func (s *Server) demoRevoke(id string) error {
+	ctx, cancel := context.WithTimeout(s.ctx, demoTimeout)
+	defer cancel()
+	var err error
+	if id == "" {
+		err = s.clearRevocations(ctx)
+	} else {
+		err = s.Revoke(ctx, id, demoRevokeFor)
 	}
-	s.mu.Lock()
-	if id != "" {
-		for _, c := range s.conns {
-			if c.clientID == id {
-				c.closeAsync(protocol.CloseForbidden, "forbidden")
-			}
-		}
-	}
-	s.mu.Unlock()
 	s.log.Info("switch", "revoke", id != "")
-	return nil
+	return err
 }
 
 // endSession closes every connection with 1000: the server ends the
@@ -516,6 +539,32 @@ func (s *Server) setOverload(on bool) {
 	}
 	s.mu.Unlock()
 	s.log.Info("switch", "overload", on)
+}
+
+// setBlockWebSocket on refuses every WebSocket upgrade with 403 (the
+// connections open stay), as a proxy that strips upgrades would: stage 8
+// falls back to the HTTP transport, which keeps working.
+func (s *Server) setBlockWebSocket(on bool) {
+	s.blockWS.Store(on)
+	s.log.Info("switch", "blockWebSocket", on)
+}
+
+// setDeaf on stops reading clients' frames: each connection's reader
+// waits before handling its next frame, so a WebSocket's socket is not
+// read (the client's bufferedAmount grows once the TCP buffers are full)
+// and an HTTP transport POST waits before its body is read. Pings and
+// everything else the server sends go on. Off: the frames held are
+// handled, in order.
+func (s *Server) setDeaf(on bool) {
+	s.mu.Lock()
+	s.deaf.set(on)
+	for _, c := range s.conns {
+		if t, ok := c.tr.(*wsTransport); ok {
+			t.deafen(on)
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("switch", "deaf", on)
 }
 
 func (s *Server) restartEnd() time.Time {

@@ -10,7 +10,39 @@ import (
 )
 
 // The demo feed: one small update per FeedInterval to the "feed" topic,
-// produced by this node unless Options.NoFeed, delivered like any topic.
+// produced by this node once a Demo is made over it (unless
+// Options.NoFeed), delivered like any topic. A Server alone runs no feed and
+// answers no demo method: both are the demo's, an application's server has
+// neither.
+
+// startDemo makes s the demo's server, once: it adds the demo's methods
+// (echo and time; an application's own method of either name stays) and,
+// unless NoFeed, starts the feed. Not after Close.
+func (s *Server) startDemo() {
+	s.demoOnce.Do(func() {
+		s.methods.addMissing(demoMethods(s))
+		if s.opts.NoFeed {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		s.wg.Add(1) // under s.mu with closed false: Close's Wait follows it
+		s.feedOn.Store(true)
+		s.mu.Unlock()
+		// The feed exists from the start, so a subscribe before its first
+		// update is served. A failure (JetStream away) is retried by every
+		// update.
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.HistoryTimeout)
+		if err := s.hub.h.Create(ctx, protocol.DefaultTopic); err != nil {
+			s.log.Warn("feed topic not created", "cause", errKind(err))
+		}
+		cancel()
+		go s.runFeed()
+	})
+}
 
 // runFeed appends one update per FeedInterval to the feed topic; the hub
 // delivers it to the subscribers (of every node, on JetStream).

@@ -204,12 +204,14 @@ func TestMetrics(t *testing.T) {
 	waitFor(t, 2*time.Second, "closed", func() bool { return f.srv.Stats().Open == 0 })
 	text := getText(t, f.hs.URL+"/metrics")
 	for _, want := range []string{
-		`wsready_handshakes_total{outcome="accepted"} 1`,
-		`wsready_handshakes_total{outcome="admission_refused"} 0`,
-		`wsready_closes_total{by="client",code="other"} 1`,
-		`wsready_connections_open 0`,
+		`wsready_handshakes_total{outcome="accepted",transport="ws"} 1`,
+		`wsready_handshakes_total{outcome="admission_refused",transport="ws"} 0`,
+		`wsready_handshakes_total{outcome="accepted",transport="sse"} 0`,
+		`wsready_closes_total{by="client",code="other",transport="ws"} 1`,
+		`wsready_connections_open{transport="ws"} 0`,
+		`wsready_connections_open{transport="sse"} 0`,
 		`wsready_request_seconds_count 1`,
-		`wsready_sweep_closes_total 0`,
+		`wsready_sweep_closes_total{transport="ws"} 0`,
 		`wsready_drain_remaining 0`,
 	} {
 		if !strings.Contains(text, want) {

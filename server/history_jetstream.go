@@ -5,29 +5,39 @@ package server
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/wsready/wsready/protocol"
 )
 
-// The JetStream mapping. Each topic is a stream of its own, named
-// streamPrefix+topic, holding one subject, subjectPrefix+topic, so a
-// stream's sequence numbers are the topic's seqs: +1 per update, from 1, no
-// gaps (JetStream assigns them atomically, whichever node publishes). The
-// stream keeps the newest HistoryMsgs updates, none older than HistoryAge
-// (limits retention, discard old), on file storage. Each node loads a topic
-// when first used with an ordered consumer from the stream's first retained
-// seq and keeps it running for live updates (topics.go). Topic names are
-// already limited to characters valid in both a subject token and a stream
-// name.
+// The JetStream mapping. Each topic is a stream of its own (streamName)
+// holding one subject, subjectPrefix+topic, so a stream's sequence numbers
+// are the topic's seqs: +1 per update, from 1, no gaps (JetStream assigns
+// them atomically, whichever node publishes). The stream keeps the newest
+// HistoryMsgs updates, none older than HistoryAge (limits retention,
+// discard old), on file storage. Each node loads a topic when first used
+// with an ordered consumer from the stream's first retained seq and keeps
+// it running for live updates (topics.go).
+//
+// A topic name without a separator (protocol.ValidTopic) is valid as it is
+// in a stream name and a subject token: its stream is streamPrefix+topic,
+// as it always was, so existing streams stay theirs. A stream name may hold
+// neither '.' nor '/', so a name with separators is escaped: its stream is
+// escapedPrefix + its bytes in lowercase base32hex without padding (0-9 a-v:
+// no '_', so it can meet no streamPrefix name, and base32 is one to one).
+// Its subject is the topic as it is (subjects take '.', ':' and '/'; a
+// literal subject is one to one with its topic and overlaps no other).
 //
 // The stream id (TopicInfo.Stream) names an incarnation of the topic's
 // history: clients hold it with their cursor and are told continuity was
@@ -54,6 +64,7 @@ import (
 // new id. Where the marks live: see JetStreamOptions.MarksDir.
 const (
 	streamPrefix  = "WSREADY_"
+	escapedPrefix = "WSREADYX_" // a topic with separators: base32hex follows
 	subjectPrefix = "wsready.topic."
 	// streamIDMetadataKey is the stream metadata key holding the stream id
 	// given after a loss; a stream without it is named by its creation
@@ -226,12 +237,38 @@ func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions)
 	return h, nil
 }
 
-func streamName(topic string) string { return streamPrefix + topic }
+// topicBase32 escapes a topic with separators in its stream's name.
+var topicBase32 = base32.HexEncoding.WithPadding(base32.NoPadding)
+
+// streamName is topic's stream: streamPrefix+topic for a name without a
+// separator, escapedPrefix+base32hex (lowercase) for one with them. At most
+// 9+205 bytes, under JetStream's 255.
+func streamName(topic string) string {
+	if !strings.ContainsAny(topic, ".:/") {
+		return streamPrefix + topic
+	}
+	return escapedPrefix + strings.ToLower(topicBase32.EncodeToString([]byte(topic)))
+}
+
+// topicOfStream is the topic whose stream is called name: false for a
+// stream that is not one of ours (or not one streamName makes).
+func topicOfStream(name string) (string, bool) {
+	if topic, ok := strings.CutPrefix(name, streamPrefix); ok {
+		return topic, protocol.ValidTopic(topic) && streamName(topic) == name
+	}
+	enc, ok := strings.CutPrefix(name, escapedPrefix)
+	if !ok {
+		return "", false
+	}
+	b, err := topicBase32.DecodeString(strings.ToUpper(enc))
+	topic := string(b)
+	return topic, err == nil && protocol.ValidTopic(topic) && streamName(topic) == name
+}
 
 // streamRef names topic's stream in logs and in the marks: the topic is a
 // name a peer may have chosen, which logs never carry (no peer text). The
 // mark it names holds the topic, so an operator can look it up:
-// printf WSREADY_<topic> | sha256sum | cut -c1-16 gives it too.
+// printf <stream name> | sha256sum | cut -c1-16 gives it too.
 func streamRef(topic string) string {
 	sum := sha256.Sum256([]byte(streamName(topic)))
 	return hex.EncodeToString(sum[:8])
@@ -409,6 +446,10 @@ func (h *jsHistory) raiseWatched(ctx context.Context, m *mark, seq, to int64) bo
 		}
 	}
 }
+
+// natsConn is the connection the History runs on: the Server's presence
+// and control use it too unless Options.NATS names another.
+func (h *jsHistory) natsConn() *nats.Conn { return h.nc }
 
 func (h *jsHistory) Close() error {
 	if h.o.CloseConn {

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/wsready/wsready/protocol"
 )
 
 // Squaring a JetStream stream with its high-water mark: raising the mark,
@@ -297,7 +295,7 @@ func (h *jsHistory) checkAll(ctx context.Context) error {
 	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
 	var topics []string
 	for name := range l.Name() {
-		if topic, ok := strings.CutPrefix(name, streamPrefix); ok && protocol.ValidTopic(topic) {
+		if topic, ok := topicOfStream(name); ok {
 			topics = append(topics, topic)
 		}
 	}

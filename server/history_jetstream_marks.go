@@ -36,8 +36,9 @@ type markRecord struct {
 const (
 	markVersion = 1
 	// markSize is the fixed size of a mark file: a record is at most about
-	// 200 bytes (a topic is at most 64), padded with NULs, so an update
-	// overwrites the whole file in place.
+	// 270 bytes (a topic is at most 128, none of its bytes escaped in
+	// JSON), padded with NULs, so an update overwrites the whole file in
+	// place.
 	markSize = 512
 )
 

@@ -33,9 +33,13 @@ import (
 
 // Handler returns the WebSocket endpoint, behind the Host check; it checks
 // the Origin of each upgrade itself (same origin or OriginPatterns, else
-// accepted and closed with 1008). A request that is not a WebSocket
-// upgrade gets 426 with a JSON error. Mount it at the path clients dial.
-func (s *Server) Handler() http.Handler { return s.hostGuard(http.HandlerFunc(s.serveWS)) }
+// accepted and closed with 1008). Under the same mount it serves the HTTP
+// transport (transport_http.go, docs/http-transport.md): <mount>/probe,
+// /session, /sse and /send, for clients whose WebSocket is blocked. Any
+// other request that is not a WebSocket upgrade gets 426 with a JSON
+// error. Mount it at the path clients dial and at that path + "/" (a
+// ServeMux pattern for the subtree), as Demo.Handler does with /ws.
+func (s *Server) Handler() http.Handler { return s.hostGuard(http.HandlerFunc(s.serve)) }
 
 // HTTPServer returns an http.Server for h (an application's mux with
 // Handler mounted on it, or Demo.Handler) with the timeouts and header

@@ -5,6 +5,7 @@ package server
 import (
 	"errors"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Identity is who a connection belongs to, as the application says: the
@@ -12,9 +13,12 @@ import (
 // claims. The zero Identity is an anonymous connection (auth off, or
 // optional and no ticket).
 type Identity struct {
-	// User is the application's user id: 1 to MaxIdentityBytes bytes.
+	// User is the application's user id: 1 to MaxIdentityBytes bytes of
+	// UTF-8.
 	User string
-	// Tenant groups users for per-tenant limits; empty: none.
+	// Tenant groups users for per-tenant limits (MaxConnsPerTenant,
+	// TenantMsgRate): at most MaxIdentityBytes bytes of UTF-8; empty:
+	// none, and no per-tenant limit applies.
 	Tenant string
 	// Claims are small application facts (a role, a plan) that hooks read;
 	// at most MaxClaims entries, keys 1 to 64 bytes, values at most 256,
@@ -43,6 +47,12 @@ func (id Identity) Validate() error {
 	if len(id.User) > MaxIdentityBytes || len(id.Tenant) > MaxIdentityBytes {
 		return bad("user and tenant are at most " + strconv.Itoa(MaxIdentityBytes) + " bytes")
 	}
+	if !utf8.ValidString(id.User) || !utf8.ValidString(id.Tenant) {
+		// The welcome and presence frames carry the user as a JSON string,
+		// which would turn invalid bytes into U+FFFD: another user, and
+		// possibly past its bound.
+		return bad("user and tenant are UTF-8 text")
+	}
 	if id.User == "" && (id.Tenant != "" || len(id.Claims) > 0) {
 		return bad("a tenant or claims need a user")
 	}
@@ -53,6 +63,9 @@ func (id Identity) Validate() error {
 	for k, v := range id.Claims {
 		if k == "" || len(k) > 64 || len(v) > 256 {
 			return bad("a claim's key is 1 to 64 bytes and its value at most 256")
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return bad("claims are UTF-8 text")
 		}
 		total += len(k) + len(v)
 	}

@@ -113,7 +113,9 @@ func TestASlowConsumerIsClosedOnceWithoutAGoroutinePerFrame(t *testing.T) {
 		most = max(most, runtime.NumGoroutine())
 		return f.srv.Stats().Open == 0
 	})
-	if most > before+10 {
+	// Each method call has a goroutine while it runs, MaxConcurrentRequests
+	// at most, waiting for room in the queue: bounded, not one per frame.
+	if most > before+10+f.srv.opts.MaxConcurrentRequests {
 		t.Fatalf("goroutines grew from %d to %d while the feed overflowed", before, most)
 	}
 	if l := f.srv.Stats().Limits; l.SlowConsumer != 1 {
@@ -136,6 +138,7 @@ func TestAFastClientIsPacedNotClosed(t *testing.T) {
 		}
 	}()
 	responses, errs := 0, 0
+	answered := map[uint64]bool{} // calls run at once: their answers may come in any order
 	deadline := time.After(60 * time.Second)
 	for responses < 2000 || errs < 10000 {
 		select {
@@ -143,9 +146,10 @@ func TestAFastClientIsPacedNotClosed(t *testing.T) {
 			switch m.Type {
 			case protocol.TypeResponse:
 				responses++
-				if m.ID != uint64(responses) {
+				if m.ID < 1 || m.ID > 2000 || answered[m.ID] {
 					t.Fatalf("response %d has id %d", responses, m.ID)
 				}
+				answered[m.ID] = true
 			case protocol.TypeError:
 				errs++
 			}

@@ -15,13 +15,14 @@ import (
 // metrics are the server's Prometheus metrics, served at /metrics in the
 // text format. Counters are monotonic since start (the windowed counters of
 // /api/stats are for the demo). No label carries a connection id, a remote
-// address, a token or any text a peer chose: outcomes and close codes come
-// from fixed lists, anything else is "other".
+// address, a token or any text a peer chose: outcomes, close codes and
+// transports come from fixed lists, anything else is "other". The
+// transport label is "ws" (WebSocket) or "sse" (the HTTP transport).
 type metrics struct {
 	reg        *prometheus.Registry
 	handshakes *prometheus.CounterVec
 	closes     *prometheus.CounterVec
-	sweep      prometheus.Counter
+	sweep      *prometheus.CounterVec
 	drained    prometheus.Counter
 	requests   prometheus.Histogram
 	published  prometheus.Counter
@@ -43,11 +44,11 @@ func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wsready_handshakes_total",
-			Help: "WebSocket handshakes by outcome."}, []string{"outcome"}),
+			Help: "Handshakes (WebSocket upgrades, HTTP sessions) by outcome and transport."}, []string{"outcome", "transport"}),
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wsready_closes_total",
-			Help: "Connection closes by who started them (server, client) and close code."}, []string{"by", "code"}),
-		sweep: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_sweep_closes_total",
-			Help: "Connections closed by the liveness sweep (no pong within two intervals plus the grace)."}),
+			Help: "Connection closes by who started them (server, client), close code and transport."}, []string{"by", "code", "transport"}),
+		sweep: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wsready_sweep_closes_total",
+			Help: "Connections closed by the liveness sweep (no pong, or no stream attached, within two intervals plus the grace), by transport."}, []string{"transport"}),
 		drained: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_drain_closed_total",
 			Help: "Connections closed by drains."}),
 		requests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wsready_request_seconds",
@@ -66,27 +67,42 @@ func newMetrics() *metrics {
 	buildInfo.Set(1)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(), buildInfo)
-	for _, o := range outcomes {
-		m.handshakes.WithLabelValues(string(o))
+	for _, k := range transportKinds {
+		for _, o := range append(outcomes[:len(outcomes):len(outcomes)], outBlocked) {
+			m.handshakes.WithLabelValues(string(o), k.String())
+		}
+		m.sweep.WithLabelValues(k.String())
 	}
 	return m
 }
 
-func (m *metrics) handshake(o outcome) { m.handshakes.WithLabelValues(string(o)).Inc() }
+// outBlocked is an upgrade the Block WebSocket switch refused.
+const outBlocked outcome = "blocked"
 
-func (m *metrics) closed(byServer bool, code int) {
+// handshake counts a WebSocket handshake's outcome.
+func (m *metrics) handshake(o outcome) { m.handshakeVia(o, transportWS) }
+
+// handshakeVia counts a handshake's outcome on transport k.
+func (m *metrics) handshakeVia(o outcome, k transportKind) {
+	m.handshakes.WithLabelValues(string(o), k.String()).Inc()
+}
+
+func (m *metrics) closed(byServer bool, code int, k transportKind) {
 	by := "client"
 	if byServer {
 		by = "server"
 	}
-	m.closes.WithLabelValues(by, codeLabel(code)).Inc()
+	m.closes.WithLabelValues(by, codeLabel(code), k.String()).Inc()
 }
 
 // registerGauges adds the gauges read from the server's state at scrape time.
 func (s *Server) registerGauges() {
+	for _, k := range transportKinds {
+		s.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_connections_open",
+			Help: "Open connections (WebSockets, HTTP sessions) by transport.", ConstLabels: prometheus.Labels{"transport": k.String()}},
+			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(s.open[k]) }))
+	}
 	s.metrics.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_connections_open", Help: "Open WebSocket connections."},
-			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(len(s.conns)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_feed_seq", Help: "The demo feed's last sequence number."},
 			func() float64 { return float64(s.feedSeq.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_drain_remaining", Help: "Connections a drain in progress has yet to close."},
@@ -105,7 +121,8 @@ func (s *Server) registerGauges() {
 
 // MetricsHandler answers GET with the server's Prometheus metrics in the
 // text format: wsready_* (handshakes by outcome, closes by code, open
-// connections, drains, sweeps, requests, publishes), the Go runtime's and
+// connections, drains, sweeps, requests, publishes; by transport where it
+// applies), the Go runtime's and
 // the process's; no label carries peer text. Behind the Host check; GET and HEAD only. wsready
 // serve mounts it at /metrics.
 func (s *Server) MetricsHandler() http.Handler {

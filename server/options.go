@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/netip"
 	"path"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Options configures a Server. A nil *Options means all defaults.
@@ -60,8 +64,19 @@ type Options struct {
 	// progress); beyond it a handshake is refused with 503 and Retry-After.
 	// Default 10000.
 	MaxConns int
-	// MaxConnsPerIP caps them per remote IP address. Default 256.
+	// MaxConnsPerIP caps them per client address (see TrustedProxies).
+	// Default 256.
 	MaxConnsPerIP int
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the server. When a request's TCP peer is in one of them, its client
+	// address (for MaxConnsPerIP, TenantRate, TicketRate and the
+	// bad-token backstop) is read from X-Forwarded-For or Forwarded
+	// (RFC 7239 for=): the rightmost address that is not itself a trusted
+	// proxy. From any other peer the headers are ignored; a malformed
+	// header, or the two headers naming different clients, count as the
+	// peer's own address (proxy.go). Default none: every limit keys by
+	// the TCP peer, so behind one proxy every client shares its limits.
+	TrustedProxies []netip.Prefix
 	// MaxQueuedBytes bounds the bytes queued for one connection, in flight
 	// included; a connection whose feed would pass it is closed with 4429.
 	// Replies wait for room instead (the connection's reads pause), so a
@@ -85,10 +100,26 @@ type Options struct {
 	// Reconnect slots are spread at 90% of AdmitRate.
 	AdmitRate  float64
 	AdmitBurst int
-	// TenantRate and TenantBurst are the ceiling per remote IP. Default
-	// 20/s, burst 40.
+	// TenantRate and TenantBurst are the handshake ceiling per client
+	// address (see TrustedProxies). Default 20/s, burst 40.
 	TenantRate  float64
 	TenantBurst int
+	// MaxConnsPerTenant caps the connections of one tenant
+	// (Identity.Tenant, known once a connection's token verified) on this
+	// node; one more is closed with 1013 and "retry-after-ms=N" (at least
+	// 1s, a reconnect slot), which the client waits out (tenants.go).
+	// Connections without a tenant are not counted. Default 0: no
+	// ceiling.
+	MaxConnsPerTenant int
+	// TenantMsgRate and TenantMsgBurst cap the subscribe, publish and
+	// request frames one tenant's connections send on this node, per
+	// second (a token bucket); beyond them a request or publish is
+	// answered with rate_limited and retryAfterMs, a subscribe with an
+	// error frame, and the connection stays (probes, auth and unsubscribe
+	// frames are exempt). Default 0: no ceiling; TenantMsgBurst defaults
+	// to one second's worth (TenantMsgRate rounded up) and needs a rate.
+	TenantMsgRate  float64
+	TenantMsgBurst int
 	// ProbeKey, when set, lets a request carrying it in the X-Wsready-Probe
 	// header through on a reserved limiter of ProbeRate (default 5/s)
 	// instead of the fleet's, so an operator's probe gets in during a storm.
@@ -112,18 +143,40 @@ type Options struct {
 	// Default 10s.
 	DrainWindow time.Duration
 
-	// Auth is whether the server asks for tickets (auth.go). Default AuthOff.
+	// Auth is whether the server asks for tokens (auth.go). Default
+	// AuthRequired with Authenticate or JWT set, else AuthOff; AuthOff
+	// with either of them set is refused (nothing would check the
+	// tokens they make good).
 	Auth AuthMode
+	// Authenticate says who is asking for a ticket (tickets.go): it turns
+	// the application's own request to TicketHandler (its cookie, session
+	// or bearer token) into an Identity, which the ticket carries and the
+	// connection that sends it gets. An error answers 401 and issues
+	// nothing (an *Error's code and message reach the caller; any other
+	// error's text does not). An Identity without a user or out of its
+	// bounds is the application's mistake: logged, and answered 500. With
+	// the hook set, TicketHandler is on whatever Demo and IssueTickets
+	// say. It may be called concurrently. Default nil: TicketHandler is
+	// on only with Demo or IssueTickets, for any posted client id.
+	Authenticate func(r *http.Request) (Identity, error)
+	// JWT lets connections authenticate with JWTs from the application's
+	// identity provider instead of (or besides) our tickets (jwt.go): sub
+	// is the Identity's User, exp drives the 4001 refresh as a ticket's
+	// expiry does. New fails if its keys cannot be read. Default nil:
+	// tickets only.
+	JWT *JWTOptions
 	// AuthKey signs tickets (HMAC-SHA256). Default: 32 random bytes made at
 	// start (tickets then die with the process).
 	AuthKey []byte
-	// TicketLife is how long a ticket from TicketHandler lives. Default 10m.
+	// TicketLife is how long a ticket from TicketHandler (or IssueTicket)
+	// lives. Default 10m.
 	TicketLife time.Duration
-	// IssueTickets turns TicketHandler on outside Demo mode. It hands a
-	// ticket for any client id to anyone who can reach the server (so
-	// AuthRequired then stops nobody): off by default, when it answers 403;
-	// on with Demo. In production the application issues the tickets,
-	// signed with AuthKey (the format is in auth.go).
+	// IssueTickets turns TicketHandler on outside Demo mode without an
+	// Authenticate hook. It hands a ticket for any client id to anyone who
+	// can reach the server (so AuthRequired then stops nobody): off by
+	// default, when it answers 403; on with Demo. In production the
+	// application says who the caller is (Authenticate) or issues the
+	// tickets itself (Server.IssueTicket).
 	IssueTickets bool
 	// TicketRate and TicketBurst limit TicketHandler per remote address
 	// (an IPv6 /64 is one address), whatever turned it on: beyond them it
@@ -179,11 +232,64 @@ type Options struct {
 	// publishing too. It runs on the connection's goroutine: keep it fast.
 	Authorize func(ctx context.Context, id Identity, a Action) error
 
+	// Methods are the application's request methods, by name: a request
+	// frame naming one runs it (requests.go). A name must not be empty nor
+	// start with protocol.ReservedMethodPrefix ("wsready.", the library's
+	// own), and a Method must not be nil: New refuses them. Default none:
+	// every request gets unknown_method. The map is copied by New.
+	Methods map[string]Method
+	// MaxRequestTimeout caps a request's own timeout (its frame's
+	// timeoutMs): a method's context expires at the smaller of the two.
+	// Default 30s.
+	MaxRequestTimeout time.Duration
+	// DefaultRequestTimeout is a method's context's life for a request
+	// frame without timeoutMs (clients before issue 20). Default 10s, or
+	// MaxRequestTimeout if that is shorter; more than MaxRequestTimeout is
+	// refused.
+	DefaultRequestTimeout time.Duration
+	// MaxConcurrentRequests caps the method calls running at once for one
+	// connection; the connection's reader waits for one to end before it
+	// reads on (back-pressure, not an error). Default 16.
+	MaxConcurrentRequests int
+
+	// MaxPresenceUsers caps the users a presence answer lists (the
+	// wsready.presence request, Server.Presence); Total still counts them
+	// all and Truncated says some were left out. At most 1000 (an answer is
+	// one frame). Default 100.
+	MaxPresenceUsers int
+	// PresenceHeartbeat is how often this node tells the others on NATS
+	// that it is alive (presence_nats.go): a node silent for three
+	// heartbeats is dropped with its users, within four heartbeats of its
+	// death. Every node on one NATS should have the same. Default 2s.
+	PresenceHeartbeat time.Duration
+	// NATS carries presence and the application's Disconnect and Revoke
+	// between the nodes that share it (core NATS subjects
+	// wsready.presence.> and wsready.control; no JetStream). Default: the
+	// connection of a JetStream History (NewJetStreamHistory,
+	// ConnectJetStream) if History is one, so nodes that share topics
+	// share presence; none otherwise: presence and Disconnect stay on this
+	// node. The Server does not close it.
+	NATS *nats.Conn
+	// IdempotencyWindow is how long the answer to a request or a publish
+	// that carried an idempotency key is kept, so a repeat of the key in
+	// the same scope gets it instead of running again (idempotency.go).
+	// Default 2m.
+	IdempotencyWindow time.Duration
+	// MaxIdempotencyKeys bounds the keys this node remembers (least
+	// recently used dropped first; also at most 32 MiB of answers); a key
+	// that finds the cache full of runs in progress runs uncached.
+	// Default 10,000.
+	MaxIdempotencyKeys int
+
 	// Publish lets clients publish to topics (any valid name but the
-	// demo's feed), creating them. Off by default: it changes server state.
+	// demo's feed while it runs), creating them. Off by default: it
+	// changes server state.
 	Publish bool
-	// NoFeed turns off this node's demo feed. With several nodes on one
-	// NATS, exactly one should produce it. Default: the feed runs.
+	// NoFeed keeps this node from producing the demo's feed when a Demo is
+	// made over it (NewDemo starts the feed; a Server alone never runs
+	// one). With several demo nodes on one NATS, exactly one should
+	// produce it (wsready serve -feed-leader). Default: a Demo's server
+	// produces it.
 	NoFeed bool
 	// History keeps the topics' updates. Default: in memory
 	// (NewMemoryHistory with the limits below), lost with the process.
@@ -223,6 +329,13 @@ var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 
 // maxPingInterval is the longest PingInterval: clients refuse a longer one.
 const maxPingInterval = time.Hour
+
+// defaultRequestTimeout is DefaultRequestTimeout's default (capped by
+// MaxRequestTimeout): the native client's own default request timeout is 5s.
+const defaultRequestTimeout = 10 * time.Second
+
+// maxPresenceUsers is the most MaxPresenceUsers may be.
+const maxPresenceUsers = 1000
 
 // minAuthKey is the shortest AuthKey, in bytes: HMAC-SHA256's own size.
 const minAuthKey = 32
@@ -282,6 +395,9 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},
 		{"HistoryAge", &c.HistoryAge, 10 * time.Minute},
 		{"HistoryTimeout", &c.HistoryTimeout, 5 * time.Second},
+		{"MaxRequestTimeout", &c.MaxRequestTimeout, 30 * time.Second},
+		{"PresenceHeartbeat", &c.PresenceHeartbeat, 2 * time.Second},
+		{"IdempotencyWindow", &c.IdempotencyWindow, 2 * time.Minute},
 	}, "a duration", bad)
 	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
@@ -298,6 +414,9 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"HistoryBytes", &c.HistoryBytes, 256 << 10},
 		{"MaxTopics", &c.MaxTopics, 256},
 		{"MaxSubscriptions", &c.MaxSubscriptions, 16},
+		{"MaxConcurrentRequests", &c.MaxConcurrentRequests, 16},
+		{"MaxPresenceUsers", &c.MaxPresenceUsers, 100},
+		{"MaxIdempotencyKeys", &c.MaxIdempotencyKeys, 10000},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},
@@ -305,6 +424,36 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"ProbeRate", &c.ProbeRate, 5},
 		{"TicketRate", &c.TicketRate, 5},
 	}, "a rate (per second)", bad)
+	switch r := c.TenantMsgRate; {
+	case r < 0 || r != r || r > math.MaxFloat64:
+		bad("TenantMsgRate", "is %v: a rate (per second) must be positive (0 for no ceiling)", r)
+	case c.TenantMsgBurst < 0:
+		bad("TenantMsgBurst", "is %d: a count must be positive (0 for one second's worth)", c.TenantMsgBurst)
+	case r == 0 && c.TenantMsgBurst > 0:
+		bad("TenantMsgBurst", "is %d without a TenantMsgRate", c.TenantMsgBurst)
+	case r > 0 && c.TenantMsgBurst == 0:
+		c.TenantMsgBurst = int(min(math.Ceil(r), math.MaxInt32))
+	}
+	if c.MaxConnsPerTenant < 0 {
+		bad("MaxConnsPerTenant", "is %d: a count must be positive (0 for no ceiling)", c.MaxConnsPerTenant)
+	}
+	switch d := c.DefaultRequestTimeout; {
+	case d < 0:
+		bad("DefaultRequestTimeout", "is %v: a duration must be positive (0 for the default, %v)", d, defaultRequestTimeout)
+	case d == 0:
+		c.DefaultRequestTimeout = min(defaultRequestTimeout, c.MaxRequestTimeout)
+	case d > c.MaxRequestTimeout:
+		bad("DefaultRequestTimeout", "is %v: at most MaxRequestTimeout (%v)", d, c.MaxRequestTimeout)
+	}
+	c.Methods = checkMethods(c.Methods, bad)
+	if c.MaxPresenceUsers > maxPresenceUsers {
+		bad("MaxPresenceUsers", "is %d: at most %d (a presence answer is one frame)", c.MaxPresenceUsers, maxPresenceUsers)
+	}
+	if c.NATS == nil {
+		if h, ok := c.History.(interface{ natsConn() *nats.Conn }); ok {
+			c.NATS = h.natsConn()
+		}
+	}
 	if c.PingInterval > maxPingInterval {
 		bad("PingInterval", "is %v: at most %v (clients refuse longer intervals)", c.PingInterval, maxPingInterval)
 	}
@@ -315,16 +464,38 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	default:
 		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
 	}
+	hooked := c.Authenticate != nil || c.JWT != nil
 	switch c.Auth {
 	case "":
 		c.Auth = AuthOff
-	case AuthOff, AuthOptional, AuthRequired:
+		if hooked {
+			c.Auth = AuthRequired
+		}
+	case AuthOff:
+		if hooked {
+			bad("Auth", "is %q while Authenticate or JWT is set: the tokens they make good would never be asked for (leave Auth empty for %q, or set %q)", c.Auth, AuthRequired, AuthOptional)
+		}
+	case AuthOptional, AuthRequired:
 	default:
 		bad("Auth", "is %q: it must be %q, %q or %q", c.Auth, AuthOff, AuthOptional, AuthRequired)
 	}
 	if n := len(c.AuthKey); n > 0 && n < minAuthKey {
 		bad("AuthKey", "has %d bytes: at least %d (or none for a random key)", n, minAuthKey)
 	}
+	proxies := make([]netip.Prefix, 0, len(c.TrustedProxies))
+	for _, p := range c.TrustedProxies {
+		switch {
+		case !p.IsValid():
+			bad("TrustedProxies", "holds an invalid prefix")
+		case p.Addr().Is4In6():
+			bad("TrustedProxies", "holds %v: write an IPv4 network as IPv4", p)
+		case p.Addr().Zone() != "":
+			bad("TrustedProxies", "holds %v: a network has no zone", p)
+		default:
+			proxies = append(proxies, p.Masked())
+		}
+	}
+	c.TrustedProxies = proxies
 	for _, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			bad("AllowedHosts", "holds an empty host name")

@@ -30,6 +30,11 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		{Options{AuthKey: []byte("short")}, "Options.AuthKey has 5 bytes: at least 32"},
 		{Options{AllowedHosts: []string{"example.com", " "}}, "Options.AllowedHosts holds an empty host name"},
 		{Options{OriginPatterns: []string{"[a-"}}, `Options.OriginPatterns holds "[a-"`},
+		{Options{MaxConnsPerTenant: -1}, "Options.MaxConnsPerTenant is -1"},
+		{Options{TenantMsgRate: -2}, "Options.TenantMsgRate is -2"},
+		{Options{TenantMsgRate: math.NaN()}, "Options.TenantMsgRate is NaN"},
+		{Options{TenantMsgBurst: 5}, "Options.TenantMsgBurst is 5 without a TenantMsgRate"},
+		{Options{TenantMsgRate: 1, TenantMsgBurst: -1}, "Options.TenantMsgBurst is -1"},
 	}
 	for _, c := range cases {
 		o := c.o
@@ -59,6 +64,12 @@ func TestZeroOptionsMeanTheDefaults(t *testing.T) {
 	if o.PingInterval != time.Second || o.MaxConns != 10000 || o.AdmitRate != 500 || o.RefuseWith != RefuseClose ||
 		o.Auth != AuthOff || o.HistoryBytes != 256<<10 || o.Logger == nil || o.Now == nil {
 		t.Fatalf("defaults: %+v", o)
+	}
+	if o.MaxConnsPerTenant != 0 || o.TenantMsgRate != 0 || o.TenantMsgBurst != 0 {
+		t.Fatalf("per-tenant limits on by default: %+v", o)
+	}
+	if r, _ := (&Options{TenantMsgRate: 2.5}).cloneWithDefaults(); r.TenantMsgBurst != 3 {
+		t.Fatalf("TenantMsgBurst %d for a rate of 2.5, want one second's worth, 3", r.TenantMsgBurst)
 	}
 	n, err := (*Options)(nil).cloneWithDefaults()
 	if err != nil || n.PingInterval != time.Second {

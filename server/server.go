@@ -13,6 +13,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -37,12 +38,16 @@ type Server struct {
 
 	mu           sync.Mutex
 	conns        map[uint64]*conn
+	sessions     map[string]*conn // the HTTP sessions (transport_http.go), by session id
+	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool
 	switchState  // the demo switches' (faults.go)
 	auth         *authority
 	adm          *admission
+	tenants      *tenants // per-tenant limits (tenants.go)
 	metrics      *metrics
+	idem         *idemCache // answers to requests and publishes with idempotency keys (idempotency.go)
 	drain        drainState
 	hub          *hub
 	ping         []byte       // the ping frame, encoded once
@@ -51,9 +56,13 @@ type Server struct {
 	feedFailing  bool // the last feed update failed (runFeed's)
 	counters     counters
 	connCounters connCounters
-	admitted     int               // handshakes admitted and not yet unregistered (open + in progress)
-	perIP        map[string]int    // the same, per remote IP; entries at zero are deleted
-	methods      map[string]method // the request methods (requests.go); not changed once connections come
+	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
+	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
+	methods      methodTable    // the request methods (requests.go)
+	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
+	feedOn       atomic.Bool    // this node produces the demo's feed
+	presence     *presence      // who is subscribed, cluster-wide (presence.go)
+	revocations  revocationSet  // users refused for a while (control.go)
 }
 
 type counters struct {
@@ -80,16 +89,29 @@ type connCounters struct {
 }
 
 // New makes a server from opts (nil: all defaults) and starts its
-// heartbeat and, unless NoFeed, its feed; Close stops them. It fails only
-// when opts holds a value Options rules out, and says which.
+// heartbeat (and, with NATS, presence's); Close stops them. It fails only
+// when opts holds a value Options rules out, and says which, or when it
+// cannot subscribe on Options.NATS (a closed connection).
 func New(opts *Options) (*Server, error) {
 	o, err := opts.cloneWithDefaults()
 	if err != nil {
 		return nil, err
 	}
+	auth, err := newAuthority(o)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, perIP: map[string]int{},
-		auth: newAuthority(o), adm: newAdmission(o), metrics: newMetrics(), methods: defaultMethods()}
+	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, sessions: map[string]*conn{}, perIP: map[string]int{},
+		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics(), idem: newIdemCache(o)}
+	s.methods.init(o.Methods)
+	s.presence = newPresence(s)
+	if o.NATS != nil {
+		if err := s.presence.startBus(o.NATS); err != nil {
+			cancel()
+			return nil, fmt.Errorf("failed to create the server: %w", err)
+		}
+	}
 	s.counters.resetAt = o.Now()
 	h := o.History
 	if h == nil {
@@ -98,24 +120,13 @@ func New(opts *Options) (*Server, error) {
 	s.hub = newHub(s, h, o.retention())
 	s.ping = protocol.Encode(protocol.Message{Type: protocol.TypePing, IntervalMs: o.PingInterval.Milliseconds()})
 	s.registerGauges()
+	s.registerTenantMetrics()
 	s.wg.Add(1)
 	go s.runHeartbeat()
-	if !o.NoFeed {
-		// The feed exists from the start, so a subscribe before its first
-		// update is served. A failure (JetStream away) is retried by every
-		// update.
-		ctx, cancel := context.WithTimeout(ctx, o.HistoryTimeout)
-		if err := h.Create(ctx, protocol.DefaultTopic); err != nil {
-			s.log.Warn("feed topic not created", "err", err.Error())
-		}
-		cancel()
-		s.wg.Add(1)
-		go s.runFeed()
-	}
 	return s, nil
 }
 
-// Close stops the feed, lifts every switch, closes every connection with
+// Close stops the demo's feed, lifts every switch, closes every connection with
 // 1001 (going away) and waits for all the server's goroutines to end.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -141,11 +152,24 @@ func (s *Server) Close() error {
 	closing.Wait()
 	s.cancel()
 	s.wg.Wait()
+	s.presence.close() // before the History, which may close the NATS connection
 	s.hub.close()
 	return s.hub.h.Close()
 }
 
-// serveWS is the WebSocket endpoint (Handler).
+// serve is Handler: a WebSocket upgrade, or one of the HTTP transport's
+// requests (transport_http.go) under the same mount.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if !isUpgrade(r) {
+		if h := s.httpRoute(r); h != nil {
+			h(w, r)
+			return
+		}
+	}
+	s.serveWS(w, r)
+}
+
+// serveWS is the WebSocket endpoint.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !isUpgrade(r) {
 		// Said before admission, so a plain GET (a browser tab, a probe on
@@ -154,6 +178,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "Upgrade")
 		writeJSON(w, http.StatusUpgradeRequired, map[string]string{
 			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
+		return
+	}
+	if s.blockWS.Load() {
+		// The Block WebSocket switch: refused as a proxy that strips
+		// upgrades would, before anything else (not counted as a
+		// handshake: the server would never see it).
+		s.metrics.handshake(outBlocked)
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "WebSocket upgrades are blocked (the Block WebSocket switch): use the HTTP transport"})
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
@@ -168,7 +200,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	ip := remoteIP(r.RemoteAddr)
+	ip := s.clientIP(r) // behind TrustedProxies, the client's (proxy.go)
 	if ref := s.admit(r, ip); ref != nil {
 		s.refuse(w, r, ref)
 		return
@@ -194,7 +226,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
 		return
 	}
-	c, late := s.register(ws, fw.gated, r.RemoteAddr, ip)
+	c, late := s.register(func(c *conn) transport { return &wsTransport{c: c, ws: ws, gc: fw.gated} }, r.RemoteAddr, ip)
 	if c == nil {
 		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
@@ -241,7 +273,10 @@ const (
 	lateDrain
 )
 
-func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) (_ *conn, late lateKind) {
+// register makes and counts the connection whose transport newTr makes;
+// nil when the server is closed. The caller runs it (c.run) and then
+// calls s.wg.Done.
+func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *conn, late lateKind) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -254,10 +289,11 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	s.nextID++
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		id: s.nextID, session: newSessionID(), s: s, ws: ws, gc: gc, remote: remote, ip: ip, openedAt: s.opts.Now(),
+		id: s.nextID, session: newSessionID(), s: s, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
 		authOK: make(chan struct{}),
 	}
+	c.tr = newTr(c)
 	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() {
 		c.flushWG.Add(1)
 		go c.flush()
@@ -268,7 +304,14 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 	if s.flapping {
 		c.startFlap()
 	}
+	if ws, ok := c.tr.(*wsTransport); ok && s.deaf.isFrozen() {
+		ws.deafen(true) // under s.mu: setDeaf sees it, or it sees setDeaf
+	}
 	s.conns[c.id] = c
+	s.open[c.tr.kind()]++
+	if c.tr.kind() == transportSSE {
+		s.sessions[c.session] = c
+	}
 	open := len(s.conns)
 	switch {
 	case s.opts.Now().Before(s.restartUntil):
@@ -284,8 +327,13 @@ func (s *Server) register(ws *websocket.Conn, gc *gatedConn, remote, ip string) 
 func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
+	s.open[c.tr.kind()]--
+	if c.tr.kind() == transportSSE {
+		delete(s.sessions, c.session)
+	}
 	s.releaseLocked(c.ip)
 	n := len(s.conns)
 	s.mu.Unlock()
+	s.tenants.leave(c.id, s.opts.Now())
 	s.log.Debug("connection closed", "conn", c.id, "open", n)
 }

@@ -15,6 +15,7 @@ type ConnStats struct {
 	ID         uint64    `json:"id"`
 	OpenedAt   time.Time `json:"openedAt"`
 	Remote     string    `json:"remote,omitempty"` // only in Demo mode
+	Transport  string    `json:"transport"`        // "ws" (WebSocket) or "sse" (the HTTP transport)
 	Subscribed bool      `json:"subscribed"`
 	Frozen     bool      `json:"frozen"`
 	FramesIn   uint64    `json:"framesIn"`
@@ -105,12 +106,13 @@ func (s *Server) Stats() Stats {
 	}
 	st.Auth = s.auth.stats(now, s.opts.Demo)
 	st.Auth.Mode = s.opts.Auth
+	st.Auth.Revoked = s.revocations.count(now) // Server.Revoke's, every node's (control.go)
 	for _, c := range s.conns {
 		n := c.subscriptions()
 		if n > 0 {
 			st.Subscribed++
 		}
-		cs := ConnStats{ID: c.id, OpenedAt: c.openedAt, Subscribed: n > 0,
+		cs := ConnStats{ID: c.id, OpenedAt: c.openedAt, Subscribed: n > 0, Transport: c.tr.kind().String(),
 			Frozen: frozen, FramesIn: c.framesIn.Load(), ErrorsSent: c.errorsOut.Load()}
 		if s.opts.Demo {
 			cs.Remote = c.remote

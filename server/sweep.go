@@ -2,48 +2,29 @@
 
 package server
 
-import (
-	"context"
-	"time"
-)
+// The liveness sweep. Every SweepInterval the server checks each served
+// connection through its transport. A WebSocket is sent a protocol ping
+// (browsers answer those by themselves, so it works at every stage, and so
+// do native clients that read); one whose pong has not come within two
+// intervals plus SweepGrace is closed at once: its peer has vanished
+// without closing (a laptop lid, a dead NAT), so no close handshake is
+// attempted. An HTTP session has no pong: it is dropped when no stream has
+// been attached to it for two ping intervals plus SweepGrace
+// (transport_http.go). Time a switch holds (Freeze, Deaf) does not count
+// against the peer. At most one ping is outstanding per connection, and
+// its goroutine ends with the pong or the connection.
 
-// The liveness sweep. Every SweepInterval the server sends each connection
-// a WebSocket protocol ping (browsers answer those by themselves, so it
-// works at every stage, and so do native clients that read); a connection
-// whose pong has not come within two intervals plus SweepGrace is closed at
-// once: its peer has vanished without closing (a laptop lid, a dead NAT),
-// so no close handshake is attempted. Time frozen by the Freeze switch does
-// not count against the peer. At most one ping is outstanding per
-// connection, and its goroutine ends with the pong or the connection.
+// livenessPing runs the connection's liveness check.
+func (c *conn) livenessPing() { c.tr.liveness() }
 
-// livenessPing starts a sweep ping unless one is outstanding.
-func (c *conn) livenessPing() {
-	s := c.s
-	if s.gate.isFrozen() || !c.pinging.CompareAndSwap(false, true) {
-		return
-	}
-	freezes := s.gate.freezes.Load()
-	done := make(chan struct{})
-	deadline := time.AfterFunc(2*s.opts.SweepInterval+s.opts.SweepGrace, func() {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		if s.gate.isFrozen() || s.gate.freezes.Load() != freezes {
-			return // frozen meanwhile: not the peer's fault; the next ping decides
-		}
-		c.sweepClose()
-	})
-	s.wg.Add(1) // the connection's handler is counted while this runs: no Add from zero
-	go func() {
-		defer s.wg.Done()
-		c.ws.Ping(context.Background()) // returns on the pong, or when the connection closes
-		close(done)
-		deadline.Stop()
-		c.pinging.Store(false)
-	}()
-}
+// holding reports whether a switch holds connections' traffic (Freeze,
+// or Deaf, which leaves a WebSocket's pongs unread): the sweep does not
+// blame a peer for it.
+func (s *Server) holding() bool { return s.gate.isFrozen() || s.deaf.isFrozen() }
+
+// holds counts the times a switch began holding traffic: a watcher can
+// tell one came and went.
+func (s *Server) holds() uint64 { return s.gate.freezes.Load() + s.deaf.freezes.Load() }
 
 func (c *conn) sweepClose() {
 	c.endMu.Lock()
@@ -52,7 +33,7 @@ func (c *conn) sweepClose() {
 		return
 	}
 	c.s.count(func(k *connCounters) { k.sweepClosed++ })
-	c.s.metrics.sweep.Inc()
-	c.ws.CloseNow()
+	c.s.metrics.sweep.WithLabelValues(c.tr.kind().String()).Inc()
+	c.tr.closeNow()
 	c.cancel()
 }

@@ -305,6 +305,7 @@ func (t *topic) resetLocked(stream string) {
 			delete(c.subs, t.name)
 		}
 		c.subMu.Unlock()
+		t.hub.s.presence.leave(c, t.name) // it joins again with its subscribe
 		c.offer(frame(c))
 	}
 	for c := range t.waiting {
@@ -342,7 +343,7 @@ func (t *topic) first() int64 {
 
 // serveLocked answers a subscribe: "subscribed" with the first seq to
 // follow, the replay, then live updates. The subscription is recorded
-// first, so whoever reads "subscribed" finds it counted (Stats). Called
+// first, so whoever reads "subscribed" finds it counted (Stats, presence). Called
 // with t.mu held: live updates wait for the replay.
 func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	t.trim(t.hub.s.opts.Now())
@@ -361,6 +362,9 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	}
 	c.subs[t.name] = t
 	c.subMu.Unlock()
+	// In presence before subscribed is queued too: whoever reads subscribed
+	// finds the user listed (a watcher gets its own join just before).
+	t.hub.s.presence.join(c, t.name, m.Presence)
 	c.offer(c.encode(protocol.SubscribedFrame{Type: protocol.TypeSubscribed, Topic: t.name, From: from, Head: t.head, Stream: t.stream}))
 	for _, u := range t.ring {
 		if u.seq >= from {
@@ -369,13 +373,15 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 	}
 }
 
-// remove drops c's subscription; it reports whether there was one.
+// remove drops c's subscription (and its place in presence); it reports
+// whether there was one.
 func (t *topic) remove(c *conn) bool {
 	t.mu.Lock()
 	_, had := t.subs[c]
 	delete(t.subs, c)
 	delete(t.waiting, c)
 	t.mu.Unlock()
+	t.hub.s.presence.leave(c, t.name)
 	return had
 }
 
@@ -399,6 +405,13 @@ func (c *conn) subscribe(m protocol.Message) {
 	if e := c.authorize(c.ctx, Action{Kind: ActSubscribe, Topic: m.Topic}); e != nil {
 		c.sendTopicError(m.Topic, e.Code, e.Message)
 		return
+	}
+	if m.Presence {
+		// Its events say who is there, as the wsready.presence request does.
+		if e := c.authorize(c.ctx, Action{Kind: ActPresence, Topic: m.Topic}); e != nil {
+			c.sendTopicError(m.Topic, e.Code, e.Message)
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
 	defer cancel()
@@ -482,6 +495,11 @@ func (c *conn) dropSubscriptions(reason string) int {
 			c.offer(c.encode(protocol.UnsubscribedFrame{Type: protocol.TypeUnsubscribed, Topic: name, Reason: reason}))
 		}
 	}
+	if c.ctx.Err() != nil {
+		// The connection ended: anything a subscribe served meanwhile
+		// (a topic that caught up) leaves presence too.
+		c.s.presence.forget(c)
+	}
 	return len(subs)
 }
 
@@ -492,41 +510,48 @@ func (c *conn) subscriptions() int {
 }
 
 // publish serves a publish frame: the update is appended to the topic's
-// history and the response carries its seq.
+// history and the response carries its seq. With a key, once (idempotency.go).
 func (c *conn) publish(m protocol.Message) {
+	if resp, ok := c.once(m.Key, func(ctx context.Context) (protocol.ResponseFrame, bool) { return c.publishOnce(ctx, m) }); ok {
+		resp.ID = m.ID
+		c.reply(resp)
+	}
+}
+
+// publishOnce appends a publish's update under ctx; false: no answer (the
+// service is down).
+func (c *conn) publishOnce(pctx context.Context, m protocol.Message) (protocol.ResponseFrame, bool) {
 	s := c.s
-	fail := func(code, msg string) {
-		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Error: &protocol.ErrorBody{Code: code, Message: msg}})
+	fail := func(code, msg string) (protocol.ResponseFrame, bool) {
+		return protocol.ResponseFrame{Type: protocol.TypeResponse, Error: &protocol.ErrorBody{Code: code, Message: msg}}, true
 	}
-	if e := c.authorize(c.ctx, Action{Kind: ActPublish, Topic: m.Topic}); e != nil {
-		fail(e.Code, e.Message)
-		return
+	if e := c.authorize(pctx, Action{Kind: ActPublish, Topic: m.Topic}); e != nil {
+		return fail(e.Code, e.Message)
 	}
-	if m.Topic == protocol.DefaultTopic {
-		fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the server's own")
-		return
+	if m.Topic == protocol.DefaultTopic && s.feedOn.Load() {
+		return fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the demo feed's own")
 	}
 	s.mu.Lock()
 	down := s.serviceDown
 	s.mu.Unlock()
 	if down {
-		return // the service is down: publishes go unanswered, like requests
+		return protocol.ResponseFrame{}, false // the service is down: publishes go unanswered, like requests
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, s.opts.HistoryTimeout)
+	ctx, cancel := context.WithTimeout(pctx, s.opts.HistoryTimeout)
 	seq, err := s.hub.h.Append(ctx, m.Topic, m.Data, true)
 	cancel()
 	switch {
 	case errors.Is(err, ErrTooManyTopics):
-		fail(protocol.ErrTooManyTopics, "the server's topic cap is reached")
+		return fail(protocol.ErrTooManyTopics, "the server's topic cap is reached")
 	case err != nil:
-		if c.ctx.Err() == nil { // not the connection ending
+		if pctx.Err() == nil { // not the connection ending
 			s.publishFailed(err)
 		}
-		fail(protocol.ErrUnavailable, "the topic's history is unavailable; try again")
+		return fail(protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 	default:
 		s.publishStored()
 		s.metrics.published.Inc()
-		c.reply(protocol.ResponseFrame{Type: protocol.TypeResponse, ID: m.ID, Result: []byte(`{"seq":` + itoa64(seq) + `}`)})
+		return protocol.ResponseFrame{Type: protocol.TypeResponse, Result: []byte(`{"seq":` + itoa64(seq) + `}`)}, true
 	}
 }
 

@@ -12,26 +12,25 @@ import (
 )
 
 // driver runs one core in the browser. JS callbacks (socket events, the
-// timer, online/offline, visibility, API calls) only push onto the queue;
-// one goroutine (loop) drains it, steps the core and carries out its
-// effects (apply). The concerns live in their own files: transport.go and
-// websocket.go (sockets), timer.go, network.go (online/offline and
-// visibility), token.go, promise.go (requests as Promises), js.go.
+// timer, online/offline, visibility, other tabs, API calls) only push onto
+// the queue; one goroutine (loop) drains it, steps the core and carries out
+// its effects (apply). The concerns live in their own files: transport.go,
+// websocket.go and http.go (sockets), buffered.go (send-side liveness),
+// tabs.go (one connection for many tabs), timer.go, network.go
+// (online/offline and visibility), token.go, promise.go (requests as
+// Promises), js.go.
 type driver struct {
-	urls     []string
-	nextURL  int
-	core     *client.Core
-	q        *bridge.Queue[func(now time.Time)]
-	onState  safejs.Value
-	onUpdate safejs.Value
-	onEvent  safejs.Value
-	onRecord safejs.Value
-	onLost   safejs.Value
-	onTopic  safejs.Value
-	tokenFn  safejs.Value
+	urls    []string
+	nextURL int
+	cfg     client.Config
+	core    *client.Core
+	q       *bridge.Queue[func(now time.Time)]
+	cb      callbacks
+	token   string // the token hook's last answer, until a socket opens (the core's ticket)
 
 	open     opener // how sockets reach the server
 	sockets  map[client.SocketID]transport
+	buf      bufWatch
 	timer    *timer
 	watch    watcher
 	promises map[uint64]promise
@@ -40,24 +39,47 @@ type driver struct {
 	handle   []safejs.Func      // the page's handle: released by its dispose, so state() works after close()
 	stopped  bool
 	onStop   []safejs.Value // resolve functions of close() promises
+
+	// The app's topics (subscribe), and what the core is subscribed to by
+	// this driver: the app's, and while this tab leads the other tabs'
+	// (syncTopics). topic -> presence.
+	local      map[string]bridge.TabSub
+	coreTopics map[string]bool
+	tabs       *tabs // nil unless tabsMode is TabsOn
+	tabsMode   bridge.Tabs
 }
 
-func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, onTopic, tokenFn safejs.Value) (*driver, error) {
+// callbacks are the page's functions (undefined when not given).
+type callbacks struct {
+	onState, onUpdate, onEvent, onRecord, onLost, onTopic, onPresence, token safejs.Value
+}
+
+func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 	cfg, err := client.StageConfig(o.Stage, rand.Float64)
 	if err != nil {
 		return nil, err
 	}
 	cfg = o.Config(cfg)
-	cfg.Trace = isFunc(onEvent)
-	cfg.Auth = isFunc(tokenFn)
-	core, err := client.New(cfg)
+	cfg.Trace = isFunc(cb.onEvent)
+	cfg.Auth = isFunc(cb.token)
+	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue[func(time.Time)](),
+		open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
+		tickets: map[float64]uint64{}, aborted: map[float64]bool{},
+		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
+	if o.Tabs {
+		d.tabs, d.tabsMode = newTabs(d, o.URL)
+		// Until the lock is granted this tab follows whoever holds it.
+		cfg.Follower = d.tabs != nil
+	}
+	d.cfg = cfg
+	d.buf.on = cfg.Features.WhereUsersAre
+	d.core, err = client.New(cfg)
 	if err != nil {
+		if d.tabs != nil {
+			d.tabs.close(false)
+		}
 		return nil, err
 	}
-	d := &driver{urls: o.URLs, core: core, q: bridge.NewQueue[func(time.Time)](),
-		onState: onState, onUpdate: onUpdate, onEvent: onEvent, onRecord: onRecord, onLost: onLost, onTopic: onTopic, tokenFn: tokenFn,
-		open: openWebSocket, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
-		tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
 	d.timer, err = newTimer(func() { d.q.Push(func(now time.Time) { d.core.Tick(now) }) })
 	if err != nil {
 		return nil, err
@@ -68,7 +90,12 @@ func newDriver(o bridge.Options, onState, onUpdate, onEvent, onRecord, onLost, o
 		return nil, err
 	}
 	go d.loop()
-	d.q.Push(func(now time.Time) { d.core.Start(now) })
+	d.q.Push(func(now time.Time) {
+		d.core.Start(now)
+		if d.tabs != nil {
+			d.tabs.start(now)
+		}
+	})
 	return d, nil
 }
 
@@ -77,6 +104,9 @@ func (d *driver) loop() {
 		for _, step := range d.q.Take() {
 			step(time.Now())
 			d.apply()
+		}
+		if d.tabs != nil {
+			d.tabs.beatSoon(time.Now())
 		}
 		if d.stopped {
 			// Steps queued behind the stop still run against the stopped
@@ -91,44 +121,173 @@ func (d *driver) loop() {
 	}
 }
 
-// apply carries out the core's effects.
+// apply carries out the core's effects. The sockets sent on are looked at
+// for their buffered bytes after the batch: that steps the core again,
+// which must not happen while its effects are being read.
 func (d *driver) apply() {
-	for _, e := range d.core.Effects() {
-		switch e.Kind {
-		case client.EffDial:
-			d.dial(e.Socket)
-		case client.EffSend:
-			d.send(e.Socket, e.Frame)
-		case client.EffClose:
-			d.closeSocket(e.Socket, e.Code, e.Reason)
-		case client.EffTimer:
-			d.timer.set(e.At)
-		case client.EffSettle:
-			d.settle(e.ID, e.Result, e.Err)
-		case client.EffState:
-			d.call(d.onState, bridge.StateValue(e.State))
-			if e.State.Ended == client.Stopped {
-				d.stopped = true
+	for {
+		var sentOn []client.SocketID
+		for _, e := range d.core.Effects() {
+			switch e.Kind {
+			case client.EffDial:
+				d.dial(e.Socket, e.Transport)
+			case client.EffSend:
+				if d.send(e.Socket, e.Frame) && d.buf.on {
+					sentOn = append(sentOn, e.Socket)
+				}
+			case client.EffClose:
+				d.closeSocket(e.Socket, e.Code, e.Reason)
+			case client.EffTimer:
+				d.timer.set(e.At)
+			case client.EffSettle:
+				if d.tabs == nil || !d.tabs.answer(e.ID, e.Result, e.Err) {
+					d.settle(e.ID, e.Result, e.Err)
+				}
+			case client.EffState:
+				d.call(d.cb.onState, bridge.StateValue(e.State, d.tabsMode))
+				if d.tabs != nil && d.tabs.leading && e.State.Ended != client.Stopped {
+					d.tabs.state(e.State) // a stop is this tab's: the next leader takes over
+				}
+				if e.State.Ended == client.Stopped {
+					d.stopped = true
+				}
+			case client.EffUpdate:
+				if d.tabs != nil && d.tabs.leading {
+					d.tabs.update(e.Update)
+				}
+				if d.wants(e.Update.Topic) {
+					d.call(d.cb.onUpdate, bridge.UpdateValue(e.Update))
+				}
+			case client.EffPresence:
+				if d.tabs != nil && d.tabs.leading {
+					d.tabs.presence(e.Presence)
+				}
+				if d.tabs == nil || d.local[e.Presence.Topic].Presence {
+					d.call(d.cb.onPresence, bridge.PresenceValue(e.Presence))
+				}
+			case client.EffLog:
+				d.call(d.cb.onEvent, bridge.EventValue(e.Event))
+			case client.EffRecord:
+				d.call(d.cb.onRecord, bridge.RecordValue(e.Record))
+			case client.EffToken:
+				d.askToken(e.Force)
+			case client.EffContinuityLost:
+				if d.tabs != nil && d.tabs.leading {
+					d.tabs.lost(e.Lost)
+				}
+				if d.wants(e.Lost.Topic) {
+					d.call(d.cb.onLost, bridge.LostValue(e.Lost))
+				}
+			case client.EffTopicError:
+				if d.tabs != nil && d.tabs.leading {
+					d.tabs.topicError(e.TopicError)
+				}
+				if d.wants(e.TopicError.Topic) {
+					d.call(d.cb.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
+				}
+			case client.EffProbeHTTP:
+				d.probeHTTP()
+			case client.EffForward:
+				if d.tabs != nil {
+					d.tabs.forward(e.ID, e.Frame)
+				}
 			}
-		case client.EffUpdate:
-			d.call(d.onUpdate, bridge.UpdateValue(e.Update))
-		case client.EffLog:
-			d.call(d.onEvent, bridge.EventValue(e.Event))
-		case client.EffRecord:
-			d.call(d.onRecord, bridge.RecordValue(e.Record))
-		case client.EffToken:
-			d.askToken(e.Force)
-		case client.EffContinuityLost:
-			d.call(d.onLost, bridge.LostValue(e.Lost))
-		case client.EffTopicError:
-			d.call(d.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
+		}
+		if len(sentOn) == 0 {
+			return
+		}
+		for _, id := range sentOn {
+			d.noteBuffered(id)
 		}
 	}
 }
 
-// event reports a driver-side trace event (a failed send or close).
+// wants reports whether the app asked for topic's updates: with tabs the
+// core also holds the other tabs' topics (while this one leads), and a
+// follower's may still hold what it subscribed for them.
+func (d *driver) wants(topic string) bool {
+	if d.tabs == nil {
+		return true
+	}
+	_, ok := d.local[topic]
+	return ok || topic == d.cfg.Topic
+}
+
+// syncTopics subscribes the core to what is wanted (the app's topics, and
+// while this tab leads the other tabs') and unsubscribes it from the rest.
+func (d *driver) syncTopics(now time.Time) {
+	want := d.local
+	if d.tabs != nil && d.tabs.leading {
+		want = d.tabs.remote.Want(d.local)
+	}
+	sub, unsub := bridge.DiffTopics(d.coreTopics, want)
+	for _, t := range unsub {
+		d.core.Unsubscribe(t, now)
+		delete(d.coreTopics, t)
+	}
+	for _, c := range sub {
+		d.core.SubscribeWith(c.Topic, client.SubscribeOptions{Since: c.Sub.Since, HasSince: c.Sub.HasSince, Presence: c.Sub.Presence}, now)
+		d.coreTopics[c.Topic] = c.Sub.Presence
+	}
+}
+
+// subscribe and unsubscribe are the app's (the JS wrapper calls them for a
+// topic's first subscriber, a change of presence, and its last).
+func (d *driver) subscribe(topic string, s bridge.TabSub, now time.Time) {
+	d.local[topic] = s
+	d.syncTopics(now)
+	if d.tabs != nil && !d.tabs.leading {
+		d.tabs.announce(now)
+	}
+}
+
+func (d *driver) unsubscribe(topic string, now time.Time) {
+	delete(d.local, topic)
+	d.syncTopics(now)
+	if d.tabs != nil && !d.tabs.leading {
+		d.tabs.announce(now)
+	}
+}
+
+// announced is what this (follower) tab asks the leader for: the app's
+// topics and the service topic, each from this tab's cursor if it has
+// one, so a leader that subscribes for it first replays what it missed.
+func (d *driver) announced() map[string]bridge.TabSub {
+	out := make(map[string]bridge.TabSub, len(d.local)+1)
+	for t, s := range d.local {
+		out[t] = bridge.TabSub{Presence: s.Presence, Since: s.Since, HasSince: s.HasSince}
+	}
+	if d.cfg.Topic != "" {
+		if _, ok := out[d.cfg.Topic]; !ok {
+			out[d.cfg.Topic] = bridge.TabSub{}
+		}
+	}
+	for _, c := range d.core.Cursors() {
+		if s, ok := out[c.Topic]; ok {
+			s.Since, s.HasSince = c.Seq, true
+			out[c.Topic] = s
+		}
+	}
+	return out
+}
+
+// hidden reports whether the page is hidden (false without a page).
+func (d *driver) hidden() bool {
+	if d.watch.doc.Type() != safejs.TypeObject {
+		return false
+	}
+	v, err := d.watch.doc.Get("hidden")
+	if err != nil {
+		return false
+	}
+	b, _ := v.Bool()
+	return b
+}
+
+// event reports a driver-side trace event (a failed send or close, the
+// tab's part).
 func (d *driver) event(kind string, s client.SocketID, detail string) {
-	d.call(d.onEvent, bridge.EventValue(client.Event{Kind: kind, Socket: s, Detail: detail}))
+	d.call(d.cb.onEvent, bridge.EventValue(client.Event{Kind: kind, Socket: s, Detail: detail}))
 }
 
 // call invokes a page callback; a callback that throws is reported on the
@@ -148,13 +307,18 @@ func (d *driver) call(fn safejs.Value, arg map[string]any) {
 
 // release runs after Stop: it closes every socket the driver still knows
 // (the current one is already closing; at stages 0-2 replaced sockets may
-// still be open), drops every callback but the page's handle, and resolves
-// the close() promises.
+// still be open), leaves the tabs' election, drops every callback but the
+// page's handle, and resolves the close() promises.
 func (d *driver) release() {
+	d.token = ""
 	for id := range d.sockets {
 		d.closeSocket(id, 1000, "client stopped")
 		d.forget(id)
 	}
+	if d.tabs != nil {
+		d.tabs.close(true)
+	}
+	d.buf.release()
 	d.timer.release()
 	d.watch.release()
 	for _, resolve := range d.onStop {

@@ -71,3 +71,63 @@ func jsObject(m map[string]any) (safejs.Value, error) {
 	}
 	return obj, nil
 }
+
+// then follows the JS promise p: ok or fail gets its value or its reason.
+// Both callbacks are released when either runs; they must only report
+// (push onto the driver's queue). An error means p is not a promise.
+func then(p safejs.Value, ok, fail func(v safejs.Value)) error {
+	var onOK, onErr safejs.Func
+	release := func() {
+		onOK.Release()
+		onErr.Release()
+	}
+	arg := func(args []safejs.Value) safejs.Value {
+		if len(args) == 0 {
+			return safejs.Undefined()
+		}
+		return args[0]
+	}
+	var err error
+	onOK, err = funcOf(func(_ safejs.Value, args []safejs.Value) any {
+		release()
+		ok(arg(args))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	onErr, err = funcOf(func(_ safejs.Value, args []safejs.Value) any {
+		release()
+		fail(arg(args))
+		return nil
+	})
+	if err != nil {
+		onOK.Release()
+		return err
+	}
+	if _, err := p.Call("then", onOK.Value(), onErr.Value()); err != nil {
+		release()
+		return err
+	}
+	return nil
+}
+
+// getString reads v[name] as a string; ok is false when it is not one.
+func getString(v safejs.Value, name string) (string, bool) {
+	x, err := v.Get(name)
+	if err != nil || x.Type() != safejs.TypeString {
+		return "", false
+	}
+	s, err := x.String()
+	return s, err == nil
+}
+
+// getNumber reads v[name] as a number; ok is false when it is not one.
+func getNumber(v safejs.Value, name string) (float64, bool) {
+	x, err := v.Get(name)
+	if err != nil || x.Type() != safejs.TypeNumber {
+		return 0, false
+	}
+	f, err := x.Float()
+	return f, err == nil
+}

@@ -49,13 +49,13 @@ func newPromise() (p, resolve safejs.Value, err error) {
 // request starts a request and returns a Promise of its settle value.
 // A ticket (chosen by the JS wrapper, non-zero) names the request for an
 // AbortSignal's cancel; the map holds only requests still pending.
-func (d *driver) request(method string, params []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
-	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.RequestWithTimeout(method, params, timeout, now) })
+func (d *driver) request(method string, params []byte, o client.RequestOptions, ticket float64) (safejs.Value, error) {
+	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.RequestWith(method, params, o, now) })
 }
 
 // publish is request's twin for a publish.
-func (d *driver) publish(topic string, data []byte, timeout time.Duration, ticket float64) (safejs.Value, error) {
-	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.Publish(topic, data, timeout, now) })
+func (d *driver) publish(topic string, data []byte, o client.RequestOptions, ticket float64) (safejs.Value, error) {
+	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.PublishWith(topic, data, o, now) })
 }
 
 // callPromise starts a request or publish (start returns its id) and returns a

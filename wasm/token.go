@@ -23,7 +23,7 @@ func (d *driver) askToken(force bool) {
 		failed(err.Error())
 		return
 	}
-	v, err := d.tokenFn.Invoke(arg)
+	v, err := d.cb.token.Invoke(arg)
 	if err != nil {
 		failed("it threw")
 		return
@@ -34,47 +34,26 @@ func (d *driver) askToken(force bool) {
 			return
 		}
 		tok, _ := v.String()
-		d.q.Push(func(now time.Time) { d.core.TokenReady(tok, now) })
+		d.q.Push(func(now time.Time) {
+			// The core keeps the ticket until a socket opens (it goes in
+			// the auth frame then), and dials again with it, without asking
+			// the hook, when an attempt fails first; the driver keeps it as
+			// long, for the HTTP transport, which sends it in POST
+			// <base>/session (eventsOf clears it at the next open).
+			d.token = tok
+			d.core.TokenReady(tok, now)
+		})
 	}
 	if v.Type() == safejs.TypeString {
 		ready(v)
 		return
 	}
-	then, err := v.Get("then")
-	if err != nil || then.Type() != safejs.TypeFunction {
+	thenFn, err := v.Get("then")
+	if err != nil || thenFn.Type() != safejs.TypeFunction {
 		failed("it gave neither a string nor a promise")
 		return
 	}
-	var onOK, onErr safejs.Func
-	release := func() {
-		onOK.Release()
-		onErr.Release()
-	}
-	onOK, err = funcOf(func(_ safejs.Value, args []safejs.Value) any {
-		release()
-		if len(args) == 0 {
-			failed("it resolved to nothing")
-		} else {
-			ready(args[0])
-		}
-		return nil
-	})
-	if err != nil {
-		failed(err.Error())
-		return
-	}
-	onErr, err = funcOf(func(safejs.Value, []safejs.Value) any {
-		release()
-		failed("its promise rejected")
-		return nil
-	})
-	if err != nil {
-		onOK.Release()
-		failed(err.Error())
-		return
-	}
-	if _, err := v.Call("then", onOK.Value(), onErr.Value()); err != nil {
-		release()
+	if err := then(v, func(r safejs.Value) { ready(r) }, func(safejs.Value) { failed("its promise rejected") }); err != nil {
 		failed(err.Error())
 	}
 }

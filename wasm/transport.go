@@ -9,43 +9,71 @@ import (
 )
 
 // transport is one of the core's sockets as a way of reaching the server
-// carries it: the browser's WebSocket (websocket.go) today, and any other
-// (Server-Sent Events with POST, for a proxy that blocks WebSockets) as one
-// more file with an opener and a type implementing this. The core's
-// effects drive it: EffDial opens one, EffSend sends on it, EffClose closes
-// it. What becomes of it reaches the driver through the socketEvents it
-// was opened with.
+// carries it: the browser's WebSocket (websocket.go) or, at stage 8 for a
+// proxy that blocks WebSockets, Server-Sent Events with POST (http.go).
+// The core's effects drive it: EffDial opens one, EffSend sends on it,
+// EffClose closes it. What becomes of it reaches the driver through the
+// socketEvents it was opened with.
 type transport interface {
 	// send sends one text frame; an error is reported as a trace event
 	// (the core's deadlines notice a frame that never arrives).
 	send(frame []byte) error
-	// close starts the close handshake with code and reason; its closed
-	// event follows.
+	// close starts the close with code and reason; its closed event
+	// follows.
 	close(code int, reason string) error
+	// buffered is how many bytes sent are not on their way yet: the
+	// WebSocket's bufferedAmount, the HTTP transport's queue and the POST
+	// in flight. The core's send-stall rule watches it (stage 8).
+	buffered() int
 	// release drops the transport's JS callbacks: no event follows. The
 	// driver calls it once the socket is closed, or at stop.
 	release()
 }
 
-// opener starts a transport to url for the core's socket id and returns at
-// once; its events go to ev. An error means no socket was started: the
-// driver reports it as an abnormal close (1006) with the error's text.
-type opener func(url string, ev socketEvents) (transport, error)
+// dialSpec is what a transport is opened with: the server's WebSocket URL
+// (the HTTP transport derives its own from it), the transport the core
+// chose, and the ticket the token hook gave for this dial ("" without
+// one; the HTTP transport sends it in POST <base>/session, the WebSocket
+// in its first frame, which the core sends).
+type dialSpec struct {
+	url   string
+	via   client.Transport
+	token string
+}
+
+// opener starts a transport for the core's socket and returns at once; its
+// events go to ev. An error means no socket was started: the driver
+// reports it as an abnormal close (1006) with the error's text.
+type opener func(spec dialSpec, ev socketEvents) (transport, error)
+
+// openTransport is the driver's opener: the transport the core chose.
+func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
+	if spec.via == client.TransportHTTP {
+		return openHTTP(spec, ev)
+	}
+	return openWebSocket(spec.url, ev)
+}
 
 // socketEvents is how a transport reports one socket's life to the driver,
 // already bound to the socket's id. Each only pushes a step onto the
-// driver's queue, so a js.FuncOf callback may call it: none blocks.
+// driver's queue, so a js.FuncOf callback may call it: none blocks. run
+// pushes a step of the transport's own (a fetch answered), so that its
+// state changes only on the driver's loop, like the core's.
 type socketEvents struct {
 	opened  func()
 	message func(frame []byte)
 	closed  func(code int, reason string)
+	run     func(step func(now time.Time))
 }
 
 // eventsOf binds socket id's events to the driver's queue.
 func (d *driver) eventsOf(id client.SocketID) socketEvents {
 	return socketEvents{
 		opened: func() {
-			d.q.Push(func(now time.Time) { d.core.Opened(id, now) })
+			d.q.Push(func(now time.Time) {
+				d.core.Opened(id, now)
+				d.token = "" // the core has sent it (or the session was made with it): not kept
+			})
 		},
 		message: func(frame []byte) {
 			d.q.Push(func(now time.Time) { d.core.Received(id, frame, now) })
@@ -56,16 +84,19 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 				d.core.Closed(id, code, reason, now)
 			})
 		},
+		run: func(step func(now time.Time)) { d.q.Push(step) },
 	}
 }
 
-// dial carries out EffDial: a socket to the next server in turn (the next
-// dial follows a failure, so it tries the next server).
-func (d *driver) dial(id client.SocketID) {
+// dial carries out EffDial: a socket over via to the next server in turn
+// (the next dial follows a failure, so it tries the next server), with the
+// ticket the core holds for it, if any (d.token: the token hook's last
+// answer, until a socket opens).
+func (d *driver) dial(id client.SocketID, via client.Transport) {
 	url := d.urls[d.nextURL]
 	d.nextURL = (d.nextURL + 1) % len(d.urls)
 	ev := d.eventsOf(id)
-	t, err := d.open(url, ev)
+	t, err := d.open(dialSpec{url: url, via: via, token: d.token}, ev)
 	if err != nil {
 		ev.closed(1006, err.Error())
 		return
@@ -73,13 +104,17 @@ func (d *driver) dial(id client.SocketID) {
 	d.sockets[id] = t
 }
 
-// send carries out EffSend on a socket the driver still has.
-func (d *driver) send(id client.SocketID, frame []byte) {
-	if t := d.sockets[id]; t != nil {
-		if err := t.send(frame); err != nil {
-			d.event("send-failed", id, err.Error())
-		}
+// send carries out EffSend on a socket the driver still has; it reports
+// whether the frame was handed to one.
+func (d *driver) send(id client.SocketID, frame []byte) bool {
+	t := d.sockets[id]
+	if t == nil {
+		return false
 	}
+	if err := t.send(frame); err != nil {
+		d.event("send-failed", id, err.Error())
+	}
+	return true
 }
 
 // closeSocket carries out EffClose on a socket the driver still has.
@@ -97,4 +132,5 @@ func (d *driver) forget(id client.SocketID) {
 		delete(d.sockets, id)
 		t.release()
 	}
+	d.buf.drop(id)
 }

@@ -167,13 +167,16 @@ func TestWebSocketTransportWithoutWebSocket(t *testing.T) {
 type fakeTransport struct {
 	url      string
 	ev       socketEvents
+	spec     dialSpec
 	sent     int
 	released bool
+	held     int // what buffered reports
 }
 
 func (f *fakeTransport) send([]byte) error          { f.sent++; return nil }
 func (f *fakeTransport) close(int, string) error    { return nil }
 func (f *fakeTransport) release()                   { f.released = true }
+func (f *fakeTransport) buffered() int              { return f.held }
 func (f *fakeTransport) String() string             { return f.url }
 func (f *fakeTransport) closedWith(c int, r string) { f.ev.closed(c, r) }
 
@@ -204,13 +207,14 @@ func TestDriverDrivesATransport(t *testing.T) {
 	failNext := false
 	d := &driver{urls: []string{"ws://a.test/ws", "ws://b.test/ws"}, core: core, q: bridge.NewQueue[func(time.Time)](),
 		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
-	d.open = func(url string, ev socketEvents) (transport, error) {
+	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
+		url := spec.url
 		tried = append(tried, url)
 		if failNext {
 			failNext = false
 			return nil, errors.New("refused by the test")
 		}
-		f := &fakeTransport{url: url, ev: ev}
+		f := &fakeTransport{url: url, ev: ev, spec: spec}
 		opened = append(opened, f)
 		return f, nil
 	}

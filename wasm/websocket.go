@@ -79,6 +79,15 @@ func (t *wsTransport) close(code int, reason string) error {
 	return err
 }
 
+func (t *wsTransport) buffered() int {
+	v, err := t.ws.Get("bufferedAmount")
+	if err != nil || v.Type() != safejs.TypeNumber {
+		return 0
+	}
+	n, _ := v.Int()
+	return n
+}
+
 func (t *wsTransport) release() {
 	for _, name := range []string{"onopen", "onmessage", "onclose"} {
 		t.ws.Set(name, safejs.Null())

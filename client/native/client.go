@@ -12,6 +12,7 @@ package native
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -164,6 +165,33 @@ func (c *Client) Request(ctx context.Context, method string, params []byte) ([]b
 	return c.call(ctx, event{kind: evRequest, method: method, params: params})
 }
 
+// RequestWith is Request with options: its own timeout, and Queue (wait
+// for READY, up to the timeout, instead of failing with
+// client.ErrNotReady; sent again after a reconnect) with an idempotency
+// Key (one is drawn when Queue has none).
+func (c *Client) RequestWith(ctx context.Context, method string, params []byte, o client.RequestOptions) ([]byte, error) {
+	return c.call(ctx, event{kind: evRequest, method: method, params: params, opts: o})
+}
+
+// Presence asks who is subscribed to topic (the reserved method
+// protocol.MethodPresence): users sorted by id, at most the server's
+// bound (Truncated then). Errors are Request's.
+func (c *Client) Presence(ctx context.Context, topic string) (*protocol.PresenceResult, error) {
+	params, err := json.Marshal(protocol.PresenceParams{Topic: topic})
+	if err != nil {
+		return nil, fmt.Errorf("failed to ask for presence: %w", err)
+	}
+	res, err := c.Request(ctx, protocol.MethodPresence, params)
+	if err != nil {
+		return nil, fmt.Errorf("failed to ask for presence: %w", err)
+	}
+	var r protocol.PresenceResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, fmt.Errorf("failed to read the presence of %q: %w", topic, err)
+	}
+	return &r, nil
+}
+
 // call posts a request or a publish and waits for its outcome.
 func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 	reply := make(chan requestReply, 2) // the id, then the outcome: never blocks the loop
@@ -202,13 +230,22 @@ func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 // (ErrClosed); a refusal by the server (unknown_topic, ...) reaches
 // OnTopicError and is retried.
 func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
+	var o client.SubscribeOptions
+	if since != nil {
+		o.Since, o.HasSince = *since, true
+	}
+	return c.SubscribeWith(ctx, topic, o, onUpdate)
+}
+
+// SubscribeWith is Subscribe with options: Since (with HasSince) and
+// Presence, which sends the topic's join and leave events to
+// Options.OnPresence. Subscribing again to a topic with another Presence
+// asks the server again (without losing or repeating an update).
+func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.SubscribeOptions, onUpdate func(client.Update)) (func(), error) {
 	if onUpdate == nil {
 		onUpdate = func(client.Update) {}
 	}
-	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1)}
-	if since != nil {
-		e.since, e.hasSince = *since, true
-	}
+	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1), subOpts: o}
 	if !c.post(ctx, e) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -234,7 +271,12 @@ func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUp
 // it. Errors are Request's; the server's codes include forbidden (publish
 // is off, or the topic is the server's), too_many_topics and unavailable.
 func (c *Client) Publish(ctx context.Context, topic string, data []byte) (int64, error) {
-	res, err := c.call(ctx, event{kind: evPublish, topic: topic, params: data})
+	return c.PublishWith(ctx, topic, data, client.RequestOptions{})
+}
+
+// PublishWith is Publish with options (RequestWith's).
+func (c *Client) PublishWith(ctx context.Context, topic string, data []byte, o client.RequestOptions) (int64, error) {
+	res, err := c.call(ctx, event{kind: evPublish, topic: topic, params: data, opts: o})
 	if err != nil {
 		return 0, err
 	}

@@ -22,6 +22,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	server.NewDemo(srv, nil) // the demo's methods: echo and time
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { srv.Close(); hs.Close() }()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -47,10 +47,10 @@ type event struct {
 	token    string
 	err      error
 	topic    string
-	since    int64
-	hasSince bool
 	onUpdate func(client.Update)
 	topics   chan []client.TopicStats
+	opts     client.RequestOptions   // evRequest, evPublish
+	subOpts  client.SubscribeOptions // evSubscribe
 }
 
 // requestReply answers a caller: first the request's id (so a cancel can
@@ -105,7 +105,7 @@ func (c *Client) loop() {
 				delete(sockets, e.socket)
 				c.core.Closed(e.socket, e.code, e.reason, now)
 			case evRequest:
-				id := c.core.Request(e.method, e.params, now)
+				id := c.core.RequestWith(e.method, e.params, e.opts, now)
 				waiters[id] = e.reply
 				e.reply <- requestReply{id: id}
 			case evCancel:
@@ -118,8 +118,8 @@ func (c *Client) loop() {
 					c.core.TokenReady(e.token, now)
 				}
 			case evSubscribe:
-				if !c.core.Subscribe(e.topic, e.since, e.hasSince, now) {
-					e.reply <- requestReply{err: refusedSubscribe(e.topic, e.since)}
+				if !c.core.SubscribeWith(e.topic, e.subOpts, now) {
+					e.reply <- requestReply{err: refusedSubscribe(e.topic, e.subOpts.Since)}
 					break
 				}
 				c.subN++
@@ -137,7 +137,7 @@ func (c *Client) loop() {
 					}
 				}
 			case evPublish:
-				id := c.core.Publish(e.topic, e.params, 0, now)
+				id := c.core.PublishWith(e.topic, e.params, e.opts, now)
 				waiters[id] = e.reply
 				e.reply <- requestReply{id: id}
 			case evTopics:
@@ -232,6 +232,10 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 			updates = true
 			if c.opts.OnContinuityLost != nil {
 				c.opts.OnContinuityLost(e.Lost)
+			}
+		case client.EffPresence:
+			if c.opts.OnPresence != nil {
+				c.opts.OnPresence(e.Presence)
 			}
 		case client.EffTopicError:
 			if c.opts.OnTopicError != nil {

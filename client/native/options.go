@@ -21,7 +21,11 @@ type Options struct {
 	// client.MustStage(client.MaxStage): every fix, the library's
 	// defaults. A demo stage: Config: client.MustStage(3). Its Rand
 	// defaults to math/rand/v2's Float64; OnEvent turns its Trace on and
-	// Token its Auth.
+	// Token its Auth. The native client speaks WebSocket only: Transports
+	// defaults to [client.TransportWebSocket] here, and one naming
+	// client.TransportHTTP is refused (the HTTP transport is the browser's,
+	// for proxies that strip upgrades). Follower is refused too: tab
+	// leadership is the browser's.
 	Config *client.Config
 	// OnState, OnUpdate and OnEvent run on the client's goroutine: they
 	// must return quickly and must not call Request or Close (start a
@@ -51,6 +55,9 @@ type Options struct {
 	// retries it at the subscribe deadline. Same rules as OnState. Default
 	// nil.
 	OnTopicError func(topic, code string)
+	// OnPresence hears the join and leave events of the topics subscribed
+	// with presence (SubscribeWith); same rules as OnState. Default nil.
+	OnPresence func(client.PresenceEvent)
 	// LoadCursors, when set, is called once by Dial for the cursors to
 	// resume from (what StoreCursors last saved); StoreCursors is called
 	// on the client's goroutine after every batch of updates with every
@@ -124,6 +131,17 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
+	if cfg.Transports == nil {
+		cfg.Transports = []client.Transport{client.TransportWebSocket}
+	}
+	for _, t := range cfg.Transports {
+		if t != client.TransportWebSocket {
+			return nil, &OptionError{Option: "Config", Err: errWebSocketOnly}
+		}
+	}
+	if cfg.Follower {
+		return nil, &OptionError{Option: "Config", Err: errNoFollower}
+	}
 	if c.OnEvent != nil {
 		cfg.Trace = true
 	}
@@ -133,6 +151,13 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	c.Config = cfg
 	return &c, nil
 }
+
+// errWebSocketOnly and errNoFollower are the Config's causes for what only
+// the browser driver does.
+var (
+	errWebSocketOnly = errors.New("the native client speaks WebSocket only: Transports must be [TransportWebSocket] (or nil)")
+	errNoFollower    = errors.New("Follower is the browser's (tabs that share a connection): a native client leads")
+)
 
 // errURL is checkURL's cause: a URL websocket.Dial could never use.
 var errURL = errors.New("want a ws://, wss://, http:// or https:// URL with a host")

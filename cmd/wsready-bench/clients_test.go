@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,6 +97,7 @@ func newWsready(t *testing.T, o server.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	server.NewDemo(srv, nil) // the feed, as the bench's server runs it
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
@@ -115,8 +117,10 @@ func TestClientsCountWsreadysPingsAndUpdates(t *testing.T) {
 }
 
 func TestARefusedSubscribeCountsAsFailed(t *testing.T) {
-	// With no feed there is no feed topic to subscribe to.
-	url := newWsready(t, server.Options{NoFeed: true})
+	// A topic exists when joined: the refusal is the application's.
+	url := newWsready(t, server.Options{NoFeed: true, Authorize: func(context.Context, server.Identity, server.Action) error {
+		return errors.New("not this one")
+	}})
 	var st counters
 	dialAll(t, url, protoWsready, 1, true, &st)
 	s := waitFor(t, &st, "the refusal", func(s clientStats) bool { return s.Failed == 1 })

@@ -140,6 +140,7 @@ func runServer(args []string) error {
 			return fmt.Errorf("server: %w", err)
 		}
 		defer srv.Close()
+		server.NewDemo(srv, nil) // the feed the bench's clients subscribe to
 		h = srv.Handler()
 	case "lean":
 		l := newLeanServer(*ping, *updates)

@@ -4,12 +4,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,6 +28,8 @@ import (
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use 0.0.0.0:8080 or :8080 to listen on every interface)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS and WSS with the PEM certificate (chain) in this file; needs -tls-key")
+	tlsKey := fs.String("tls-key", "", "the PEM private key of -tls-cert (never logged)")
 	demo := fs.Bool("demo", false, "demo mode: the failure switches (POST /api/faults, /api/reset) and remote addresses in /api/stats; never on a server others can reach")
 	hosts := fs.String("hosts", "", "comma-separated extra host names the server answers for (the Host header); localhost, 127.0.0.1, ::1 and the -addr host always are; * for any")
 	origins := fs.String("origins", "", "comma-separated extra origin patterns allowed to open a WebSocket or change state (same origin is always allowed)")
@@ -34,6 +39,10 @@ func serve(args []string) error {
 	downtime := fs.Duration("restart-downtime", 4*time.Second, "how long Restart refuses new connections")
 	maxConns := fs.Int("max-conns", 10000, "most WebSocket connections at once; more are refused with 503 and Retry-After")
 	maxPerIP := fs.Int("max-conns-per-ip", 256, "most WebSocket connections from one remote IP")
+	maxPerTenant := fs.Int("max-conns-per-tenant", 0, "most connections of one tenant (a JWT's -jwt-tenant-claim, or an application's ticket) on this node; more are closed with 1013 and a retry-after; 0: no ceiling")
+	tenantMsgRate := fs.Float64("tenant-msg-rate", 0, "subscribe, publish and request frames per second one tenant's connections may send on this node; beyond, answered rate_limited (the socket stays); 0: no ceiling")
+	tenantMsgBurst := fs.Int("tenant-msg-burst", 0, "burst above -tenant-msg-rate (at least 1); default one second's worth")
+	trustedProxies := fs.String("trusted-proxies", "", "comma-separated networks (CIDR, or single addresses) of the reverse proxies in front of this server: from them, X-Forwarded-For / Forwarded name the client whose address the per-address limits key by; default none (the TCP peer)")
 	maxQueued := fs.Int("max-queued-bytes", 1<<20, "bytes queued for one connection before it is closed with 4429")
 	writeTimeout := fs.Duration("write-timeout", 10*time.Second, "a write that makes no progress for this long drops the connection")
 	msgTimeout := fs.Duration("message-timeout", 10*time.Second, "a message not finished this long after its first byte closes the connection")
@@ -46,6 +55,13 @@ func serve(args []string) error {
 	ticketBurst := fs.Int("ticket-burst", 20, "burst above -ticket-rate")
 	rejThreshold := fs.Int("rejection-threshold", 20, "a client id whose valid tickets (revoked, expired) were refused more than this in 5 minutes is refused with 4003 at once")
 	badThreshold := fs.Int("bad-ticket-threshold", 20, "a remote address that sent more tickets we did not sign than this in 5 minutes has its next ones refused at once (its valid tickets still get in)")
+	jwtSecretFile := fs.String("jwt-hs256-secret-file", "", "take HS256 JWTs signed with the secret in this file (at least 32 bytes; surrounding whitespace is trimmed) as tokens; the secret is never logged")
+	jwtPublicKey := fs.String("jwt-public-key", "", "take RS256 or ES256 JWTs signed for the PEM public key (RSA 2048+ or P-256) in this file as tokens")
+	jwks := fs.String("jwks", "", "take RS256/ES256 JWTs whose kid names a key of this JWKS file as tokens; the file is read again when it changes (replace it with a rename)")
+	jwtTenantClaim := fs.String("jwt-tenant-claim", "", "the JWT claim holding the tenant (required in every token when set); default none")
+	jwtIssuer := fs.String("jwt-issuer", "", "a JWT's iss must be this; default not checked")
+	jwtAudience := fs.String("jwt-audience", "", "a JWT's aud must hold this; default not checked")
+	jwtLeeway := fs.Duration("jwt-leeway", 0, "clock skew allowed on a JWT's exp and nbf")
 	admitRate := fs.Float64("admit-rate", 500, "handshakes per second the whole server admits; reconnect slots are spread at 90% of it")
 	admitBurst := fs.Int("admit-burst", 100, "burst above -admit-rate")
 	tenantRate := fs.Float64("tenant-rate", 20, "handshakes per second one remote IP may make")
@@ -100,6 +116,13 @@ func serve(args []string) error {
 			return usagef("serve: the key in -auth-key-file must be at least 32 bytes")
 		}
 	}
+	jwtOpts, jwtSource, err := jwtOptions(*jwtSecretFile, *jwtPublicKey, *jwks, *jwtTenantClaim, *jwtIssuer, *jwtAudience, *jwtLeeway)
+	if err != nil {
+		return err
+	}
+	if jwtOpts != nil && !flagSet(fs, "auth") {
+		mode = server.AuthRequired // as Options.Auth's default with JWT
+	}
 	if *ticketLife <= 0 {
 		return usagef("serve: -ticket-life must be positive")
 	}
@@ -107,6 +130,19 @@ func serve(args []string) error {
 		if !(v > 0) {
 			return usagef("serve: -%s must be positive, not %v", name, v)
 		}
+	}
+	if *maxPerTenant < 0 {
+		return usagef("serve: -max-conns-per-tenant must be 0 (no ceiling) or more, not %d", *maxPerTenant)
+	}
+	if !(*tenantMsgRate >= 0) || *tenantMsgRate > math.MaxFloat64 {
+		return usagef("serve: -tenant-msg-rate must be 0 (no ceiling) or a positive rate, not %v", *tenantMsgRate)
+	}
+	if flagSet(fs, "tenant-msg-burst") && (*tenantMsgBurst < 1 || *tenantMsgRate == 0) {
+		return usagef("serve: -tenant-msg-burst must be at least 1, with a -tenant-msg-rate")
+	}
+	proxies, err := parsePrefixes(*trustedProxies)
+	if err != nil {
+		return usagef("serve: -trusted-proxies: %w", err)
 	}
 	if m := server.RefuseMode(*refuseWith); m != server.RefuseClose && m != server.RefuseHTTP {
 		return usagef("serve: -refuse must be close or http, not %q", *refuseWith)
@@ -141,6 +177,17 @@ func serve(args []string) error {
 	wildcard := host == "" || host == "0.0.0.0" || host == "::"
 	if !wildcard {
 		allowed = append(allowed, host)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("serve: -tls-cert and -tls-key go together: give both or neither")
+	}
+	var tlsConf *tls.Config
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fmt.Errorf("serve: failed to load -tls-cert and -tls-key: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if *dataDir != "" && *natsURL != "" {
 		return usagef("serve: -data and -nats exclude each other: -data embeds a NATS server, -nats joins one")
@@ -197,9 +244,10 @@ func serve(args []string) error {
 		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
 		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
+		TrustedProxies: proxies, MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
 		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
-		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst,
+		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst, JWT: jwtOpts,
 		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
 		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
@@ -220,18 +268,31 @@ func serve(args []string) error {
 	// /api/stats, /metrics and /healthz, the switches under /api/, and the
 	// page at / (server.Demo.Handler).
 	hs := srv.HTTPServer(server.NewDemo(srv, web.FS()).Handler())
+	scheme := "http"
+	if tlsConf != nil {
+		// HTTPS and WSS on the same port; HTTP/2 for plain requests, while
+		// WebSockets stay on HTTP/1.1 upgrades (Go's server does not offer
+		// RFC 8441's extended CONNECT by default).
+		hs.TLSConfig, scheme = tlsConf, "https"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if tlsConf != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	store := "memory"
 	if *dataDir != "" {
 		store = "jetstream (embedded)"
 	} else if *natsURL != "" {
 		store = "jetstream"
 	}
-	log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
-		"issueTickets", *demo || *issueTickets,
+	log.Info("serving", "url", scheme+"://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
+		"issueTickets", *demo || *issueTickets, "jwt", jwtSource,
 		"history", store, "publish", *publish, "feedLeader", *feedLeader)
 	if wildcard && *hosts == "" {
 		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")
@@ -255,6 +316,81 @@ func serve(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// jwtOptions makes Options.JWT from the -jwt flags: nil without a key
+// flag; source names the key's kind for the log (never the key). A file
+// that cannot be read is a failure; flags that do not fit together a
+// usage error.
+func jwtOptions(secretFile, publicKey, jwks, tenantClaim, issuer, audience string, leeway time.Duration) (_ *server.JWTOptions, source string, _ error) {
+	keys := 0
+	for _, f := range []string{secretFile, publicKey, jwks} {
+		if f != "" {
+			keys++
+		}
+	}
+	if keys == 0 {
+		if tenantClaim != "" || issuer != "" || audience != "" || leeway != 0 {
+			return nil, "", usagef("serve: -jwt-tenant-claim, -jwt-issuer, -jwt-audience and -jwt-leeway need a key: -jwt-hs256-secret-file, -jwt-public-key or -jwks")
+		}
+		return nil, "none", nil
+	}
+	if keys > 1 {
+		return nil, "", usagef("serve: -jwt-hs256-secret-file, -jwt-public-key and -jwks exclude each other")
+	}
+	if leeway < 0 {
+		return nil, "", usagef("serve: -jwt-leeway must not be negative, not %v", leeway)
+	}
+	o := &server.JWTOptions{TenantClaim: tenantClaim, Issuer: issuer, Audience: audience, Leeway: leeway}
+	switch {
+	case secretFile != "":
+		b, err := os.ReadFile(secretFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("serve: failed to read -jwt-hs256-secret-file: %w", err)
+		}
+		if o.HS256Secret = []byte(strings.TrimSpace(string(b))); len(o.HS256Secret) < 32 {
+			return nil, "", usagef("serve: the secret in -jwt-hs256-secret-file must be at least 32 bytes")
+		}
+		source = "hs256"
+	case publicKey != "":
+		b, err := os.ReadFile(publicKey)
+		if err != nil {
+			return nil, "", fmt.Errorf("serve: failed to read -jwt-public-key: %w", err)
+		}
+		o.PublicKeyPEM, source = b, "public-key"
+	default:
+		if _, err := os.Stat(jwks); err != nil {
+			return nil, "", fmt.Errorf("serve: failed to read -jwks: %w", err)
+		}
+		o.JWKSFile, source = jwks, "jwks"
+	}
+	return o, source, nil
+}
+
+// parsePrefixes reads a comma-separated list of networks (CIDR) or single
+// addresses (a /32 or /128 each).
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range split(list) {
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a network (10.0.0.0/8) nor an address", item)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 func split(list string) []string {

@@ -66,21 +66,67 @@ func (q *Queue[T]) Close() []T {
 	return items
 }
 
+// Tabs says how a client shares its connection with the other tabs of its
+// origin (stage 8): TabsOff (its own connection), TabsOn (one connection
+// for every tab, led by one of them) or TabsUnsupported (asked for, but the
+// browser has no Web Locks or BroadcastChannel: its own connection).
+type Tabs string
+
+const (
+	TabsOff         Tabs = "off"
+	TabsOn          Tabs = "on"
+	TabsUnsupported Tabs = "unsupported"
+)
+
 // StateValue converts a State to the object the JS API hands to onState.
-func StateValue(s client.State) map[string]any {
+// tabs is the driver's: with TabsOn, leader says this tab holds the
+// connection (follower: another tab does).
+func StateValue(s client.State, tabs Tabs) map[string]any {
 	return map[string]any{
-		"transport": s.Transport.String(),
-		"protocol":  s.Protocol.String(),
-		"service":   s.Service.String(),
-		"ready":     s.Ready,
-		"epoch":     float64(s.Epoch),
-		"online":    s.Online,
-		"attempt":   s.Attempt,
-		"stopped":   s.Ended == client.Stopped,
-		"ended":     endedValue(s.Ended),
-		"endCode":   s.EndCode,
-		"lastError": failureValue(s.LastError),
+		"transport":     s.Transport.String(),
+		"protocol":      s.Protocol.String(),
+		"service":       s.Service.String(),
+		"ready":         s.Ready,
+		"epoch":         float64(s.Epoch),
+		"online":        s.Online,
+		"attempt":       s.Attempt,
+		"stopped":       s.Ended == client.Stopped,
+		"ended":         endedValue(s.Ended),
+		"endCode":       s.EndCode,
+		"lastError":     failureValue(s.LastError),
+		"via":           TransportName(s.Via),
+		"notReadySince": msOrNull(s.NotReadySince),
+		"degraded":      s.Degraded,
+		"offline":       s.Offline,
+		"follower":      s.Follower,
+		"leader":        tabs == TabsOn && !s.Follower && s.Ended == client.NotEnded,
+		"tabs":          string(tabs),
 	}
+}
+
+// TransportName is a transport's name in the JS API: "websocket" or
+// "http"; nil for none.
+func TransportName(t client.Transport) any {
+	switch t {
+	case client.TransportWebSocket:
+		return "websocket"
+	case client.TransportHTTP:
+		return "http"
+	}
+	return nil
+}
+
+// msOrNull is t as Unix milliseconds, or nil for the zero time.
+func msOrNull(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return float64(t.UnixMilli())
+}
+
+// PresenceValue converts a presence event for onPresence.
+func PresenceValue(p client.PresenceEvent) map[string]any {
+	return map[string]any{"topic": p.Topic, "event": p.Event, "user": p.User}
 }
 
 func failureValue(f client.Failure) any {
@@ -138,7 +184,9 @@ func StatsValue(s client.Stats) map[string]any {
 		"readyCount": s.ReadyCount, "recoveries": s.Recoveries, "recoveryP50Ms": float64(s.RecoveryP50.Milliseconds()),
 		"recoveryP99Ms": float64(s.RecoveryP99.Milliseconds()), "retryAftersHonoured": s.RetryAftersHonoured,
 		"duplicates": s.Duplicates, "duplicatesDropped": s.DuplicatesDropped, "replayed": s.Replayed,
-		"continuityLost": s.ContinuityLost,
+		"continuityLost": s.ContinuityLost, "welcomes": s.Welcomes, "probes": s.Probes, "probesAnswered": s.ProbesAnswered,
+		"clockJumps": s.ClockJumps, "sendStalls": s.SendStalls, "httpProbes": s.HTTPProbes, "moves": s.Moves,
+		"forwarded": s.Forwarded, "resent": s.Resent,
 	}
 }
 
@@ -259,6 +307,19 @@ type Options struct {
 	// Timings; zero keeps the core's default (client.Config).
 	RequestTimeout, FirstPingTimeout, SubscribeTimeout, ConnectTimeout time.Duration
 	BackoffBase, BackoffCap, Cooldown                                  time.Duration
+	// Stage 8 (zero keeps the core's default): the transports in order
+	// (nil: the stage's), the re-probe interval, the send-stall timeout,
+	// the degraded and offline flips.
+	Transports                                      []client.Transport
+	Reprobe, SendStall, DegradedAfter, OfflineAfter time.Duration
+	// PauseWhenHidden: no reconnect while the page is hidden (stage 8's
+	// default keeps the connection). Queue: requests and publishes made
+	// while not READY wait for it (client.Config.QueueWhileNotReady).
+	PauseWhenHidden, Queue bool
+	// Tabs: share one connection between the tabs of this origin and URL
+	// (Web Locks and a BroadcastChannel). Default on at stage 8, off
+	// before; the option "tabs" sets it at any stage.
+	Tabs bool
 }
 
 // Config applies the options to a stage's config.
@@ -267,6 +328,12 @@ func (o Options) Config(cfg client.Config) client.Config {
 	cfg.Topic, cfg.Cursors = o.Topic, o.Cursors
 	cfg.RequestTimeout, cfg.FirstPingTimeout = o.RequestTimeout, o.FirstPingTimeout
 	cfg.SubscribeTimeout, cfg.ConnectTimeout, cfg.Cooldown = o.SubscribeTimeout, o.ConnectTimeout, o.Cooldown
+	if o.Transports != nil {
+		cfg.Transports = o.Transports
+	}
+	cfg.ReprobeInterval, cfg.SendStallTimeout = o.Reprobe, o.SendStall
+	cfg.DegradedAfter, cfg.OfflineAfter = o.DegradedAfter, o.OfflineAfter
+	cfg.PauseWhenHidden, cfg.QueueWhileNotReady = o.PauseWhenHidden, o.Queue
 	if o.BackoffBase > 0 || o.BackoffCap > 0 {
 		p := client.FullJitter{Base: time.Second, Cap: 30 * time.Second}
 		if o.BackoffBase > 0 {
@@ -280,16 +347,19 @@ func (o Options) Config(cfg client.Config) client.Config {
 	return cfg
 }
 
-// Getter reads one option: its value as a string or number and whether it
-// was given. The js driver implements it over a JS object.
+// Getter reads one option: its value as a string, number or boolean and
+// whether it was given. The js driver implements it over a JS object.
 type Getter interface {
 	String(name string) (string, bool, error)
 	Number(name string) (float64, bool, error)
+	Bool(name string) (bool, bool, error)
 }
 
 // ParseOptions validates connect's options: url is a ws:// or wss:// URL,
 // stage an integer 0..client.MaxStage (default MaxStage), budget an integer >= 0 and windowMs a
-// number of milliseconds >= 0 (0: unbounded, the default).
+// number of milliseconds >= 0 (0: unbounded, the default); the timings are
+// whole milliseconds from 1; transports lists "websocket" and "http";
+// pauseWhenHidden, queue and tabs are booleans (tabs defaults to stage >= 8).
 func ParseOptions(g Getter) (Options, error) {
 	o := Options{Stage: client.MaxStage}
 	url, ok, err := g.String("url")
@@ -359,6 +429,40 @@ func ParseOptions(g Getter) (Options, error) {
 			*t.to = time.Duration(n) * time.Millisecond
 		}
 	}
+	for _, t := range []struct {
+		name string
+		to   *time.Duration
+	}{
+		{"reprobeMs", &o.Reprobe}, {"sendStallMs", &o.SendStall}, {"degradedMs", &o.DegradedAfter}, {"offlineMs", &o.OfflineAfter},
+	} {
+		n, ok, err := g.Number(t.name)
+		if err != nil || ok && (n != math.Trunc(n) || n < 1 || n > 1e10) {
+			return o, errors.New("wsready.connect: " + t.name + " must be a whole number of milliseconds from 1 to 1e10")
+		}
+		if ok {
+			*t.to = time.Duration(n) * time.Millisecond
+		}
+	}
+	if ts, ok, err := g.String("transports"); err != nil {
+		return o, errors.New("wsready.connect: transports must be an array of 'websocket' and 'http'")
+	} else if ok {
+		if o.Transports, err = ParseTransports(ts); err != nil {
+			return o, err
+		}
+	}
+	o.Tabs = o.Stage >= 8
+	for _, b := range []struct {
+		name string
+		to   *bool
+	}{{"pauseWhenHidden", &o.PauseWhenHidden}, {"queue", &o.Queue}, {"tabs", &o.Tabs}} {
+		v, ok, err := g.Bool(b.name)
+		if err != nil {
+			return o, errors.New("wsready.connect: " + b.name + " must be true or false")
+		}
+		if ok {
+			*b.to = v
+		}
+	}
 	base, cap := o.BackoffBase, o.BackoffCap
 	if base == 0 {
 		base = time.Second
@@ -370,6 +474,36 @@ func ParseOptions(g Getter) (Options, error) {
 		return o, errors.New("wsready.connect: backoffCapMs must be at least backoffBaseMs (defaults 1000 and 30000)")
 	}
 	return o, nil
+}
+
+// ParseTransports reads the transports option as the JS wrapper passes it:
+// names joined with commas, "websocket" and "http", one or two, each once,
+// the preferred first.
+func ParseTransports(s string) ([]client.Transport, error) {
+	bad := errors.New("wsready.connect: transports must list 'websocket' and/or 'http', each once (the preferred first), got " + strconv.Quote(s))
+	var out []client.Transport
+	for more := true; more; {
+		name := s
+		if i := indexByte(s, ','); i >= 0 {
+			name, s = s[:i], s[i+1:]
+		} else {
+			more = false
+		}
+		var t client.Transport
+		switch name {
+		case "websocket":
+			t = client.TransportWebSocket
+		case "http":
+			t = client.TransportHTTP
+		default:
+			return nil, bad
+		}
+		if len(out) == 2 || len(out) == 1 && out[0] == t {
+			return nil, bad
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 func splitLines(s string) []string {

@@ -35,6 +35,18 @@ func (f fakeGetter) Number(n string) (float64, bool, error) {
 	return x, true, nil
 }
 
+func (f fakeGetter) Bool(n string) (bool, bool, error) {
+	v, ok := f[n]
+	if !ok {
+		return false, false, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, true, errors.New("not a boolean")
+	}
+	return b, true, nil
+}
+
 func TestParseOptions(t *testing.T) {
 	o, err := ParseOptions(fakeGetter{"url": "ws://h/ws"})
 	if err != nil || o.Stage != client.MaxStage || o.URL != "ws://h/ws" {
@@ -47,7 +59,7 @@ func TestParseOptions(t *testing.T) {
 	for _, bad := range []fakeGetter{
 		{}, {"url": ""}, {"url": 7.0}, {"url": "http://h/ws"},
 		{"url": "ws://h", "stage": 9.0}, {"url": "ws://h", "stage": -1.0},
-		{"url": "ws://h", "moreURLs": "ws://a\nhttp://b"}, {"url": "ws://h", "topic": "a.b"}, {"url": "ws://h", "moreURLs": 3.0},
+		{"url": "ws://h", "moreURLs": "ws://a\nhttp://b"}, {"url": "ws://h", "topic": "a..b"}, {"url": "ws://h", "moreURLs": 3.0},
 		{"url": "ws://h", "budget": -1.0}, {"url": "ws://h", "budget": 2.5}, {"url": "ws://h", "windowMs": "x"},
 		{"url": "ws://h", "stage": 1.5}, {"url": "ws://h", "stage": "two"},
 	} {
@@ -59,7 +71,7 @@ func TestParseOptions(t *testing.T) {
 
 func TestURLsTopicAndCursors(t *testing.T) {
 	o, err := ParseOptions(fakeGetter{"url": "ws://a/ws", "moreURLs": "ws://b/ws\nwss://c/ws", "topic": "chat",
-		"cursors": FormatCursors([]client.Cursor{{Topic: "feed", Stream: "s1", Seq: 41}, {Topic: "chat", Seq: 2}}) + "bad line\nx.y s 3\nfeed s -1\n"})
+		"cursors": FormatCursors([]client.Cursor{{Topic: "feed", Stream: "s1", Seq: 41}, {Topic: "chat", Seq: 2}}) + "bad line\nx..y s 3\nfeed s -1\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +128,11 @@ func TestSessionOptionsAndValues(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	s := StateValue(client.State{Ended: client.Forbidden, EndCode: 4003})
+	s := StateValue(client.State{Ended: client.Forbidden, EndCode: 4003}, TabsOff)
 	if s["ended"] != "forbidden" || s["endCode"] != 4003 {
 		t.Fatalf("%v", s)
 	}
-	if s := StateValue(client.State{}); s["ended"] != nil {
+	if s := StateValue(client.State{}, TabsOff); s["ended"] != nil {
 		t.Fatalf("not ended: %v", s["ended"])
 	}
 	r := RecordValue(client.Record{Class: client.ClassRetryAfter, By: client.ByServer, Code: 1013, Outcome: client.OutcomeReconnect, BudgetLeft: -1, WindowLeft: -1})
@@ -130,7 +142,7 @@ func TestSessionOptionsAndValues(t *testing.T) {
 }
 
 func TestValuesCarryWhatThePageShows(t *testing.T) {
-	s := StateValue(client.State{Transport: client.Up, Protocol: client.Up, Service: client.Pending, Epoch: 3, Online: true, Attempt: 2})
+	s := StateValue(client.State{Transport: client.Up, Protocol: client.Up, Service: client.Pending, Epoch: 3, Online: true, Attempt: 2}, TabsOff)
 	if s["transport"] != "up" || s["service"] != "pending" || s["ready"] != false || s["epoch"] != 3.0 || s["attempt"] != 2 {
 		t.Fatalf("%v", s)
 	}
@@ -158,7 +170,7 @@ func TestTopicRuleIsProtocols(t *testing.T) {
 	if _, err := ParseOptions(fakeGetter{"url": "ws://h", "topic": long}); err != nil {
 		t.Fatalf("a %d-byte topic: %v", len(long), err)
 	}
-	for _, bad := range []string{"", long + "t", "a b", "a.b", "é"} {
+	for _, bad := range []string{"", long + "t", "a b", "a..b", "é"} {
 		_, err := ParseOptions(fakeGetter{"url": "ws://h", "topic": bad})
 		if err == nil || !strings.HasSuffix(err.Error(), protocol.ErrBadTopic.Error()) {
 			t.Errorf("topic %q: %v", bad, err)

@@ -1,4 +1,4 @@
-// The stage demo: one client, configured by ?stage=0..7, against the
+// The stage demo: one client, configured by ?stage=0..8, against the
 // server's failure switches. Exposes window.wsreadyDemo for the e2e suite.
 import { connect } from './wsready.js';
 
@@ -11,6 +11,7 @@ const STAGES = [
   'Reconnection policy: full-jitter backoff, reset after 5 s READY, offline/online aware.',
   'Session contract: every close is classified (1000 ends the session, 4003 is forbidden, 4001 refreshes the token and dials at once, 1013 waits out the retry-after); a budget of 10 attempts and a 2-minute window; terminal states and a Reconnect button.',
   'Resume: stage 6 plus a cursor per topic. After every reconnect (and a reload of this page) the client subscribes with since=cursor and the server replays what it missed: no gap, no duplicate. What the server no longer has is reported as continuity lost, with its range.',
+  'Where users are: stage 7 plus the browser as it really is. A blocked WebSocket (try Block WebSocket) falls back to HTTP (Server-Sent Events and POST) after 3 attempts and moves back when it can; the tabs of this page share one connection (open a second tab: one leads, the others follow, and a closed or frozen leader is replaced within about a second); a timer that fires far late (sleep, a frozen tab) probes before it kills, and hidden tabs keep their connection; sends that stop draining (try Deaf) are noticed and the socket replaced (4409); banners say "reconnecting" after 3 s and "offline" after 30 s without READY.',
 ];
 
 // Stage 6's budget in the demo; the library's default is unbounded.
@@ -35,7 +36,7 @@ const demo = window.wsreadyDemo = {
 function stageFromURL() {
   const raw = new URLSearchParams(location.search).get('stage');
   if (raw === null || raw === '') return { stage: 5 };
-  if (!/^[0-7]$/.test(raw)) return { error: raw };
+  if (!/^[0-8]$/.test(raw)) return { error: raw };
   return { stage: Number(raw) };
 }
 
@@ -78,6 +79,10 @@ function renderState(s) {
   $('ended').textContent = s.ended ? `${s.ended}${s.endCode ? ` (${s.endCode})` : ''}` : 'no';
   $('reconnect').hidden = !s.ended || s.ended === 'stopped';
   $('last-error').textContent = s.lastError ? `${s.lastError.class}: ${s.lastError.message}` : 'none';
+  $('via').textContent = s.via === 'http' ? 'HTTP (Server-Sent Events + POST)' : s.via === 'websocket' ? 'WebSocket' : '–';
+  $('tab').textContent = s.tabs === 'on' ? (s.leader ? 'leader (holds the connection)' : 'follower (another tab holds it)')
+    : s.tabs === 'unsupported' ? 'own connection (no Web Locks or BroadcastChannel here)' : 'own connection';
+  renderBanner();
   if (demo.client) {
     const st = demo.client.stats();
     $('dials').textContent = st.dials;
@@ -162,8 +167,21 @@ function renderTopics() {
   $('topics').replaceChildren(...rows);
 }
 
+// The banners apps draw (stage 8): "reconnecting" once the client has not
+// been READY for 3 s (state.degraded), "offline" after 30 s (state.offline).
+function renderBanner() {
+  const s = demo.state;
+  const el = $('banner');
+  if (!s || (!s.degraded && !s.offline)) { el.hidden = true; return; }
+  const secs = s.notReadySince ? Math.round((Date.now() - s.notReadySince) / 1000) : 0;
+  el.hidden = false;
+  el.className = s.offline ? 'banner offline' : 'banner degraded';
+  el.textContent = s.offline ? `Offline: not READY for ${secs} s. The client keeps trying.` : `Reconnecting… (not READY for ${secs} s)`;
+}
+
 setInterval(() => {
   renderTopics();
+  renderBanner();
   $('feed-age').textContent = demo.lastUpdateAt
     ? `last update ${((Date.now() - demo.lastUpdateAt) / 1000).toFixed(1)} s ago`
     : 'no data yet';
@@ -241,15 +259,23 @@ function renderSwitches(list) {
   }
 }
 
+// A poll that left before a flip's POST was answered carries the old
+// state: it must not undo the box the person just clicked. Each poll has a
+// generation; a flip marks the generation after which polls are news.
+let pollGen = 0;
+const flippedAt = {}; // switch name -> the last poll generation issued before its POST was answered
+
 async function flip(sw, value, what) {
+  flippedAt[sw.name] = Infinity; // no poll is news until the POST is answered
   try {
     await api('/api/faults', { [sw.name]: value });
     addLog('switch', what);
   } catch (e) { $('s-status').textContent = e.message; }
+  flippedAt[sw.name] = pollGen;
   pollServer();
 }
 
-function renderServer(st) {
+function renderServer(st, gen = Infinity) {
   demo.server = st;
   $('s-open').textContent = st.open;
   $('s-handshakes').textContent = st.handshakes;
@@ -262,7 +288,8 @@ function renderServer(st) {
     if (!el) continue;
     const on = Boolean(st.faults && st.faults[sw.name]);
     if (sw.kind === 'toggle') {
-      if (document.activeElement !== el) el.checked = on;
+      const stale = gen <= (flippedAt[sw.name] ?? -1);
+      if (document.activeElement !== el && !stale) el.checked = on;
     } else {
       const active = sw.kind === 'clientId' ? demo.applied[sw.name] : on;
       el.textContent = active && sw.activeLabel ? sw.activeLabel : sw.label;
@@ -274,7 +301,8 @@ function renderServer(st) {
 }
 
 async function pollServer() {
-  try { renderServer(await api('/api/stats?connections=false')); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
+  const gen = ++pollGen;
+  try { renderServer(await api('/api/stats?connections=false'), gen); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
 }
 
 function wireSwitches() {
@@ -321,7 +349,7 @@ async function main() {
     $('stage-desc').textContent = '';
     $('readiness').hidden = true;
     $('feed-card').hidden = true;
-    showError(`Unknown stage "${error}". Pick one of the stages 0 to 7 above (for example ?stage=7).`);
+    showError(`Unknown stage "${error}". Pick one of the stages 0 to 8 above (for example ?stage=8).`);
     return;
   }
   demo.stage = stage;

@@ -31,16 +31,40 @@ export interface State {
   endCode: number;
   /** Why the client last lost its connection or failed to get one; null once READY. */
   lastError: Failure | null;
+  /**
+   * The transport in use (between sockets: the next dial's). "http" after the
+   * stage 8 fallback (Server-Sent Events and POST) when WebSockets do not get through.
+   */
+  via: Transport | null;
+  /** Since when the client has not been READY (ms since the epoch, Date.now() style); null while READY (stage 8). */
+  notReadySince: number | null;
+  /** Not READY for degradedMs (3 s): draw a "reconnecting" banner (stage 8). */
+  degraded: boolean;
+  /** Not READY for offlineMs (30 s): draw an "offline" banner (stage 8). Not the same as online, the browser's network. */
+  offline: boolean;
+  /**
+   * Many tabs (stage 8): "on" (the tabs of this origin and URL share one
+   * connection), "off" (tabs: false, or before stage 8), "unsupported" (no
+   * Web Locks or BroadcastChannel here: this tab has its own connection).
+   */
+  tabs: 'on' | 'off' | 'unsupported';
+  /** With tabs on: this tab holds the connection. */
+  leader: boolean;
+  /** With tabs on: another tab holds it; transport, protocol, service, ready and via are that tab's. */
+  follower: boolean;
 }
+
+/** A way to carry the frames: one WebSocket, or (stage 8) an EventSource for the server's frames and POST for the client's. */
+export type Transport = 'websocket' | 'http';
 
 export interface Failure {
   /**
    * network: could not reach the server (a browser cannot tell DNS, refused, TLS and a dropped
    * network apart); refused: the server asked to come back later; timeout; heartbeat; token;
    * token_expired; forbidden; origin: the server does not accept this page's origin; ended;
-   * closed: the server closed with another code.
+   * closed: the server closed with another code; send_stalled: the client's own frames stopped draining (stage 8, 4409).
    */
-  class: 'network' | 'refused' | 'timeout' | 'heartbeat' | 'token' | 'token_expired' | 'forbidden' | 'origin' | 'ended' | 'closed';
+  class: 'network' | 'refused' | 'timeout' | 'heartbeat' | 'token' | 'token_expired' | 'forbidden' | 'origin' | 'ended' | 'closed' | 'send_stalled';
   code: number;
   /** A fixed sentence for the class; never the server's text. */
   message: string;
@@ -63,7 +87,8 @@ export interface ReconnectRecord {
   budgetLeft: number;
   /** -1: unbounded. */
   windowLeftMs: number;
-  outcome: 'reconnect' | 'refresh' | 'wait_online' | 'wait_visible' | Terminal;
+  /** wait_leader: another tab took the connection (stage 8 tabs); this one waits to lead. */
+  outcome: 'reconnect' | 'refresh' | 'wait_online' | 'wait_visible' | 'wait_leader' | Terminal;
 }
 
 export interface Update<T = unknown> {
@@ -79,7 +104,9 @@ export interface Update<T = unknown> {
 export type EventName = 'dial' | 'open' | 'close' | 'ping' | 'watchdog' | 'connect-timeout' | 'stale' | 'foreign' | 'subscribe'
   | 'subscribed' | 'unsubscribed' | 'subscribe-timeout' | 'reconnect' | 'reconnect-wait' | 'reconnect-cancelled' | 'backoff-reset'
   | 'offline' | 'online' | 'request-timeout' | 'response-dropped' | 'bad-frame' | 'server-error' | 'authenticated'
-  | 'token-failed' | 'ended' | 'stop' | 'error' | 'send-failed' | 'close-failed' | 'continuity-lost' | 'topic-error';
+  | 'token-failed' | 'ended' | 'stop' | 'error' | 'send-failed' | 'close-failed' | 'continuity-lost' | 'topic-error'
+  | 'welcome' | 'probe' | 'clock-jump' | 'degraded' | 'offline-banner' | 'queued' | 'resend' | 'transport' | 'reprobe'
+  | 'reprobe-failed' | 'send-stall' | 'leader' | 'follower' | 'tabs';
 
 /**
  * Updates of a topic the client will never deliver (stage 7): the server no
@@ -146,6 +173,27 @@ export interface Stats {
   recoveryP50Ms: number; recoveryP99Ms: number;
   /** Reconnects that waited out a server's retry-after (a reconnect slot). */
   retryAftersHonoured: number;
+  /** Welcome frames (connections the server said it serves); probes sent and answered (stage 6+). */
+  welcomes: number; probes: number; probesAnswered: number;
+  /** Stage 8: timers that fired far late, sockets closed for send stalls, HTTP probes, moves back to WebSocket. */
+  clockJumps: number; sendStalls: number; httpProbes: number; moves: number;
+  /** Requests this (follower) tab forwarded to the leader; queued requests sent again with their keys. */
+  forwarded: number; resent: number;
+}
+
+/** A user's first connection joined a topic (cluster-wide), or its last left it. */
+export interface PresenceEvent {
+  topic: string;
+  event: 'join' | 'leave';
+  user: string;
+}
+
+/** Who is subscribed to a topic (presence()): users sorted by id, at most the server's bound (truncated then). */
+export interface PresenceResult {
+  topic: string;
+  users: { user: string; conns: number }[];
+  total: number;
+  truncated: boolean;
 }
 
 export interface ConnectOptions {
@@ -153,7 +201,7 @@ export interface ConnectOptions {
   url?: string;
   /** Several servers (instead of url): the first, then the next one on every reconnect, in turn. At most 16. */
   urls?: string[];
-  /** Demo stage 0..7; each adds one fix. Default 7 (all fixes, the library's defaults). */
+  /** Demo stage 0..8; each adds one fix. Default 8 (all fixes, the library's defaults). */
   stage?: number;
   /** A topic to subscribe to from the start: READY waits for its "subscribed". Default none: the client subscribes to nothing until subscribe() asks, and READY waits for the server's welcome. */
   topic?: string;
@@ -188,6 +236,31 @@ export interface ConnectOptions {
   token?: (opts: { force: boolean }) => string | Promise<string>;
   /** One record per reconnect decision. */
   onRecord?: (r: ReconnectRecord) => void;
+  /**
+   * Stage 8: the transports to use, the preferred first. Default ['websocket', 'http']
+   * at stage 8 (after 3 WebSocket attempts that never see a first ping, and a plain
+   * GET <base>/probe that answers, the client goes on over HTTP), ['websocket'] before.
+   */
+  transports?: Transport[];
+  /** Stage 8: how often a client on HTTP tries WebSocket again (and moves back with no gap), in ms. Default 600000. */
+  reprobeMs?: number;
+  /** Stage 8: no reconnect while the page is hidden (stage 6's rule). Default false: hidden tabs keep their connection. */
+  pauseWhenHidden?: boolean;
+  /** Stage 8: bytes queued on the socket that do not drain for this long make the client probe, then reconnect (4409). Default 5000. */
+  sendStallMs?: number;
+  /** Stage 8: state.degraded after this long without READY, in ms. Default 3000. */
+  degradedMs?: number;
+  /** Stage 8: state.offline after this long without READY, in ms. Default 30000. */
+  offlineMs?: number;
+  /** Every request and publish made while not READY waits for READY (up to its timeout) with an idempotency key. Default false (per call: { queue }). */
+  queue?: boolean;
+  /**
+   * Share one connection between the tabs of this origin that use this URL (Web Locks elect
+   * a leader, a BroadcastChannel carries the rest). Default true at stage 8, false before.
+   */
+  tabs?: boolean;
+  /** Presence events of the topics subscribed with { presence: true }. */
+  onPresence?: (p: PresenceEvent) => void;
   /** Where wsready.wasm and wasm_exec.js live. Default: beside wsready.js (bundlers emit them there). */
   base?: URL | string;
   /** The wasm's URL, for a CDN. Default: new URL('./wsready.wasm', import.meta.url). */
@@ -210,6 +283,7 @@ export interface EventMap {
   record: ReconnectRecord;
   continuityLost: ContinuityLost;
   topicError: TopicError;
+  presence: PresenceEvent;
 }
 export type EventKind = keyof EventMap;
 
@@ -218,6 +292,21 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Aborting settles the request as Aborted (never sent if it was not yet; a late response is dropped). */
   signal?: AbortSignal;
+  /**
+   * Made while not READY, wait for READY (up to timeoutMs) instead of rejecting with NotReady,
+   * and go out with an idempotency key; lost with its connection, it is sent again with the same key.
+   * Default: the connect option queue (false).
+   */
+  queue?: boolean;
+  /** The idempotency key (1 to 64 of A-Z a-z 0-9 - _); default with queue: one drawn at random. */
+  key?: string;
+}
+
+export interface SubscribeOptions {
+  /** Ask for a replay of what followed this seq. */
+  since?: number;
+  /** Receive the topic's join/leave events (onPresence, on('presence')). */
+  presence?: boolean;
 }
 
 /**
@@ -255,7 +344,7 @@ export interface Client {
    * topic name (the wasm checks it; the message states the rule). Returns a
    * function that unsubscribes.
    */
-  subscribe<T = unknown>(topic: string, onUpdate: (u: Update<T>) => void, options?: { since?: number }): () => void;
+  subscribe<T = unknown>(topic: string, onUpdate: (u: Update<T>) => void, options?: SubscribeOptions): () => void;
   /**
    * Appends data (JSON-encoded) to topic; resolves with its seq. Rejects
    * like request(), and with a TypeError for an invalid topic name (the
@@ -264,6 +353,8 @@ export interface Client {
    * too_many_topics, unavailable.
    */
   publish(topic: string, data: unknown, options?: RequestOptions): Promise<number>;
+  /** Who is subscribed to topic (the reserved request wsready.presence); rejects like request(). */
+  presence(topic: string, options?: RequestOptions): Promise<PresenceResult>;
   /** Each topic's cursor and counts, the service topic first. */
   topics(): TopicStats[];
   /** Resolves at READY; rejects with Timeout after timeoutMs, or SessionEnded (err.ended) on a terminal state. */

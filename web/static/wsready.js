@@ -91,6 +91,9 @@ export async function connect(opts = {}) {
   if (opts.resume !== undefined && opts.resume !== 'session' && opts.resume !== false) {
     throw new TypeError('wsready.connect: resume must be "session" (keep cursors in sessionStorage) or false');
   }
+  if (opts.transports !== undefined && (!Array.isArray(opts.transports) || opts.transports.some((t) => typeof t !== 'string'))) {
+    throw new TypeError("wsready.connect: transports must be an array of 'websocket' and 'http'");
+  }
   const urls = opts.urls ?? [opts.url ?? defaultURL()];
   // topic (optional) is subscribed from the start and READY includes its
   // acknowledgement; without it the client subscribes to nothing until
@@ -104,8 +107,8 @@ export async function connect(opts = {}) {
     try { saved = globalThis.sessionStorage?.getItem(storeKey) ?? undefined; } catch { saved = undefined; }
   }
   // Each kind of event goes to the constructor's callback and to on() listeners.
-  const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set(), continuityLost: new Set(), topicError: new Set() };
-  const topicSubs = new Map(); // topic -> Set of onUpdate functions
+  const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set(), continuityLost: new Set(), topicError: new Set(), presence: new Set() };
+  const topicSubs = new Map(); // topic -> Map of entry -> {presence}
   let saveTimer;
   const save = () => {
     saveTimer = undefined;
@@ -136,6 +139,14 @@ export async function connect(opts = {}) {
     backoffBaseMs: opts.backoffBaseMs,
     backoffCapMs: opts.backoffCapMs,
     cooldownMs: opts.cooldownMs,
+    transports: opts.transports?.join(','),
+    reprobeMs: opts.reprobeMs,
+    pauseWhenHidden: opts.pauseWhenHidden,
+    sendStallMs: opts.sendStallMs,
+    degradedMs: opts.degradedMs,
+    offlineMs: opts.offlineMs,
+    queue: opts.queue,
+    tabs: opts.tabs,
     token: opts.token,
     onRecord: (r) => emit('record', opts.onRecord, r),
     onState: (s) => { lastState = s; emit('state', opts.onState, s); },
@@ -144,29 +155,33 @@ export async function connect(opts = {}) {
       try { data = JSON.parse(u.data); } catch { data = u.data; }
       const v = { ...u, data };
       emit('update', opts.onUpdate, v); // every topic's, as the Go client's OnUpdate
-      for (const fn of topicSubs.get(u.topic) ?? []) {
+      for (const fn of topicSubs.get(u.topic)?.keys() ?? []) {
         try { fn(v); } catch (e) { console.error('wsready: a subscribe callback threw', e); }
       }
       saveSoon();
     },
     onContinuityLost: (l) => { emit('continuityLost', opts.onContinuityLost, l); saveSoon(); },
     onTopicError: (e) => emit('topicError', opts.onTopicError, e),
+    onPresence: (p) => emit('presence', opts.onPresence, p),
     onEvent: (e) => emit('event', opts.onEvent, e),
   });
   if (h.error) throw new TypeError(h.error);
   if (storeKey) globalThis.addEventListener?.('pagehide', save);
   let closing;
   let tickets = 0;
-  // send starts a request or a publish (start(ticket) calls the handle) and
-  // resolves with its raw result: the timeout checked, an AbortSignal wired
-  // to the ticket, a failure turned into a WsreadyError. Never throws.
-  const send = (what, start, { timeoutMs, signal }) => {
+  // send starts a request or a publish (start(ticket, timeoutMs, queue,
+  // key) calls the handle) and resolves with its raw result: the options
+  // checked, an AbortSignal wired to the ticket, a failure turned into a
+  // WsreadyError. Never throws.
+  const send = (what, start, { timeoutMs, signal, queue, key }) => {
     if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
       return Promise.reject(new TypeError(`wsready: ${what} timeoutMs must be a positive whole number`));
     }
+    if (queue !== undefined && typeof queue !== 'boolean') return Promise.reject(new TypeError(`wsready: ${what} queue must be true or false`));
+    if (key !== undefined && typeof key !== 'string') return Promise.reject(new TypeError(`wsready: ${what} key must be a string`));
     if (signal?.aborted) return Promise.reject(new WsreadyError('Aborted', `wsready: the AbortSignal fired before the ${what} was sent`));
     const ticket = ++tickets;
-    const p = start(ticket);
+    const p = start(ticket, timeoutMs ?? 0, queue, key);
     if (p.error) return Promise.reject(new TypeError(p.error));
     const onAbort = () => h.cancel(ticket);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -203,7 +218,7 @@ export async function connect(opts = {}) {
         }
       });
     },
-    request(method, params, { timeoutMs, signal } = {}) {
+    request(method, params, options = {}) {
       // Never throws: every failure is a rejected promise.
       if (typeof method !== 'string' || method === '') {
         return Promise.reject(new TypeError('wsready: request method must be a non-empty string'));
@@ -217,39 +232,59 @@ export async function connect(opts = {}) {
       if (params !== undefined && json === undefined) {
         return Promise.reject(new TypeError('wsready: request params cannot be sent as JSON'));
       }
-      return send('request', (ticket) => h.request(method, json, timeoutMs ?? 0, ticket), { timeoutMs, signal })
+      return send('request', (ticket, ms, queue, key) => h.request(method, json, ms, ticket, queue, key), options)
         .then((result) => JSON.parse(result));
     },
     /**
      * Subscribes onUpdate to topic (stage 7 resumes it without gaps across
-     * reconnects); since asks for a replay of what followed that seq.
-     * Returns a function that unsubscribes.
+     * reconnects); since asks for a replay of what followed that seq;
+     * presence: true asks for the topic's join/leave events (onPresence,
+     * on('presence')). Returns a function that unsubscribes.
      */
-    subscribe(topic, onUpdate, { since } = {}) {
+    subscribe(topic, onUpdate, { since, presence } = {}) {
       if (typeof onUpdate !== 'function') throw new TypeError('wsready: subscribe needs an onUpdate function');
       if (since !== undefined && !(Number.isSafeInteger(since) && since >= 0)) throw new TypeError('wsready: since must be a whole number >= 0');
-      let fns = topicSubs.get(topic);
-      if (!fns) {
-        const r = h.subscribe(topic, since);
+      if (presence !== undefined && typeof presence !== 'boolean') throw new TypeError('wsready: presence must be true or false');
+      let entries = topicSubs.get(topic);
+      // The topic asks for presence while any of its subscribers does.
+      const wanted = () => [...entries.values()].some((e) => e.presence);
+      if (!entries) {
+        const r = h.subscribe(topic, since, Boolean(presence));
         if (r?.error) throw new TypeError(r.error);
-        fns = new Set();
-        topicSubs.set(topic, fns);
+        entries = new Map();
+        topicSubs.set(topic, entries);
       }
+      const had = entries.size > 0 && wanted();
       const entry = (u) => onUpdate(u); // one entry per call, even for the same function
-      fns.add(entry);
+      entries.set(entry, { presence: Boolean(presence) });
+      if (entries.size > 1 && wanted() !== had) h.subscribe(topic, undefined, wanted());
       return () => {
-        if (!fns.delete(entry) || fns.size > 0) return;
-        topicSubs.delete(topic);
-        h.unsubscribe(topic);
+        if (!entries.has(entry)) return;
+        const before = wanted();
+        entries.delete(entry);
+        if (entries.size === 0) {
+          topicSubs.delete(topic);
+          h.unsubscribe(topic);
+        } else if (wanted() !== before) {
+          h.subscribe(topic, undefined, wanted());
+        }
       };
     },
     /** Appends data to topic; resolves with the seq the server gave it. */
-    publish(topic, data, { timeoutMs, signal } = {}) {
+    publish(topic, data, options = {}) {
       let json;
       try { json = JSON.stringify(data); } catch (e) { return Promise.reject(new TypeError(`wsready: publish data cannot be sent as JSON: ${e.message}`)); }
       if (json === undefined) return Promise.reject(new TypeError('wsready: publish data cannot be sent as JSON'));
-      return send('publish', (ticket) => h.publish(topic, json, timeoutMs ?? 0, ticket), { timeoutMs, signal })
+      return send('publish', (ticket, ms, queue, key) => h.publish(topic, json, ms, ticket, queue, key), options)
         .then((result) => JSON.parse(result).seq);
+    },
+    /**
+     * Who is subscribed to topic (the reserved request wsready.presence):
+     * resolves with {topic, users: [{user, conns}], total, truncated}.
+     */
+    presence(topic, options = {}) {
+      if (typeof topic !== 'string') return Promise.reject(new TypeError('wsready: presence needs a topic name'));
+      return client.request('wsready.presence', { topic }, options);
     },
     /** Each topic's cursor and counts (delivered, replayed, duplicates, lost). */
     topics: () => h.topics(),

@@ -10,6 +10,7 @@ const result = (window.exampleResult = { version, ready: false, echo: null, upda
 try {
   const client = await connect({
     url: ws,
+    topic: 'feed', // the demo server's feed: READY includes its subscription
     onState: (s) => {
       result.ready = s.ready;
       $('ready').textContent = s.ready ? 'yes' : 'no';

@@ -1,7 +1,8 @@
 // A usage file checked with tsc --strict against the package's .d.ts (make
 // example): every part of the public API a TypeScript app touches.
 import { connect, load, defaultURL, version, WsreadyError } from 'wsready';
-import type { Client, ConnectOptions, State, Stats, Update, ClientEvent, ReconnectRecord, Terminal, ErrorName, Failure, ContinuityLost, TopicError, TopicStats } from 'wsready';
+import type { Client, ConnectOptions, State, Stats, Update, ClientEvent, ReconnectRecord, Terminal, ErrorName, Failure, ContinuityLost, TopicError, TopicStats,
+  Transport, PresenceEvent, PresenceResult, SubscribeOptions, RequestOptions } from 'wsready';
 
 async function main(): Promise<void> {
   const opts: ConnectOptions = {
@@ -72,3 +73,44 @@ async function topics(): Promise<void> {
   stop();
 }
 void topics;
+
+// Stage 8: transports, banners, tabs, the queue, presence.
+async function whereUsersAre(): Promise<void> {
+  const c: Client = await connect({
+    stage: 8,
+    transports: ['websocket', 'http'],
+    reprobeMs: 600_000,
+    pauseWhenHidden: false,
+    sendStallMs: 5000,
+    degradedMs: 3000,
+    offlineMs: 30_000,
+    queue: false,
+    tabs: true,
+    onPresence: (p: PresenceEvent) => { const e: 'join' | 'leave' = p.event; void e; void p.user; },
+    onState: (s: State) => {
+      const via: Transport | null = s.via;
+      const since: number | null = s.notReadySince;
+      const banner: string = s.offline ? 'offline' : s.degraded ? 'reconnecting' : '';
+      const tabs: 'on' | 'off' | 'unsupported' = s.tabs;
+      const role: string = s.leader ? 'leader' : s.follower ? 'follower' : 'alone';
+      void via; void since; void banner; void tabs; void role;
+    },
+  });
+  const opts: RequestOptions = { queue: true, key: 'order-42', timeoutMs: 10_000 };
+  const r = await c.request<{ ok: boolean }>('cart.add', { item: 1 }, opts);
+  void r.ok;
+  const seq: number = await c.publish('room', { text: 'hi' }, { queue: true });
+  void seq;
+  const sub: SubscribeOptions = { since: 0, presence: true };
+  const stop = c.subscribe('room', (u: Update) => { void u.seq; }, sub);
+  const who: PresenceResult = await c.presence('room');
+  const first: string | undefined = who.users[0]?.user;
+  const n: number = who.total + (who.users[0]?.conns ?? 0);
+  void first; void n; void who.truncated;
+  const off = c.on('presence', (p: PresenceEvent) => { void p.topic; });
+  off();
+  const st: Stats = c.stats();
+  void st.sendStalls; void st.httpProbes; void st.forwarded;
+  stop();
+}
+void whereUsersAre;

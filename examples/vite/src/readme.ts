@@ -1,0 +1,46 @@
+// The README's web snippet ("In a web page"): the lines between the two
+// snippet markers below are copied into the README, and readme_test.go (go
+// test ./, in make test) fails when the copy and these lines differ. make
+// example checks this file with tsc --strict and the Vite template's
+// linting options (tsconfig.json). It is type-checked only: the example
+// app's page runs main.js.
+
+// snippet:begin web
+import { connect, WsreadyError } from 'wsready';
+
+const status = document.querySelector('#status') ?? document.body;
+
+// The client connects, and reconnects, in the background. READY: the socket is
+// open, the server's pings arrive, and it acknowledged every topic subscribed to.
+const client = await connect({
+  url: 'wss://app.example.com/realtime', // default: /ws on the page's host, as wsready serve has it
+  onState: (s) => {
+    status.textContent = s.ready ? 'READY' : `not READY: ${s.lastError?.message ?? 'connecting'}`;
+  },
+});
+
+// Every update of the topic from now on, across reconnects, with no gap.
+const unsubscribe = client.subscribe<{ unixMs: number }>('clock', (u) => {
+  console.log(`clock #${u.seq}`, new Date(u.data.unixMs));
+});
+
+try {
+  await client.ready({ timeoutMs: 10_000 }); // rejects with Timeout, or SessionEnded
+  const answer = await client.request<{ hello: string }>('echo', { hello: 'world' }, { timeoutMs: 2000 });
+  console.log('echo', answer.hello);
+} catch (e) {
+  if (!(e instanceof WsreadyError)) throw e; // a TypeError: an empty method, params JSON cannot encode
+  switch (e.name) {
+    case 'NotReady': // never sent: always safe to send again
+      break;
+    case 'RequestTimeout': // sent, and the outcome is unknown:
+    case 'ConnectionClosed': // send again only if the request is idempotent
+      break;
+    default: // ServerError (e.code says why), Timeout, SessionEnded (e.ended), Aborted
+      console.warn(e.name, e.code ?? e.ended);
+  }
+}
+
+unsubscribe();
+await client.close(); // every socket closed with 1000; pending requests reject with ConnectionClosed
+// snippet:end web

@@ -1,0 +1,171 @@
+//go:build !js
+
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// slowHistory is a memory History whose Append takes delay and is
+// counted per topic.
+type slowHistory struct {
+	History
+	delay   time.Duration
+	mu      sync.Mutex
+	appends map[string]int
+}
+
+func newSlowHistory(delay time.Duration) *slowHistory {
+	return &slowHistory{History: NewMemoryHistory(Retention{MaxMsgs: 100, MaxBytes: 1 << 20, MaxAge: time.Hour}, 16, time.Now),
+		delay: delay, appends: map[string]int{}}
+}
+
+func (h *slowHistory) Append(ctx context.Context, topic string, data []byte, create bool) (int64, error) {
+	h.mu.Lock()
+	h.appends[topic]++
+	h.mu.Unlock()
+	select {
+	case <-time.After(h.delay):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return h.History.Append(ctx, topic, data, create)
+}
+
+func (h *slowHistory) count(topic string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.appends[topic]
+}
+
+func keyed(id uint64, key string) protocol.Message {
+	return protocol.Message{Type: protocol.TypePublish, ID: id, Topic: "room", Data: []byte(`{"n":1}`), Key: key}
+}
+
+// A publish resent with its key after the connection it was sent on died
+// (mid-run) runs once: the resend, on a new connection (here the HTTP
+// transport, as after a fallback) from the same anonymous scope, waits
+// for the first run and gets its answer under its own id.
+func TestAKeyedPublishResentAcrossAReconnectRunsOnce(t *testing.T) {
+	h := newSlowHistory(300 * time.Millisecond)
+	f := newFixture(t, &Options{Publish: true, NoFeed: true, History: h})
+	a := f.dial()
+	a.next(protocol.TypeWelcome, time.Second)
+	a.send(keyed(1, "k-0123456789abcdef"))
+	waitFor(t, time.Second, "the first run started", func() bool { return h.count("room") == 1 })
+	a.ws.CloseNow() // lost mid-run: the client never hears the answer
+	f.waitOpen(0)
+
+	p := f.httpDial(t)
+	p.send(http.StatusNoContent, keyed(7, "k-0123456789abcdef"))
+	r := p.next(protocol.TypeResponse, 2*time.Second)
+	if r.ID != 7 || string(r.Result) != `{"seq":1}` {
+		t.Fatalf("resent publish answered %+v", r)
+	}
+	p.send(http.StatusNoContent, keyed(8, "k-0123456789abcdef"))
+	if r := p.next(protocol.TypeResponse, 100*time.Millisecond); r.ID != 8 || string(r.Result) != `{"seq":1}` {
+		t.Fatalf("again: %+v", r)
+	}
+	if n := h.count("room"); n != 1 {
+		t.Fatalf("the publish ran %d times", n)
+	}
+	p.send(http.StatusNoContent, keyed(9, "another-key"))
+	if r := p.next(protocol.TypeResponse, 2*time.Second); string(r.Result) != `{"seq":2}` {
+		t.Fatalf("another key: %+v", r)
+	}
+}
+
+// Two sends of one key at once run it once; both get the answer.
+func TestARepeatWhileTheFirstRunsWaitsForIt(t *testing.T) {
+	h := newSlowHistory(200 * time.Millisecond)
+	f := newFixture(t, &Options{Publish: true, NoFeed: true, History: h})
+	a, b := f.dial(), f.dial()
+	a.send(keyed(1, "same"))
+	b.send(keyed(2, "same"))
+	ra, rb := a.next(protocol.TypeResponse, 2*time.Second), b.next(protocol.TypeResponse, 2*time.Second)
+	if ra.ID != 1 || rb.ID != 2 || string(ra.Result) != `{"seq":1}` || string(rb.Result) != `{"seq":1}` || h.count("room") != 1 {
+		t.Fatalf("answers %+v %+v, %d runs", ra, rb, h.count("room"))
+	}
+}
+
+// A keyed request is answered from the cache within the window, in its
+// scope only; a run with no answer (service down) is not kept.
+func TestIdempotencyScopeWindowAndBounds(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	f := newFixture(t, &Options{Publish: true, NoFeed: true, Auth: AuthOptional, IssueTickets: true, Now: now,
+		IdempotencyWindow: time.Minute, MaxIdempotencyKeys: 3})
+	timeOf := func(p *peer, id uint64, key string) string {
+		t.Helper()
+		p.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: "time", Key: key})
+		r := p.next(protocol.TypeResponse, time.Second)
+		if r.ID != id {
+			t.Fatalf("response %+v, want id %d", r, id)
+		}
+		return string(r.Result)
+	}
+	tick := func() { clock.Add(int64(time.Second)) }
+	alice := f.dial()
+	alice.send(protocol.Message{Type: protocol.TypeAuth, Token: func() string { s, _ := f.token(t, "alice"); return s }()})
+	alice.next(protocol.TypeAuthenticated, time.Second)
+	first := timeOf(alice, 1, "k1")
+	tick()
+	if again := timeOf(alice, 2, "k1"); again != first {
+		t.Fatalf("k1 ran again: %s then %s", first, again)
+	}
+	// Another identity's k1 is its own.
+	bob := f.dial()
+	bob.send(protocol.Message{Type: protocol.TypeAuth, Token: func() string { s, _ := f.token(t, "bob"); return s }()})
+	bob.next(protocol.TypeAuthenticated, time.Second)
+	if b := timeOf(bob, 1, "k1"); b == first {
+		t.Fatalf("bob got alice's answer %s", b)
+	}
+	// alice on a new connection: her answer.
+	alice2 := f.dial()
+	alice2.send(protocol.Message{Type: protocol.TypeAuth, Token: func() string { s, _ := f.token(t, "alice"); return s }()})
+	alice2.next(protocol.TypeAuthenticated, time.Second)
+	if again := timeOf(alice2, 3, "k1"); again != first {
+		t.Fatalf("alice's k1 on a new connection ran again: %s then %s", first, again)
+	}
+	// Past the window it runs again.
+	clock.Add(int64(time.Minute))
+	if late := timeOf(alice, 4, "k1"); late == first {
+		t.Fatalf("k1 answered from the cache after the window: %s", late)
+	}
+	// At most 3 keys: the least recently used goes.
+	for i, k := range []string{"k2", "k3", "k4", "k5"} {
+		tick()
+		timeOf(alice, uint64(10+i), k)
+	}
+	if n := f.srv.idem.len(); n > 3 {
+		t.Fatalf("%d keys kept, bound 3", n)
+	}
+	tick()
+	k5 := timeOf(alice, 20, "k5")
+	tick()
+	if k2 := timeOf(alice, 21, "k2"); k2 == k5 {
+		t.Fatal("evicted k2 answered from the cache")
+	}
+	if again := timeOf(alice, 22, "k5"); again != k5 {
+		t.Fatalf("k5 ran again: %s then %s", k5, again)
+	}
+	// Service down: no answer, nothing kept.
+	f.set("serviceDown", true)
+	alice.send(keyed(30, "pub"))
+	if r, ok := alice.maybe(protocol.TypeResponse, 200*time.Millisecond); ok {
+		t.Fatalf("a publish answered while the service is down: %+v", r)
+	}
+	f.set("serviceDown", false)
+	alice.send(keyed(31, "pub"))
+	if r := alice.next(protocol.TypeResponse, time.Second); r.ID != 31 || string(r.Result) != `{"seq":1}` {
+		t.Fatalf("publish after service down: %+v", r)
+	}
+}

@@ -1,0 +1,767 @@
+//go:build !js
+
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
+
+// The HTTP transport (stage 8): the same frames for a client whose
+// WebSocket never opens (a proxy that strips the upgrade). Under the mount
+// of Handler, beside the WebSocket endpoint (docs/http-transport.md; the
+// event stream itself is sse.go):
+//
+//	GET  <mount>/probe             204: a plain HTTP request reaches the server
+//	POST <mount>/session           {"token":"..."} or {}: admission and auth, as for an
+//	                               upgrade; 200 {"session":ID,"intervalMs":N}, or a refusal
+//	GET  <mount>/sse?session=ID    text/event-stream: every server frame as data:, updates
+//	                               with id: (the session's per-topic cursors), a close as
+//	                               event: close; Last-Event-ID resumes the cursors
+//	POST <mount>/send?session=ID   one client frame or a JSON array of them: 204
+//
+// A session is a conn like a WebSocket's, with an httpTransport: the same
+// reader (frames from POSTs, handed over one at a time), the same send
+// queue and writer (the writer hands each frame to the stream's handler,
+// which alone writes the response), the same pings, switches, drain and
+// sweep. The session id is the welcome frame's: 16 random bytes, a
+// capability for this session only; it is never logged. A session with no
+// stream attached for two ping intervals plus SweepGrace is dropped.
+
+// closeUnknownSession is the close code in the 404 answer for a session
+// the server does not have (expired, closed, another node's): not in the
+// protocol's table, so a client backs off and dials again (a transport
+// loss, never terminal).
+const closeUnknownSession = 4404
+
+// maxSendBody bounds a POST <mount>/send body: 16 frames' worth.
+const maxSendBody = 16 * protocol.MaxFrameBytes
+
+// maxSessionBody bounds a POST <mount>/session body: a token and room.
+const maxSessionBody = protocol.MaxTokenBytes + 1024
+
+// closeTimeout bounds how long a close waits for its event to be written,
+// as coder/websocket bounds a close handshake.
+const closeTimeout = 5 * time.Second
+
+// errSessionGone is an HTTP session that ended.
+var errSessionGone = errors.New("the session ended")
+
+// errStreamEnded is a write that found its stream gone.
+var errStreamEnded = errors.New("the event stream ended")
+
+// httpRoute returns the HTTP transport's handler for r, or nil when r is
+// not one of its requests (then it is the WebSocket endpoint's).
+func (s *Server) httpRoute(r *http.Request) http.HandlerFunc {
+	switch path.Base(r.URL.Path) {
+	case "probe":
+		return s.serveProbe
+	case "session":
+		return s.serveSession
+	case "sse":
+		return s.serveSSE
+	case "send":
+		return s.serveSend
+	}
+	return nil
+}
+
+// corsPreflight applies the Origin rule to an HTTP transport request: a
+// request that carries an Origin (a cross-origin fetch or EventSource; a
+// same-origin POST too) must come from the request's own host or match
+// OriginPatterns, else 403 with the close a WebSocket would get (1008). An
+// allowed origin gets the CORS headers; an OPTIONS preflight is answered
+// here. It reports whether it answered.
+func (s *Server) corsPreflight(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	if !s.originAllowed(o, r.Host) {
+		s.log.Debug("cross-origin request refused") // without the origin: the peer's text
+		writeJSON(w, http.StatusForbidden, closeBody{Error: "cross-origin request refused",
+			Close: &closeInfo{Code: protocol.ClosePolicyViolation, Reason: protocol.ReasonOriginNotAllowed}})
+		return true
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", o)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Retry-After")
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Last-Event-ID")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// closeBody is the JSON of an HTTP transport answer that is not a
+// success: an error for people, and for a refusal the close a WebSocket
+// would have been given (code and reason), so a client classifies it the
+// same way. RetryAfterMs repeats Retry-After in milliseconds.
+type closeBody struct {
+	Error        string     `json:"error"`
+	RetryAfterMs int64      `json:"retryAfterMs,omitempty"`
+	Close        *closeInfo `json:"close,omitempty"`
+}
+
+type closeInfo struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// allowMethods answers 405 unless r's method is one of methods; it
+// reports whether r may go on.
+func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if slices.Contains(methods, r.Method) {
+		return true
+	}
+	allow := strings.Join(methods, ", ")
+	w.Header().Set("Allow", allow)
+	writeJSON(w, http.StatusMethodNotAllowed, closeBody{Error: "method " + r.Method + " not allowed here: " + allow})
+	return false
+}
+
+// jsonBody answers 415 unless r says Content-Type application/json. A
+// frame or a token never comes as a form or text/plain: a cross-site form
+// cannot post one, and a cross-origin page must pass the preflight.
+func jsonBody(w http.ResponseWriter, r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/json" {
+		return true
+	}
+	writeJSON(w, http.StatusUnsupportedMediaType, closeBody{Error: "Content-Type must be application/json"})
+	return false
+}
+
+// serveProbe is GET <mount>/probe: 204, whatever the switches say. It
+// proves a plain HTTP request reaches this server (the client's fallback
+// rule asks it after its WebSocket attempts fail); it is neither admitted
+// nor counted.
+func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request) {
+	if s.corsPreflight(w, r) || !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveSession is POST <mount>/session: the HTTP transport's handshake.
+// Admission applies as to an upgrade (a refusal is 503 or 429 with
+// Retry-After and the close a WebSocket would get), then auth as the
+// first frame would: {"token":"..."} is the auth frame's ticket; a refused
+// ticket is 401 (4001, expired) or 403 (4003) with the close, and no
+// session. 200 {"session":ID,"intervalMs":N} makes a session: open its
+// stream (GET <mount>/sse?session=ID) within two ping intervals plus
+// SweepGrace.
+func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
+	if s.corsPreflight(w, r) {
+		if r.Method != http.MethodOptions {
+			s.metrics.handshakeVia(outOrigin, transportSSE)
+		}
+		return
+	}
+	if !allowMethods(w, r, http.MethodPost) || !jsonBody(w, r) {
+		return
+	}
+	rc := http.NewResponseController(w)
+	deadline := time.Now().Add(s.opts.RequestTimeout)
+	rc.SetReadDeadline(deadline)
+	rc.SetWriteDeadline(deadline)
+	var req struct {
+		Token *string `json:"token"`
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSessionBody))
+	if err == nil && len(bytes.TrimSpace(body)) > 0 {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, closeBody{Error: "the body must be {} or {\"token\":\"...\"}, at most " + strconv.Itoa(maxSessionBody) + " bytes"})
+		return
+	}
+
+	ip := remoteIP(r.RemoteAddr)
+	if ref := s.admit(r, ip); ref != nil {
+		s.metrics.handshakeVia(ref.kind, transportSSE)
+		writeRefusal(w, ref.status, ref.why, ref.after, protocol.CloseTryAgainLater, slotText(ref.after))
+		return
+	}
+	s.mu.Lock()
+	overload := s.overload
+	s.mu.Unlock()
+	if overload {
+		s.release(ip)
+		s.count(func(k *connCounters) { k.overloaded++ })
+		s.metrics.handshakeVia(outOverload, transportSSE)
+		d := s.opts.OverloadRetryAfter
+		writeRefusal(w, http.StatusServiceUnavailable, "overloaded: try again later", d, protocol.CloseTryAgainLater, protocol.RetryAfterReason(d))
+		return
+	}
+	c, late := s.register(newHTTPTransport, r.RemoteAddr, ip)
+	if c == nil {
+		s.release(ip)
+		s.metrics.handshakeVia(outShutdown, transportSSE)
+		writeRefusal(w, http.StatusServiceUnavailable, "server shutting down: try again later", 0, protocol.CloseGoingAway, "server shutting down")
+		return
+	}
+	// The auth frame a WebSocket client sends first, through the same
+	// path (handle), before the session's reader starts.
+	if mode := s.opts.Auth; mode != AuthOff {
+		if req.Token != nil {
+			c.handle(protocol.Encode(protocol.Message{Type: protocol.TypeAuth, Token: *req.Token}))
+		} else {
+			c.authChecked = true
+			if mode == AuthRequired {
+				c.closeAsync(protocol.CloseForbidden, "auth required")
+			}
+		}
+	}
+	switch late {
+	case lateRestart:
+		c.closeAsync(protocol.CloseServiceRestart, s.slotReason(s.restartEnd()))
+	case lateDrain:
+		c.closeAsync(protocol.CloseGoingAway, s.slotReason(s.drainEnd()))
+	}
+	go func() {
+		defer s.wg.Done() // register counted this session
+		c.run()
+	}()
+	t := c.tr.(*httpTransport)
+	if c.closing.Load() {
+		// Refused: the close is the answer, and there is no session.
+		<-c.ctx.Done() // closeWith has recorded it (no stream: it returns at once)
+		code, reason := t.closedWith()
+		status := http.StatusForbidden
+		switch code {
+		case protocol.CloseTokenExpired:
+			status = http.StatusUnauthorized
+		case protocol.CloseServiceRestart, protocol.CloseGoingAway:
+			status = http.StatusServiceUnavailable
+		}
+		after, _ := protocol.ParseRetryAfter(reason)
+		writeRefusal(w, status, "refused: see close", after, code, reason)
+		return
+	}
+	s.metrics.handshakeVia(outAccepted, transportSSE)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, struct {
+		Session    string `json:"session"`
+		IntervalMs int64  `json:"intervalMs"`
+	}{c.session, s.opts.PingInterval.Milliseconds()})
+}
+
+// writeRefusal answers a refused session: status, Retry-After (whole
+// seconds) when after > 0, and the close a WebSocket would have got.
+func writeRefusal(w http.ResponseWriter, status int, why string, after time.Duration, code int, reason string) {
+	if after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(after)))
+	}
+	writeJSON(w, status, closeBody{Error: why, RetryAfterMs: after.Milliseconds(), Close: &closeInfo{Code: code, Reason: reason}})
+}
+
+// session returns the HTTP session r names (?session=ID), or answers 404
+// and returns nil.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (*conn, *httpTransport) {
+	id := r.URL.Query().Get("session")
+	var c *conn
+	if len(id) == 22 {
+		s.mu.Lock()
+		c = s.sessions[id]
+		s.mu.Unlock()
+	}
+	if c == nil {
+		unknownSession(w)
+		return nil, nil
+	}
+	return c, c.tr.(*httpTransport)
+}
+
+// unknownSession answers 404 for a session the server does not have: a
+// transport loss for the client, which dials again.
+func unknownSession(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, closeBody{Error: "unknown or expired session: start another (POST session)",
+		Close: &closeInfo{Code: closeUnknownSession, Reason: "unknown session"}})
+}
+
+// serveSend is POST <mount>/send?session=ID: one client frame, or a JSON
+// array of frames, handed in order to the session's reader (the path a
+// WebSocket's frames take: the same checks per type, errors as error
+// frames on the stream); 204 once the reader has taken the last. While
+// Freeze or Deaf is on the body is not read: the POST waits, as a frozen
+// or deaf WebSocket leaves a client's bytes unread. A frame over
+// MaxFrameBytes, or a body over 16 of them, closes the session with 1009
+// (413), as an oversized WebSocket message does.
+func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
+	if s.corsPreflight(w, r) || !allowMethods(w, r, http.MethodPost) || !jsonBody(w, r) {
+		return
+	}
+	c, t := s.session(w, r)
+	if c == nil {
+		return
+	}
+	if !s.holdPOST(c, r) {
+		if c.ctx.Err() != nil {
+			unknownSession(w) // it ended while held
+		}
+		return
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.opts.MessageTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSendBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		c.closeAsync(protocol.CloseMessageTooBig, "body too large")
+		writeJSON(w, http.StatusRequestEntityTooLarge, closeBody{Error: "the body is over " + strconv.Itoa(maxSendBody) + " bytes",
+			Close: &closeInfo{Code: protocol.CloseMessageTooBig, Reason: "body too large"}})
+		return
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, closeBody{Error: "failed to read the body"})
+		return
+	}
+	frames, err := splitFrames(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, closeBody{Error: err.Error()})
+		return
+	}
+	for _, f := range frames {
+		if len(f) > protocol.MaxFrameBytes {
+			c.closeAsync(protocol.CloseMessageTooBig, "frame too large")
+			writeJSON(w, http.StatusRequestEntityTooLarge, closeBody{Error: "a frame is over " + strconv.Itoa(protocol.MaxFrameBytes) + " bytes",
+				Close: &closeInfo{Code: protocol.CloseMessageTooBig, Reason: "frame too large"}})
+			return
+		}
+	}
+	rc.SetWriteDeadline(time.Now().Add(s.opts.RequestTimeout))
+	switch t.hand(r.Context(), frames) {
+	case nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errSessionGone:
+		unknownSession(w)
+	default: // the client went away
+	}
+}
+
+// holdPOST waits while Freeze or Deaf holds a POST's body (unread); false
+// if the session or the request ended first.
+func (s *Server) holdPOST(c *conn, r *http.Request) bool {
+	for _, g := range s.postGates() {
+		if !waitGate(g, c.ctx.Done(), r.Context().Done()) {
+			return false
+		}
+	}
+	return true
+}
+
+// postGates are the switches that hold a POST's body: Freeze and Deaf.
+func (s *Server) postGates() []*gate { return []*gate{&s.gate, &s.deaf} }
+
+// waitGate blocks while g is frozen; false if a or b closed first.
+func waitGate(g *gate, a, b <-chan struct{}) bool {
+	for g.isFrozen() {
+		g.mu.Lock()
+		ch := g.open
+		g.mu.Unlock()
+		if ch == nil {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-a:
+			return false
+		case <-b:
+			return false
+		}
+	}
+	return true
+}
+
+// splitFrames reads a send body: a JSON array of frames, or else one
+// frame (whatever its bytes: the reader's checks answer a bad one with an
+// error frame, as on a WebSocket). An empty body or an array that is not
+// JSON is refused.
+func splitFrames(body []byte) ([][]byte, error) {
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case len(trimmed) == 0:
+		return nil, errors.New("the body is empty: send one frame or a JSON array of frames")
+	case trimmed[0] != '[':
+		return [][]byte{body}, nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(trimmed, &raw); err != nil {
+		return nil, errors.New("the body starts with [ but is not a JSON array of frames")
+	}
+	frames := make([][]byte, len(raw))
+	for i, f := range raw {
+		frames[i] = f
+	}
+	return frames, nil
+}
+
+// serveSSE is GET <mount>/sse?session=ID: the session's stream. It
+// attaches to the session (a stream already attached is ended: the newer
+// one wins, as an EventSource that reconnects before the server saw its
+// old stream go) and writes every frame the session's writer hands it
+// until the session ends, the client goes, or a write makes no progress
+// within WriteTimeout (the stream is dropped, the session waits for
+// another). Last-Event-ID (or ?lastEventId=, for a driver that opens a new
+// EventSource on the same session) resumes the topics from its cursors.
+func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
+	if s.corsPreflight(w, r) || !allowMethods(w, r, http.MethodGet) {
+		return
+	}
+	c, t := s.session(w, r)
+	if c == nil {
+		return
+	}
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("lastEventId")
+	}
+	cursors, err := parseCursors(last, s.opts.MaxSubscriptions)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, closeBody{Error: err.Error()})
+		return
+	}
+	st := &sseStream{reqs: make(chan *writeReq), end: make(chan struct{}), exited: make(chan struct{}),
+		w: w, rc: http.NewResponseController(w), reqDone: r.Context().Done()}
+	pre, ok := t.attach(st, cursors)
+	if !ok {
+		close(st.exited)
+		unknownSession(w)
+		return
+	}
+	defer t.detach(st)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	// The headers go out at once, whatever the switches: the client sees
+	// its stream open (as a frozen server still completes an upgrade).
+	if st.rc.Flush() != nil {
+		return
+	}
+	// retry: how soon an EventSource reconnects after losing the stream,
+	// well within the session's life without one.
+	if st.writeRaw(s, []byte("retry: "+itoa64(s.opts.PingInterval.Milliseconds())+"\n\n")) != nil {
+		return
+	}
+	for _, f := range pre {
+		if st.writeFrame(s, t, f) != nil {
+			return
+		}
+	}
+	for {
+		select {
+		case req := <-st.reqs:
+			var err error
+			if req.close {
+				err = st.writeRaw(s, closeEvent(req.code, req.reason))
+			} else {
+				err = st.writeFrame(s, t, req.frame)
+			}
+			req.done <- err
+			if err != nil || req.close {
+				return
+			}
+		case <-st.end:
+			return
+		case <-st.reqDone:
+			return
+		}
+	}
+}
+
+// httpTransport is an HTTP session's I/O: frames in from POST <mount>/send,
+// out through the attached stream.
+type httpTransport struct {
+	c    *conn
+	in   chan []byte   // from POSTs to the reader: unbuffered, a POST answers once the reader has its frames
+	gone chan struct{} // closed when the session ends
+	once sync.Once
+
+	sendMu   sync.Mutex // one POST's frames at a time, in order
+	attachMu sync.Mutex // one attach at a time
+
+	mu       sync.Mutex
+	stream   *sseStream    // the attached stream, or nil
+	attached chan struct{} // closed when a stream attaches (then replaced)
+	detachT  *time.Timer   // drops the session when no stream comes
+	detached time.Time     // since when no stream is attached (zero while one is)
+	closed   bool          // close was called: code and reason are set
+	code     int
+	reason   string
+	cursors  cursors // what the client has, per topic, as the stream's ids say
+}
+
+func newHTTPTransport(c *conn) transport {
+	t := &httpTransport{c: c, in: make(chan []byte), gone: make(chan struct{}), attached: make(chan struct{})}
+	t.mu.Lock()
+	t.armDetachLocked()
+	t.mu.Unlock()
+	return t
+}
+
+func (t *httpTransport) kind() transportKind { return transportSSE }
+
+func (t *httpTransport) read(ctx context.Context) ([]byte, bool, error) {
+	select {
+	case f := <-t.in:
+		return f, false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	case <-t.gone:
+		return nil, false, errSessionGone
+	}
+}
+
+// hand gives frames, in order, to the session's reader.
+func (t *httpTransport) hand(ctx context.Context, frames [][]byte) error {
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	for _, f := range frames {
+		select {
+		case t.in <- f:
+		case <-t.gone:
+			return errSessionGone
+		case <-t.c.ctx.Done():
+			return errSessionGone
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// write hands frame to the attached stream, waiting for one to attach; a
+// stream that ends before it is written passes it to the next. It fails
+// only when the session ends.
+func (t *httpTransport) write(ctx context.Context, frame []byte) error {
+	req := &writeReq{frame: frame, done: make(chan error, 1)}
+	for {
+		st, err := t.waitStream(ctx)
+		if err != nil {
+			return err
+		}
+		select {
+		case st.reqs <- req:
+		case <-st.exited:
+			continue
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case err := <-req.done:
+			if err == nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// waitStream returns the attached stream, waiting for one.
+func (t *httpTransport) waitStream(ctx context.Context) (*sseStream, error) {
+	for {
+		t.mu.Lock()
+		st, ch := t.stream, t.attached
+		t.mu.Unlock()
+		if st != nil {
+			return st, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.gone:
+			return nil, errSessionGone
+		}
+	}
+}
+
+// close writes the close event on the attached stream (within
+// closeTimeout) and ends the session. Without a stream the code and
+// reason are only recorded (closedWith): a refused session's answer.
+func (t *httpTransport) close(code int, reason string) error {
+	t.mu.Lock()
+	t.closed, t.code, t.reason = true, code, reason
+	st := t.stream
+	t.mu.Unlock()
+	var err error
+	if st != nil {
+		req := &writeReq{close: true, code: code, reason: reason, done: make(chan error, 1)}
+		timeout := time.NewTimer(closeTimeout)
+		select {
+		case st.reqs <- req:
+			select {
+			case err = <-req.done:
+			case <-timeout.C:
+				err = errors.New("close event not written within " + closeTimeout.String())
+			}
+		case <-st.exited:
+		case <-timeout.C:
+			err = errors.New("close event not written within " + closeTimeout.String())
+		}
+		timeout.Stop()
+	}
+	t.closeNow()
+	return err
+}
+
+// closedWith is the code and reason close was given.
+func (t *httpTransport) closedWith() (int, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.code, t.reason
+}
+
+// closeNow ends the session and its stream (if any) without a word.
+func (t *httpTransport) closeNow() {
+	t.once.Do(func() { close(t.gone) })
+	t.mu.Lock()
+	st := t.stream
+	if t.detachT != nil {
+		t.detachT.Stop()
+	}
+	t.mu.Unlock()
+	if st != nil {
+		st.stop()
+	}
+}
+
+// liveness backs up the detach timer: a session with no stream for two
+// ping intervals plus SweepGrace is dropped.
+func (t *httpTransport) liveness() { t.expire() }
+
+func (t *httpTransport) peerGone() bool { return false }
+
+// detachLimit is how long a session lives without a stream.
+func (t *httpTransport) detachLimit() time.Duration {
+	o := t.c.s.opts
+	return 2*o.PingInterval + o.SweepGrace
+}
+
+// armDetachLocked starts the session's time without a stream: expire
+// runs when it is up. Called with t.mu held.
+func (t *httpTransport) armDetachLocked() {
+	if t.detachT != nil {
+		t.detachT.Stop()
+	}
+	t.detached = time.Now()
+	t.detachT = time.AfterFunc(t.detachLimit(), t.expire)
+}
+
+// expire drops the session if no stream has been attached to it for
+// detachLimit. The sweep does not blame the switches' holds here: a frozen
+// stream stays attached (only its writes wait), so a detach is the
+// client's doing.
+func (t *httpTransport) expire() {
+	t.mu.Lock()
+	idle := t.stream == nil && !t.closed && time.Since(t.detached) >= t.detachLimit()
+	t.mu.Unlock()
+	if idle {
+		t.c.sweepClose()
+	}
+}
+
+// attach makes st the session's stream and returns what it must write
+// first: for each subscribed topic the client may lack updates of (the
+// cursor its Last-Event-ID gives, or, for a topic absent from it, the
+// start of its subscription), what a subscribe with since would answer:
+// subscribed with from and head, then the retained updates from there.
+// The previous stream, if any, is ended first and its handler waited for,
+// so the cursors are not moving. false: the session has ended.
+func (t *httpTransport) attach(st *sseStream, last map[string]int64) ([][]byte, bool) {
+	t.attachMu.Lock()
+	defer t.attachMu.Unlock()
+	t.mu.Lock()
+	old := t.stream
+	t.stream = nil
+	t.mu.Unlock()
+	if old != nil {
+		old.stop()
+		<-old.exited
+	}
+	select {
+	case <-t.gone:
+		return nil, false
+	default:
+	}
+	c := t.c
+	c.subMu.Lock()
+	subs := make(map[string]*topic, len(c.subs))
+	for name, tp := range c.subs {
+		subs[name] = tp
+	}
+	c.subMu.Unlock()
+
+	t.mu.Lock()
+	known := slices.Clone(t.cursors.list)
+	t.mu.Unlock()
+	var pre [][]byte
+	var next []cursor
+	for _, e := range known {
+		tp := subs[e.topic]
+		if tp == nil {
+			continue // no longer subscribed
+		}
+		since := e.from - 1
+		if l, ok := last[e.topic]; ok {
+			since = min(l, e.seq) // never past what was written
+		}
+		frames, sub, ok := tp.resume(c, since)
+		if !ok {
+			continue // retired meanwhile: its subscribers were told
+		}
+		next = append(next, cursor{topic: e.topic, seq: since, from: e.from})
+		if sub != nil {
+			pre = append(pre, sub)
+			pre = append(pre, frames...)
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, false
+	}
+	t.cursors.list = next
+	t.stream = st
+	close(t.attached)
+	t.attached = make(chan struct{})
+	if t.detachT != nil {
+		t.detachT.Stop()
+	}
+	return pre, true
+}
+
+// detach ends st's part in the session: the session waits detachLimit
+// for another stream.
+func (t *httpTransport) detach(st *sseStream) {
+	st.stop()
+	t.mu.Lock()
+	if t.stream == st {
+		t.stream = nil
+		if !t.closed {
+			t.armDetachLocked()
+		}
+	}
+	t.mu.Unlock()
+	close(st.exited)
+}

@@ -1,0 +1,415 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/protocol"
+)
+
+// httpTransport is a socket over HTTP (stage 8, the README's "Stage 8 HTTP
+// transport"), for a network that refuses WebSocket upgrades: POST
+// <base>/session makes a session (the ticket in its body), an EventSource
+// on <base>/sse?session=<id> carries the server's frames, and POST
+// <base>/send?session=<id> the client's, one at a time: frames sent while
+// a POST is in flight wait and go together in the next (bridge.Batch). The
+// base is the WebSocket URL with ws -> http (bridge.HTTPURL).
+//
+// Its three layers are the WebSocket's: the stream's open is the socket's
+// open, pings come on the stream. A refused session is reported as the
+// WebSocket's close would be (bridge.Refusal: 429/503 -> 1013 with the
+// retry-after, a 401/403 close body -> its code, else 1006); a close the
+// server sends on the stream (event: close) with its code; a stream error
+// or a failed POST as 1006. The EventSource's own reconnect is never used:
+// the core reconnects, and resumes from its cursors (stage 7).
+//
+// Every answer of the browser (a fetch settled, a stream event) is handed
+// to the driver's loop (socketEvents.run) before it changes the
+// transport's state, so the transport is the loop's alone, like the core.
+type httpTransport struct {
+	ev      socketEvents
+	url     string // the WebSocket URL the others derive from
+	session string // the server's id, once POST /session answered
+	tokened bool   // the session was made with a ticket: the core's auth frame is not sent
+
+	es  safejs.Value // the EventSource, once the session is made
+	esF []safejs.Func
+
+	queue    [][]byte     // frames waiting for the POST in flight
+	queued   int          // their bytes
+	inflight int          // bytes of the POST in flight (0: none)
+	ac       safejs.Value // aborts the fetch in flight (session or send)
+	done     bool         // closed, or failed: nothing more is reported
+}
+
+// maxQueued bounds the bytes waiting behind a POST in flight (4 MiB, four
+// bodies). Past it send fails: the core's send-stall rule or the request
+// timeouts notice a path that does not drain.
+const maxQueued = 4 * bridge.MaxPostBytes
+
+var (
+	errNoEventSource = errors.New("no EventSource in this environment")
+	errNoFetch       = errors.New("no fetch in this environment")
+	errQueueFull     = errors.New("the HTTP send queue is full (4 MiB wait behind a POST that does not complete)")
+	errClosed        = errors.New("the HTTP transport is closed")
+)
+
+// openHTTP is the HTTP transport's opener: it starts POST <base>/session.
+func openHTTP(spec dialSpec, ev socketEvents) (transport, error) {
+	if es, err := safejs.Global().Get("EventSource"); err != nil || es.Type() != safejs.TypeFunction {
+		return nil, errNoEventSource
+	}
+	u, err := bridge.HTTPURL(spec.url, "session", "")
+	if err != nil {
+		return nil, err
+	}
+	t := &httpTransport{ev: ev, url: spec.url, tokened: spec.token != "", es: safejs.Undefined(), ac: safejs.Undefined()}
+	body := "{}"
+	if spec.token != "" {
+		if body, err = jsonOf(map[string]any{"token": spec.token}); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := t.post(u, body)
+	if err != nil {
+		return nil, err
+	}
+	if err := then(resp, func(r safejs.Value) {
+		ev.run(func(time.Time) { t.sessionAnswered(r) })
+	}, func(safejs.Value) {
+		ev.run(func(time.Time) { t.fail(protocol.CloseAbnormal, "") })
+	}); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// jsonOf is JSON.stringify(m): the browser's encoder, so the wasm carries
+// none of its own.
+func jsonOf(m map[string]any) (string, error) {
+	v, err := jsObject(m)
+	if err != nil {
+		return "", err
+	}
+	js, err := safejs.Global().Get("JSON")
+	if err != nil {
+		return "", err
+	}
+	s, err := js.Call("stringify", v)
+	if err != nil {
+		return "", err
+	}
+	return s.String()
+}
+
+// post starts fetch(url, {method: POST, body}) with an AbortController of
+// its own (t.ac) and returns its promise.
+func (t *httpTransport) post(url, body string) (safejs.Value, error) {
+	g := safejs.Global()
+	fetch, err := g.Get("fetch")
+	if err != nil || fetch.Type() != safejs.TypeFunction {
+		return safejs.Undefined(), errNoFetch
+	}
+	init := map[string]any{"method": "POST", "body": body, "cache": "no-store",
+		"headers": map[string]any{"Content-Type": "application/json"}}
+	if ctor, err := g.Get("AbortController"); err == nil && ctor.Type() == safejs.TypeFunction {
+		if ac, err := ctor.New(); err == nil {
+			t.ac = ac
+			if sig, err := ac.Get("signal"); err == nil {
+				init["signal"] = sig
+			}
+		}
+	}
+	initV, err := jsObject(init)
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	return fetch.Invoke(url, initV)
+}
+
+// sessionAnswered reads POST /session's answer: 200 {"session", ...}
+// opens the stream; anything else is a refusal.
+func (t *httpTransport) sessionAnswered(resp safejs.Value) {
+	if t.done {
+		return
+	}
+	status, _ := getNumber(resp, "status")
+	code := int(status)
+	retryAfter := ""
+	if h, err := resp.Get("headers"); err == nil {
+		if v, err := h.Call("get", "Retry-After"); err == nil && v.Type() == safejs.TypeString {
+			retryAfter, _ = v.String()
+		}
+	}
+	switch code {
+	case 200, 401, 403, 429, 503: // a body to read: the session, or the close a refusal names
+		body, err := resp.Call("json")
+		if err == nil {
+			err = then(body, func(v safejs.Value) {
+				t.ev.run(func(time.Time) { t.sessionBody(code, retryAfter, v) })
+			}, func(safejs.Value) {
+				t.ev.run(func(time.Time) { t.refused(code, retryAfter, safejs.Null()) })
+			})
+		}
+		if err != nil {
+			t.fail(protocol.CloseAbnormal, "")
+		}
+		return
+	}
+	c, reason := bridge.Refusal(code, retryAfter, 0, "")
+	t.fail(c, reason)
+}
+
+// sessionBody reads the session's JSON body: with 200 the session id,
+// with a refusal the close it names ({"close":{"code","reason"}}).
+func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.Value) {
+	if t.done {
+		return
+	}
+	if status != 200 {
+		t.refused(status, retryAfter, body)
+		return
+	}
+	id, ok := getString(body, "session")
+	if !ok || !bridge.ValidSession(id) {
+		t.fail(protocol.CloseAbnormal, "")
+		return
+	}
+	t.session = id
+	if err := t.openStream(); err != nil {
+		t.fail(protocol.CloseAbnormal, "")
+		return
+	}
+	if len(t.queue) > 0 {
+		t.flush()
+	}
+}
+
+// refused reports a refusal: the close its body names, if it names one
+// (bridge.Refusal says which it takes).
+func (t *httpTransport) refused(status int, retryAfter string, body safejs.Value) {
+	code, reason := 0, ""
+	if body.Type() == safejs.TypeObject {
+		if cl, err := body.Get("close"); err == nil && cl.Type() == safejs.TypeObject {
+			if n, ok := getNumber(cl, "code"); ok && n == float64(int(n)) {
+				code = int(n)
+			}
+			reason, _ = getString(cl, "reason")
+		}
+	}
+	c, r := bridge.Refusal(status, retryAfter, code, reason)
+	t.fail(c, r)
+}
+
+// openStream opens the EventSource: its open is the socket's, its messages
+// the server's frames, an "event: close" the server's close, an error the
+// end (1006).
+func (t *httpTransport) openStream() error {
+	u, err := bridge.HTTPURL(t.url, "sse", t.session)
+	if err != nil {
+		return err
+	}
+	ctor, err := safejs.Global().Get("EventSource")
+	if err != nil {
+		return err
+	}
+	es, err := ctor.New(u)
+	if err != nil {
+		return err
+	}
+	t.es = es
+	on := func(name string, fn func(e safejs.Value)) {
+		f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
+			e := safejs.Undefined()
+			if len(args) > 0 {
+				e = args[0]
+			}
+			fn(e)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		t.esF = append(t.esF, f)
+		es.Call("addEventListener", name, f.Value())
+	}
+	on("open", func(safejs.Value) { t.ev.opened() })
+	on("message", func(e safejs.Value) {
+		data, _ := getString(e, "data")
+		t.ev.message([]byte(data))
+	})
+	on("close", func(e safejs.Value) {
+		code, reason := float64(0), ""
+		if data, ok := getString(e, "data"); ok {
+			if js, err := safejs.Global().Get("JSON"); err == nil {
+				if v, err := js.Call("parse", data); err == nil && v.Type() == safejs.TypeObject {
+					code, _ = getNumber(v, "code")
+					reason, _ = getString(v, "reason")
+				}
+			}
+		}
+		c, r := bridge.StreamClose(code, reason)
+		t.ev.run(func(time.Time) { t.fail(c, r) })
+	})
+	on("error", func(safejs.Value) {
+		t.ev.run(func(time.Time) { t.fail(protocol.CloseAbnormal, "") })
+	})
+	return nil
+}
+
+func (t *httpTransport) send(frame []byte) error {
+	if t.done {
+		return errClosed
+	}
+	if t.tokened && bridge.IsAuthFrame(frame) {
+		return nil // the ticket went with POST /session
+	}
+	if t.queued+len(frame) > maxQueued {
+		return errQueueFull
+	}
+	t.queue = append(t.queue, frame)
+	t.queued += len(frame)
+	if t.inflight == 0 && t.session != "" {
+		t.flush()
+	}
+	return nil
+}
+
+// flush POSTs what waits, as much as one body holds.
+func (t *httpTransport) flush() {
+	body, n := bridge.Batch(t.queue, bridge.MaxPostBytes)
+	if n == 0 {
+		return
+	}
+	for i := range n {
+		t.queued -= len(t.queue[i])
+		t.queue[i] = nil
+	}
+	t.queue = t.queue[n:]
+	if len(t.queue) == 0 {
+		t.queue = nil // let the backing array go
+	}
+	t.inflight = len(body)
+	u, err := bridge.HTTPURL(t.url, "send", t.session)
+	var resp safejs.Value
+	if err == nil {
+		resp, err = t.post(u, string(body))
+	}
+	if err == nil {
+		err = then(resp, func(r safejs.Value) {
+			status, _ := getNumber(r, "status")
+			t.ev.run(func(time.Time) { t.posted(int(status)) })
+		}, func(safejs.Value) {
+			t.ev.run(func(time.Time) { t.fail(protocol.CloseAbnormal, "") })
+		})
+	}
+	if err != nil {
+		t.fail(protocol.CloseAbnormal, "")
+	}
+}
+
+// posted takes a POST /send's answer: 2xx sends what waited; anything else
+// (404: the session is gone) loses the socket, as a transport loss.
+func (t *httpTransport) posted(status int) {
+	if t.done {
+		return
+	}
+	t.inflight = 0
+	t.ac = safejs.Undefined()
+	if status < 200 || status > 299 {
+		t.fail(protocol.CloseAbnormal, "")
+		return
+	}
+	if len(t.queue) > 0 {
+		t.flush()
+	}
+}
+
+func (t *httpTransport) buffered() int { return t.queued + t.inflight }
+
+// fail ends the socket with code and reason, once.
+func (t *httpTransport) fail(code int, reason string) {
+	if t.done {
+		return
+	}
+	t.stop()
+	t.ev.closed(code, reason)
+}
+
+// close ends the socket from this side: the stream and any fetch in flight
+// are dropped (the server forgets a session whose stream stays away), and
+// the close is reported with the code the core gave, as a WebSocket's
+// onclose would.
+func (t *httpTransport) close(code int, reason string) error {
+	t.fail(code, reason)
+	return nil
+}
+
+// stop closes the stream and aborts the fetch in flight.
+func (t *httpTransport) stop() {
+	t.done = true
+	if !t.es.IsUndefined() {
+		t.es.Call("close")
+	}
+	if !t.ac.IsUndefined() {
+		t.ac.Call("abort")
+		t.ac = safejs.Undefined()
+	}
+	t.queue, t.queued, t.inflight = nil, 0, 0
+}
+
+func (t *httpTransport) release() {
+	if !t.done {
+		t.stop()
+	}
+	for _, f := range t.esF {
+		f.Release()
+	}
+	t.esF = nil
+}
+
+// probeHTTP carries out EffProbeHTTP on the server the next dial goes to;
+// its answer reaches the core as HTTPProbe.
+func (d *driver) probeHTTP() {
+	probe(d.urls[d.nextURL], func(ok bool) { d.q.Push(func(now time.Time) { d.core.HTTPProbe(ok, now) }) })
+}
+
+// probe makes one plain request, GET <base>/probe, within 5 s, and calls
+// answer (once, from a callback: it must only report) with whether any 2xx
+// came back.
+func probe(wsURL string, answer func(ok bool)) {
+	u, err := bridge.HTTPURL(wsURL, "probe", "")
+	g := safejs.Global()
+	fetch, ferr := g.Get("fetch")
+	if err != nil || ferr != nil || fetch.Type() != safejs.TypeFunction {
+		answer(false)
+		return
+	}
+	init := map[string]any{"cache": "no-store"}
+	if as, err := g.Get("AbortSignal"); err == nil && as.Type() == safejs.TypeFunction {
+		if tf, err := as.Get("timeout"); err == nil && tf.Type() == safejs.TypeFunction {
+			if sig, err := as.Call("timeout", 5000); err == nil {
+				init["signal"] = sig
+			}
+		}
+	}
+	initV, err := jsObject(init)
+	var p safejs.Value
+	if err == nil {
+		p, err = fetch.Invoke(u, initV)
+	}
+	if err == nil {
+		err = then(p, func(r safejs.Value) {
+			ok, _ := r.Get("ok")
+			b, _ := ok.Bool()
+			answer(b)
+		}, func(safejs.Value) { answer(false) })
+	}
+	if err != nil {
+		answer(false)
+	}
+}

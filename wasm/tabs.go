@@ -1,0 +1,626 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/protocol"
+)
+
+// Many tabs, one connection (stage 8). The tabs of one origin that connect
+// to one server URL elect a leader with a Web Lock named "wsready:<url>":
+// the tab whose lock request is granted leads, and only its core holds a
+// connection. Every other tab's core follows (client.Config.Follower, then
+// BecameFollower/BecameLeader) and is fed over a BroadcastChannel of the
+// same name: the leader relays its state, updates, presence events,
+// continuity losses and topic errors; a follower sends the topics its app
+// wants (the leader subscribes their union, bridge.TabTopics) and the
+// requests and publishes its core forwards (EffForward), which the leader
+// sends through its own core and answers (Relayed). Each request still
+// settles in its own tab, with its own timeout.
+//
+// Leader loss. A closed or crashed leader tab releases its lock, and the
+// next tab's pending request is granted. A frozen or hung one keeps it, so
+// the leader broadcasts a heartbeat (bridge.Heartbeat, and with any other
+// message it posts); a follower that hears nothing for about a second
+// (bridge.SilentAfter plus its own jitter; longer for a hidden leader,
+// whose timers the browser slows) takes the lock with {steal: true}. A page
+// the browser freezes says so first (the freeze event): its followers take
+// over at once. A leader whose lock was stolen (its lock request rejects)
+// or that hears a leader that outranks it (a higher term: each new leader
+// counts one up from the highest it heard) steps down without dialling and
+// closes its socket; it then waits for the lock again.
+//
+// Without Web Locks or BroadcastChannel (old browsers, some workers), or
+// when the lock request fails (an opaque origin), every tab keeps its own
+// connection and the state says tabs: "unsupported".
+//
+// Every browser callback here only reads what it was given and pushes a
+// step onto the driver's queue, except two lifecycle handlers that must
+// post before the page freezes or goes (they read fields only the loop
+// writes: in WebAssembly the loop is parked while a handler runs).
+type tabs struct {
+	d     *driver
+	id    string // this tab's, random
+	name  string // the lock's and the channel's
+	bc    safejs.Value
+	locks safejs.Value
+	funcs []safejs.Func // the channel's, the interval's and the lifecycle handlers
+	beat  safejs.Value  // setInterval's id
+	off   []func()      // removes the lifecycle listeners
+
+	gen      int          // the current lock request's number: answers to older ones are ignored
+	leading  bool         // this tab's lock request was granted and not stolen
+	release  safejs.Value // resolves the promise that holds the lock
+	abort    safejs.Value // aborts the lock request waiting in the queue
+	stealing bool         // a {steal: true} request is on its way
+	term     uint64       // this tab's term while it leads
+	maxTerm  uint64       // the highest term heard
+
+	leaderID     string // the tab this one follows
+	leaderTerm   uint64
+	leaderHidden bool
+	lastBeat     time.Time // when the leader was last heard
+	lastTick     time.Time
+	lastSent     time.Time // the leader's last post
+	lastAnnounce time.Time
+	silent       time.Duration // bridge.SilentAfter plus this tab's jitter
+
+	remote bridge.TabTopics   // the leader's: what the other tabs want
+	fwd    map[uint64]fwdFrom // the leader's: requests forwarded, by its own core's id
+	closed bool
+}
+
+// fwdFrom is a forwarded request's origin: the tab and its core's id.
+type fwdFrom struct {
+	tab string
+	id  uint64
+}
+
+// newTabs prepares the election for url, or reports TabsUnsupported when
+// the browser lacks Web Locks or BroadcastChannel. Nothing is requested
+// until start (the core must exist first).
+func newTabs(d *driver, url string) (*tabs, bridge.Tabs) {
+	g := safejs.Global()
+	nav, err := g.Get("navigator")
+	if err != nil || nav.Type() != safejs.TypeObject {
+		return nil, bridge.TabsUnsupported
+	}
+	locks, err := nav.Get("locks")
+	if err != nil || locks.Type() != safejs.TypeObject {
+		return nil, bridge.TabsUnsupported
+	}
+	if req, err := locks.Get("request"); err != nil || req.Type() != safejs.TypeFunction {
+		return nil, bridge.TabsUnsupported
+	}
+	ctor, err := g.Get("BroadcastChannel")
+	if err != nil || ctor.Type() != safejs.TypeFunction {
+		return nil, bridge.TabsUnsupported
+	}
+	t := &tabs{d: d, id: strconv.FormatUint(rand.Uint64(), 36), name: "wsready:" + url, locks: locks,
+		beat: safejs.Undefined(), release: safejs.Undefined(), abort: safejs.Undefined(),
+		silent: bridge.SilentAfter + time.Duration(rand.Int64N(int64(bridge.SilentJitter))), fwd: map[uint64]fwdFrom{}}
+	bc, err := ctor.New(t.name)
+	if err != nil {
+		return nil, bridge.TabsUnsupported
+	}
+	t.bc = bc
+	onMsg, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
+		if len(args) > 0 {
+			if data, err := args[0].Get("data"); err == nil && data.Type() == safejs.TypeObject {
+				if m, ok := readTabMsg(data); ok {
+					d.q.Push(func(now time.Time) { t.handle(m, now) })
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		bc.Call("close")
+		return nil, bridge.TabsUnsupported
+	}
+	t.funcs = append(t.funcs, onMsg)
+	bc.Set("onmessage", onMsg.Value())
+	return t, bridge.TabsOn
+}
+
+// start begins the election: the lock is asked for, the heartbeat runs,
+// and the leader (if any) hears which topics this tab wants.
+func (t *tabs) start(now time.Time) {
+	t.lastBeat, t.lastTick = now, now
+	tick, err := funcOf(func(safejs.Value, []safejs.Value) any {
+		t.d.q.Push(t.tick)
+		return nil
+	})
+	if err == nil {
+		t.funcs = append(t.funcs, tick)
+		if id, err := safejs.Global().Call("setInterval", tick.Value(), bridge.Heartbeat.Milliseconds()); err == nil {
+			t.beat = id
+		}
+	}
+	t.listen()
+	t.requestLock(false)
+	t.announce(now)
+}
+
+// listen adds the two lifecycle handlers that post at once: a leader whose
+// page the browser freezes hands over (freeze), a tab that goes says so
+// (pagehide).
+func (t *tabs) listen() {
+	add := func(target safejs.Value, name string, fn func()) {
+		if target.Type() != safejs.TypeObject {
+			return
+		}
+		f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+			fn()
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		if _, err := target.Call("addEventListener", name, f.Value()); err != nil {
+			f.Release()
+			return
+		}
+		t.funcs = append(t.funcs, f)
+		t.off = append(t.off, func() { target.Call("removeEventListener", name, f.Value()) })
+	}
+	if doc, err := safejs.Global().Get("document"); err == nil {
+		add(doc, "freeze", func() {
+			if t.leading && !t.closed {
+				t.post("freeze", nil)
+			}
+		})
+	}
+	add(safejs.Global(), "pagehide", func() {
+		if !t.closed {
+			t.post("bye", nil)
+		}
+	})
+}
+
+// requestLock asks for the lock: queued behind the holder, or taking it
+// from the holder (steal). Its answers come back as steps tagged with
+// this request's number.
+func (t *tabs) requestLock(steal bool) {
+	t.gen++
+	g := t.gen
+	opts := map[string]any{}
+	if steal {
+		opts["steal"] = true
+	} else if ctor, err := safejs.Global().Get("AbortController"); err == nil && ctor.Type() == safejs.TypeFunction {
+		if ac, err := ctor.New(); err == nil {
+			if sig, err := ac.Get("signal"); err == nil {
+				t.abort = ac
+				opts["signal"] = sig
+			}
+		}
+	}
+	optsV, err := jsObject(opts)
+	if err != nil {
+		t.d.q.Push(func(now time.Time) { t.lockFailed(g, now) })
+		return
+	}
+	// The callback holds the lock until the promise it returns resolves:
+	// the step that takes the grant keeps its resolve function.
+	cb, err := funcOf(func(safejs.Value, []safejs.Value) any {
+		p, resolve, err := newPromise()
+		if err != nil {
+			return nil // the lock goes back at once
+		}
+		if !t.d.q.Push(func(now time.Time) { t.granted(g, resolve, now) }) {
+			resolve.Invoke() // the client has stopped
+		}
+		return p
+	})
+	if err != nil {
+		t.d.q.Push(func(now time.Time) { t.lockFailed(g, now) })
+		return
+	}
+	req, err := t.locks.Call("request", t.name, optsV, cb.Value())
+	if err == nil {
+		err = then(req, func(safejs.Value) {
+			cb.Release() // the lock was released: the callback is done with
+		}, func(safejs.Value) {
+			cb.Release()
+			t.d.q.Push(func(now time.Time) { t.lockFailed(g, now) })
+		})
+	}
+	if err != nil {
+		cb.Release()
+		t.d.q.Push(func(now time.Time) { t.lockFailed(g, now) })
+	}
+}
+
+// granted: lock request g was granted. A stale grant (an older request, a
+// closed client) is handed back at once.
+func (t *tabs) granted(g int, resolve safejs.Value, now time.Time) {
+	if t.closed || g != t.gen || t.leading {
+		resolve.Invoke()
+		return
+	}
+	t.leading, t.stealing, t.release, t.abort = true, false, resolve, safejs.Undefined()
+	t.maxTerm++
+	t.term, t.leaderID, t.leaderTerm = t.maxTerm, t.id, t.maxTerm
+	t.remote.Reset()
+	t.post("lead", nil)
+	t.d.event("leader", 0, "this tab leads the tabs of "+t.name+" (term "+strconv.FormatUint(t.term, 10)+")")
+	t.d.core.BecameLeader(now)
+	t.d.syncTopics(now)
+}
+
+// lockFailed: lock request g was rejected. Ours to ignore if it was an
+// older one (we aborted it before a steal); if this tab led, its lock was
+// stolen: it steps down; otherwise the lock cannot be had here at all, and
+// the tab keeps a connection of its own.
+func (t *tabs) lockFailed(g int, now time.Time) {
+	if t.closed || g != t.gen {
+		return
+	}
+	if t.leading {
+		t.stepDown(now, "another tab took the lock")
+		return
+	}
+	t.d.event("tabs", 0, "the Web Lock was refused: this tab keeps a connection of its own")
+	t.close(false)
+	t.d.tabs, t.d.tabsMode = nil, bridge.TabsUnsupported
+	t.d.core.BecameLeader(now)
+	t.d.syncTopics(now)
+}
+
+// stepDown makes this tab a follower: its core closes its socket without
+// dialling again, what the other tabs wanted is forgotten (the new leader
+// hears it from them), and the lock is asked for again, queued.
+func (t *tabs) stepDown(now time.Time, why string) {
+	t.leading = false
+	if !t.release.IsUndefined() {
+		t.release.Invoke() // harmless if stolen: the lock is no longer ours
+		t.release = safejs.Undefined()
+	}
+	t.remote.Reset()
+	t.lastBeat = now
+	t.d.event("follower", 0, "this tab steps down: "+why)
+	t.d.token = "" // the core drops its ticket too
+	t.d.core.BecameFollower(now)
+	t.d.syncTopics(now)
+	t.requestLock(false)
+	t.announce(now)
+}
+
+// steal takes the lock from a leader that went silent.
+func (t *tabs) steal(now time.Time) {
+	t.stealing = true
+	queued := t.abort
+	t.abort = safejs.Undefined()
+	t.d.event("tabs", 0, "the leader tab went silent: taking the lock")
+	t.requestLock(true)
+	if !queued.IsUndefined() {
+		queued.Call("abort") // its rejection carries an older number: ignored
+	}
+}
+
+// tick runs every bridge.Heartbeat: the leader beats and forgets silent
+// tabs; a follower re-announces its topics and watches the leader.
+func (t *tabs) tick(now time.Time) {
+	if t.closed {
+		return
+	}
+	late := now.Sub(t.lastTick) > 2*time.Second
+	t.lastTick = now
+	if t.leading {
+		t.post("hb", nil)
+		if t.remote.Expire(now, bridge.ForgetTab) {
+			t.d.syncTopics(now)
+		}
+		return
+	}
+	if late {
+		// This tab slept (a frozen page, a suspended laptop): its view of
+		// the leader is old, not the leader's silence. Listen again first.
+		t.lastBeat = now
+	}
+	if now.Sub(t.lastAnnounce) >= bridge.Announce {
+		t.announce(now)
+	}
+	silent := t.silent
+	if t.leaderHidden {
+		silent = bridge.SilentAfterHidden
+	}
+	if !t.stealing && now.Sub(t.lastBeat) > silent {
+		t.steal(now)
+	}
+}
+
+// beatSoon posts a heartbeat if the leader has posted nothing for a
+// heartbeat: the driver calls it after every batch of steps, so a leader
+// whose timers the browser slows still beats while it has work.
+func (t *tabs) beatSoon(now time.Time) {
+	if t.leading && !t.closed && now.Sub(t.lastSent) >= bridge.Heartbeat {
+		t.post("hb", nil)
+	}
+}
+
+// announce tells the leader which topics this tab wants.
+func (t *tabs) announce(now time.Time) {
+	t.lastAnnounce = now
+	t.post("subs", map[string]any{"subs": bridge.FormatSubs(t.d.announced())})
+}
+
+// heard takes a leader's word (from, its term, whether its page is
+// hidden): a leader that outranks this one makes it step down; the leader
+// to follow is the one that outranks the others.
+func (t *tabs) heard(from string, term uint64, hidden bool, now time.Time) {
+	t.maxTerm = max(t.maxTerm, term)
+	if t.leading {
+		if !bridge.Outranks(term, from, t.term, t.id) {
+			return // it will hear this tab and step down
+		}
+		t.stepDown(now, "a tab that outranks it leads")
+	}
+	if t.leaderID == "" || from == t.leaderID || bridge.Outranks(term, from, t.leaderTerm, t.leaderID) {
+		t.leaderID, t.leaderTerm, t.leaderHidden, t.lastBeat = from, term, hidden, now
+	}
+}
+
+// handle takes a message from another tab.
+func (t *tabs) handle(m tabMsg, now time.Time) {
+	if t.closed || m.from == t.id {
+		return
+	}
+	if m.term > 0 {
+		t.heard(m.from, m.term, m.hidden, now)
+	}
+	fromLeader := !t.leading && m.from == t.leaderID && m.term > 0
+	d := t.d
+	switch m.kind {
+	case "lead":
+		if !t.leading {
+			t.stealing = false
+			t.announce(now)
+		}
+	case "freeze":
+		if fromLeader && !t.stealing {
+			t.steal(now)
+		}
+	case "s":
+		if fromLeader {
+			d.core.LeaderState(m.state, now)
+		}
+	case "u":
+		if fromLeader {
+			d.core.LeaderUpdate(m.update, now)
+		}
+	case "p":
+		if fromLeader && d.local[m.presence.Topic].Presence {
+			d.call(d.cb.onPresence, bridge.PresenceValue(m.presence))
+		}
+	case "l":
+		if fromLeader && d.wants(m.lost.Topic) {
+			d.call(d.cb.onLost, bridge.LostValue(m.lost))
+		}
+	case "e":
+		if fromLeader && d.wants(m.topicErr.Topic) {
+			d.call(d.cb.onTopic, map[string]any{"topic": m.topicErr.Topic, "code": m.topicErr.Code})
+		}
+	case "r":
+		if m.to == t.id {
+			d.core.Relayed(m.id, m.result, m.err, now)
+		}
+	case "subs":
+		if t.leading {
+			isNew, err := t.remote.Set(m.from, m.subs, now)
+			if err != nil {
+				d.event("tabs", 0, err.Error())
+			}
+			d.syncTopics(now)
+			if isNew {
+				t.state(d.core.State())
+			}
+		}
+	case "bye":
+		if t.leading && t.remote.Drop(m.from) {
+			d.syncTopics(now)
+		}
+		if m.from == t.leaderID {
+			t.leaderID = "" // its lock is on its way to a waiting tab
+		}
+	case "fwd":
+		if t.leading {
+			t.forwarded(m.from, m.id, m.frame, now)
+		}
+	}
+}
+
+// forwarded sends a follower's request or publish through this tab's core
+// and remembers whose it is; the answer goes back in answer.
+func (t *tabs) forwarded(from string, id uint64, frame []byte, now time.Time) {
+	refuse := func(kind error, detail string) {
+		t.post("r", withTo(bridge.ReplyValue(nil, &client.RequestError{Kind: kind, Detail: detail}), from, id))
+	}
+	if len(t.fwd) >= bridge.MaxForwarded {
+		refuse(client.ErrNotReady, "the leader tab has "+strconv.Itoa(bridge.MaxForwarded)+" forwarded requests in flight")
+		return
+	}
+	m, err := protocol.Decode(frame)
+	if err != nil {
+		refuse(client.ErrInvalidRequest, "the frame is not a request")
+		return
+	}
+	o := client.RequestOptions{Key: m.Key, Queue: m.Key != ""}
+	var lid uint64
+	switch m.Type {
+	case protocol.TypeRequest:
+		o.Timeout = time.Duration(m.TimeoutMs) * time.Millisecond
+		lid = t.d.core.RequestWith(m.Method, m.Params, o, now)
+	case protocol.TypePublish:
+		lid = t.d.core.PublishWith(m.Topic, m.Data, o, now)
+	default:
+		refuse(client.ErrInvalidRequest, "only requests and publishes are forwarded")
+		return
+	}
+	t.fwd[lid] = fwdFrom{tab: from, id: id}
+}
+
+// answer relays the answer to a forwarded request; it reports whether id
+// was one.
+func (t *tabs) answer(id uint64, result []byte, err error) bool {
+	f, ok := t.fwd[id]
+	if !ok {
+		return false
+	}
+	delete(t.fwd, id)
+	t.post("r", withTo(bridge.ReplyValue(result, err), f.tab, f.id))
+	return true
+}
+
+func withTo(v map[string]any, to string, id uint64) map[string]any {
+	v["to"], v["id"] = to, float64(id)
+	return v
+}
+
+// forward sends this (follower) tab's request to the leader.
+func (t *tabs) forward(id uint64, frame []byte) {
+	t.post("fwd", map[string]any{"id": float64(id), "frame": string(frame)})
+}
+
+// What the leader relays.
+func (t *tabs) state(st client.State) { t.post("s", bridge.LeaderStateValue(st)) }
+func (t *tabs) update(u client.Update) {
+	v := bridge.UpdateValue(u)
+	t.post("u", v)
+}
+func (t *tabs) presence(p client.PresenceEvent) { t.post("p", bridge.PresenceValue(p)) }
+func (t *tabs) lost(l client.ContinuityLost) {
+	t.post("l", map[string]any{"topic": l.Topic, "lfrom": float64(l.From), "lto": float64(l.To), "reset": l.Reset})
+}
+func (t *tabs) topicError(e client.TopicError) {
+	t.post("e", map[string]any{"topic": e.Topic, "code": e.Code})
+}
+
+// post broadcasts a message of kind with fields; a leader's carries its
+// term and whether its page is hidden (every one is a heartbeat).
+func (t *tabs) post(kind string, fields map[string]any) {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["k"], fields["from"] = kind, t.id
+	if t.leading {
+		fields["term"], fields["hidden"] = float64(t.term), t.d.hidden()
+		t.lastSent = time.Now()
+	}
+	v, err := jsObject(fields)
+	if err == nil {
+		_, err = t.bc.Call("postMessage", v)
+	}
+	if err != nil {
+		consoleError("wsready: tabs: cannot post to the other tabs: " + err.Error())
+	}
+}
+
+// close leaves the election: the other tabs hear goodbye (say), the lock
+// goes back (or the queued request is withdrawn), and every callback is
+// dropped.
+func (t *tabs) close(say bool) {
+	if t.closed {
+		return
+	}
+	if say {
+		t.post("bye", nil)
+	}
+	t.closed = true
+	t.gen++
+	if !t.release.IsUndefined() {
+		t.release.Invoke()
+	}
+	if !t.abort.IsUndefined() {
+		t.abort.Call("abort")
+	}
+	t.leading = false
+	g := safejs.Global()
+	if !t.beat.IsUndefined() {
+		g.Call("clearInterval", t.beat)
+	}
+	for _, off := range t.off {
+		off()
+	}
+	t.bc.Set("onmessage", safejs.Null())
+	t.bc.Call("close")
+	for _, f := range t.funcs {
+		f.Release()
+	}
+	t.funcs, t.off = nil, nil
+}
+
+// tabMsg is a message from another tab, read at once from the channel's
+// structured clone; only the fields of its kind are set.
+type tabMsg struct {
+	kind, from, to string
+	term           uint64
+	hidden         bool
+	id             uint64
+	state          client.State
+	update         client.Update
+	presence       client.PresenceEvent
+	lost           client.ContinuityLost
+	topicErr       client.TopicError
+	result         []byte
+	err            error
+	frame          []byte
+	subs           map[string]bridge.TabSub
+}
+
+// readTabMsg reads a message; ok is false for one that is not wsready's or
+// is malformed (any page of the origin may post on the channel).
+func readTabMsg(v safejs.Value) (m tabMsg, ok bool) {
+	g := jsGetter{v}
+	str := func(name string) string { s, _, _ := g.String(name); return s }
+	num := func(name string) uint64 {
+		f, ok, err := g.Number(name)
+		if !ok || err != nil || f < 0 || f > 1<<53 || f != math.Trunc(f) {
+			return 0
+		}
+		return uint64(f)
+	}
+	m.kind, m.from, m.to = str("k"), str("from"), str("to")
+	if m.kind == "" || m.from == "" || len(m.from) > 32 {
+		return m, false
+	}
+	m.term, m.id = num("term"), num("id")
+	m.hidden, _, _ = g.Bool("hidden")
+	topic := str("topic")
+	switch m.kind {
+	case "s":
+		m.state = bridge.ParseLeaderState(g)
+	case "u":
+		data := str("data")
+		if !protocol.ValidTopic(topic) || len(data) > protocol.MaxFrameBytes || !protocol.Valid([]byte(data)) {
+			return m, false
+		}
+		m.update = client.Update{Topic: topic, Seq: int64(num("seq")), Data: []byte(data), Epoch: num("epoch")}
+	case "p":
+		m.presence = client.PresenceEvent{Topic: topic, Event: str("event"), User: str("user")}
+	case "l":
+		reset, _, _ := g.Bool("reset")
+		m.lost = client.ContinuityLost{Topic: topic, From: int64(num("lfrom")), To: int64(num("lto")), Reset: reset}
+	case "e":
+		m.topicErr = client.TopicError{Topic: topic, Code: str("code")}
+	case "r":
+		m.result, m.err = bridge.ParseReply(g, m.id)
+	case "fwd":
+		f := str("frame")
+		if len(f) > protocol.MaxFrameBytes {
+			return m, false
+		}
+		m.frame = []byte(f)
+	case "subs":
+		m.subs = bridge.ParseSubs(str("subs"))
+	}
+	return m, true
+}
