@@ -6,25 +6,45 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: release run cluster jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
+.PHONY: release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -addr $(ADDR)
 
-# Three nodes on one NATS JetStream (embedded in the wsready binary: nothing
-# is downloaded), on ports 8081-8083; node 1 produces the feed. Ctrl-C stops
-# them all. The history lives in build/cluster until make clean.
-NATS_ADDR ?= 127.0.0.1:4222
+# No single point of failure: three NATS servers clustered (each embedded
+# in its own wsready nats process: nothing is downloaded; JetStream
+# clustered, routes between them) and three wsready nodes on ports
+# 8081-8083, each given all three NATS URLs, topics kept with three
+# replicas; node 1 produces the feed. Any one NATS server and any node may
+# die (docs/cluster.md). Ctrl-C stops them all. Each NATS server stores in
+# build/cluster/natsN until make clean. All on loopback.
+NATS_HOST ?= 127.0.0.1
+NATS_URLS = nats://$(NATS_HOST):4222,nats://$(NATS_HOST):4223,nats://$(NATS_HOST):4224
+NATS_ROUTES = $(NATS_HOST):6222,$(NATS_HOST):6223,$(NATS_HOST):6224
 cluster: build
 	@mkdir -p build/cluster; trap 'kill 0' EXIT; \
-	./bin/wsready nats -addr $(NATS_ADDR) -data build/cluster/nats & \
-	for i in $$(seq 50); do (exec 3<>/dev/tcp/$${NATS_ADDR%:*}/$${NATS_ADDR#*:}) 2>/dev/null && break; sleep 0.1; done; \
+	for n in 1 2 3; do \
+	  ./bin/wsready nats -name nats$$n -addr $(NATS_HOST):$$((4221+n)) -data build/cluster/nats$$n \
+	    -cluster wsready -cluster-addr $(NATS_HOST):$$((6221+n)) -routes $(NATS_ROUTES) & \
+	done; \
+	for p in 4222 4223 4224; do \
+	  for i in $$(seq 50); do (exec 3<>/dev/tcp/$(NATS_HOST)/$$p) 2>/dev/null && break; sleep 0.1; done; \
+	done; \
 	for n in 1 2 3; do \
 	  lead=false; [ $$n = 1 ] && lead=true; \
-	  ./bin/wsready serve -demo -auth optional -publish -nats nats://$(NATS_ADDR) -node node$$n -feed-leader=$$lead -addr 127.0.0.1:808$$n & \
+	  ./bin/wsready serve -demo -auth optional -publish -nats $(NATS_URLS) -nats-replicas 3 -node node$$n -feed-leader=$$lead -addr 127.0.0.1:808$$n & \
 	done; \
-	sleep 1; echo; echo "cluster up: http://localhost:8081 http://localhost:8082 http://localhost:8083 (NATS at $(NATS_ADDR)); Ctrl-C stops it"; \
+	for p in 8081 8082 8083; do \
+	  for i in $$(seq 400); do (exec 3<>/dev/tcp/127.0.0.1/$$p) 2>/dev/null && break; sleep 0.1; done; \
+	done; \
+	echo; echo "cluster up: http://localhost:8081 http://localhost:8082 http://localhost:8083 (NATS at $(NATS_URLS)); Ctrl-C stops it"; \
 	wait
+
+# The cluster test alone (it is also in make unit: under 2 minutes): three
+# wsready nats and three wsready serve processes, 300 clients, one NATS
+# server and one node SIGKILLed; it logs the time to recover.
+cluster-test:
+	ulimit -n 20000; $(GO) test -count=1 -v -run 'TestCluster' ./cmd/wsready
 
 build: wasm
 	$(GO) build -o bin/wsready ./cmd/wsready

@@ -90,6 +90,16 @@ type JetStreamOptions struct {
 	// (wsready serve -nats): that catches a stream's own damage, not a
 	// whole store restored from an older copy.
 	MarksDir string
+	// Replicas is how many servers of a NATS cluster keep each topic's
+	// stream and the marks bucket: 1 to 5 (JetStream's own limit); 0 means
+	// 1. With 3 on a cluster of three, any one NATS server may die without
+	// losing an acknowledged publish (a publish is acknowledged once a
+	// majority stored it) and the others go on. More than the cluster can
+	// place is refused when the History starts, with ErrReplicas (a server
+	// of its own takes only 1); streams and the bucket made with another
+	// count are changed to this one then. A topic's stream is made with
+	// these replicas when first used.
+	Replicas int
 	// CloseConn makes Close close the NATS connection.
 	CloseConn bool
 	// Logger receives the damage reports; default slog.Default().
@@ -98,6 +108,82 @@ type JetStreamOptions struct {
 
 // jsCheckTimeout bounds the check of every stream when a History starts.
 const jsCheckTimeout = 30 * time.Second
+
+// jsMaxReplicas is JetStream's most replicas for a stream.
+const jsMaxReplicas = 5
+
+// ErrReplicas is JetStreamOptions.Replicas out of range, or more replicas
+// than the NATS server(s) can place: a server of its own keeps only 1, a
+// cluster as many as it has servers with JetStream up. JetStream's own
+// answer is wrapped with it.
+var ErrReplicas = errors.New("replicas refused")
+
+// replicas is the count streams are made with.
+func (o *JetStreamOptions) replicas() int { return max(o.Replicas, 1) }
+
+// replicasError says what a JetStream refusal of n replicas means, or
+// returns err as it is.
+func replicasError(err error, n int) error {
+	var api *jetstream.APIError
+	if n > 1 && errors.As(err, &api) {
+		switch api.ErrorCode {
+		case jsErrCodeReplicasNotSupported:
+			return fmt.Errorf("%d replicas are more than a NATS server outside a cluster keeps (1) (%w: %w)", n, ErrReplicas, err)
+		case jsErrCodeNoPeers, jsErrCodeInsufficientResources:
+			return fmt.Errorf("%d replicas are more than the NATS cluster has servers with JetStream up (%w: %w)", n, ErrReplicas, err)
+		}
+	}
+	return err
+}
+
+// JetStream's refusals of a placement (nats-server's error codes, which
+// the client library does not name).
+const (
+	jsErrCodeReplicasNotSupported  jetstream.ErrorCode = 10074
+	jsErrCodeNoPeers               jetstream.ErrorCode = 10005
+	jsErrCodeInsufficientResources jetstream.ErrorCode = 10023
+)
+
+// scale gives the stream name n replicas if it has another count.
+func (h *jsHistory) scale(ctx context.Context, name, what string) error {
+	st, err := h.js.Stream(ctx, name)
+	if err != nil {
+		return err
+	}
+	cfg := st.CachedInfo().Config
+	n := h.o.replicas()
+	if cfg.Replicas == n || (cfg.Replicas == 0 && n == 1) {
+		return nil
+	}
+	was := cfg.Replicas
+	cfg.Replicas = n
+	if _, err := h.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("failed to change the replicas of %s from %d to %d: %w", what, was, n, replicasError(err, n))
+	}
+	h.log.Info("JetStream replicas changed", "stream", what, "from", was, "to", n)
+	return nil
+}
+
+// scaleAll gives every wsready stream the replicas asked for, as a
+// History starts.
+func (h *jsHistory) scaleAll(ctx context.Context) error {
+	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
+	var names []string
+	for name := range l.Name() {
+		names = append(names, name)
+	}
+	if err := l.Err(); err != nil {
+		return fmt.Errorf("failed to list the wsready streams: %w", err)
+	}
+	for _, name := range names {
+		// Named in logs as streamRef names it (the hash of its name).
+		sum := sha256.Sum256([]byte(name))
+		if err := h.scale(ctx, name, "stream "+hex.EncodeToString(sum[:8])); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+	}
+	return nil
+}
 
 type jsHistory struct {
 	nc    *nats.Conn
@@ -120,6 +206,9 @@ func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Replicas < 0 || o.Replicas > jsMaxReplicas {
+		return nil, fmt.Errorf("%w: JetStreamOptions.Replicas must be 1 to %d (0: 1), not %d", ErrReplicas, jsMaxReplicas, o.Replicas)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open JetStream: %w", err)
@@ -128,13 +217,19 @@ func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions)
 	if o.MarksDir != "" {
 		h.store, err = openFileMarks(o.MarksDir)
 	} else {
-		h.store, err = openKVMarks(ctx, js)
+		h.store, err = openKVMarks(ctx, js, o.replicas())
+		if err == nil {
+			err = h.scale(ctx, kvStreamPrefix+marksBucket, "the high-water mark bucket")
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, jsCheckTimeout)
 	defer cancel()
+	if err := h.scaleAll(ctx); err != nil {
+		return nil, err
+	}
 	if err := h.checkAll(ctx); err != nil {
 		// The topics are checked again when they are loaded.
 		h.log.Warn("failed to check every JetStream stream against its high-water mark at start", "cause", errKind(err))
@@ -220,9 +315,10 @@ func (h *jsHistory) ensure(ctx context.Context, topic string) error {
 		MaxAge:     h.o.Retention.MaxAge,
 		MaxMsgSize: 64 << 10,
 		Storage:    jetstream.FileStorage,
+		Replicas:   h.o.replicas(),
 	})
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // in use: another node made it first
-		return err
+		return replicasError(err, h.o.replicas())
 	}
 	_, _, err = h.load(ctx, topic)
 	return err
@@ -284,73 +380,6 @@ func (h *jsHistory) Info(ctx context.Context, topic string) (TopicInfo, error) {
 		first = last + 1
 	}
 	return TopicInfo{Stream: id, First: first, Last: last}, nil
-}
-
-func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func(Entry)) (func(), error) {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
-	if from > 1 {
-		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(from)}
-	}
-	cons, err := h.js.OrderedConsumer(ctx, streamName(topic), cfg)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, ErrNoTopic
-	}
-	if err != nil {
-		return nil, err
-	}
-	w := &jsWatcher{fn: fn, m: h.markFor(topic)}
-	h.addWatcher(topic, w)
-	w.mu.Lock()
-	w.syncLocked() // the stream the entries below belong to
-	w.mu.Unlock()
-	// wctx ends with stop: an update waiting for its mark is then dropped.
-	wctx, cancel := context.WithCancel(context.Background())
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		md, err := msg.Metadata()
-		if err != nil {
-			return
-		}
-		seq := int64(md.Sequence.Stream)
-		// An update reaches a client only once the mark covers it. The
-		// mark is raised to the stream's end as this consumer sees it, so
-		// a burst costs one write, not one per update.
-		if !h.raiseWatched(wctx, w.m, seq, seq+int64(md.NumPending)) {
-			return
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.stopped {
-			return
-		}
-		w.syncLocked() // a new id since the last entry comes first
-		fn(Entry{Seq: seq, Data: msg.Data(), Time: md.Timestamp})
-	})
-	if err != nil {
-		cancel()
-		h.removeWatcher(topic, w)
-		return nil, err
-	}
-	return func() {
-		w.mu.Lock()
-		w.stopped = true
-		w.mu.Unlock()
-		h.removeWatcher(topic, w)
-		cancel()
-		cc.Stop()
-	}, nil
-}
-
-// jsWatcher is one Watch: its calls of fn are one at a time (under mu),
-// and it tells fn the stream id its entries belong to whenever the topic's
-// mark names a new one (a stream given a new id after a loss, here or by
-// another node), so the watcher can load the topic again.
-type jsWatcher struct {
-	fn func(Entry)
-	m  *mark
-
-	mu      sync.Mutex
-	told    string // the stream id fn was last given
-	stopped bool   // stop was called: fn is not called again
 }
 
 // syncLocked gives fn a stream marker if the mark names another stream id
@@ -429,21 +458,54 @@ func (h *jsHistory) Close() error {
 	return nil
 }
 
-// natsConnectTimeout bounds the first connection to NATS.
+// natsConnectTimeout bounds each dial of a NATS server.
 const natsConnectTimeout = 5 * time.Second
 
+// natsReconnectWait is the pause before a NATS server that was just tried
+// is dialed again. A server of the list not tried recently is dialed at
+// once, so a node whose NATS server died moves to another one immediately.
+const natsReconnectWait = 250 * time.Millisecond
+
+// jsReadyTimeout bounds how long ConnectJetStream waits for JetStream to
+// answer (a cluster that is starting elects its leader first, which needs
+// a majority of its servers up); jsReadyRetry is the pause between tries.
+const (
+	jsReadyTimeout = 30 * time.Second
+	jsReadyRetry   = 250 * time.Millisecond
+)
+
 // ConnectJetStream connects to the NATS server at url (one or several,
-// comma-separated) and returns a History over its JetStream, its marks in
-// o.MarksDir or, empty, in the bucket WSREADY_MARKS there. The connection
-// reconnects forever; Close ends it (o.CloseConn is implied).
+// comma-separated: the servers of a NATS cluster) and returns a History
+// over its JetStream, its marks in o.MarksDir or, empty, in the bucket
+// WSREADY_MARKS there. It waits up to 30 s for JetStream to answer. The
+// connection reconnects forever, to any server of the list (and those the
+// cluster tells it of), so a node rides over the death of the NATS server
+// it was connected to; Close ends it (o.CloseConn is implied).
 func ConnectJetStream(ctx context.Context, url string, o JetStreamOptions) (History, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	log := o.Logger
 	// No reconnect buffer: a publish while NATS is away fails at once
 	// (unavailable) instead of being held and stored later, after the
-	// publisher was told it failed.
+	// publisher was told it failed. That holds across a move to another
+	// server of a cluster too.
 	nc, err := nats.Connect(url, nats.Name("wsready"), nats.Timeout(natsConnectTimeout),
-		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false), nats.ReconnectBufSize(-1))
+		nats.MaxReconnects(-1), nats.ReconnectWait(natsReconnectWait), nats.RetryOnFailedConnect(false), nats.ReconnectBufSize(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil { // nil: closed by Close
+				log.Warn("NATS connection lost: reconnecting; publishes fail meanwhile", "cause", err.Error())
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("NATS reconnected", "server", c.ConnectedUrlRedacted())
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("failed to connect to NATS: %w", err)
+	}
+	if err := waitJetStream(ctx, nc, log); err != nil {
+		nc.Close()
+		return nil, err
 	}
 	o.CloseConn = true
 	h, err := NewJetStreamHistory(ctx, nc, o)
@@ -452,4 +514,34 @@ func ConnectJetStream(ctx context.Context, url string, o JetStreamOptions) (Hist
 		return nil, err
 	}
 	return h, nil
+}
+
+// waitJetStream waits, within ctx and jsReadyTimeout, until JetStream
+// answers a request for the account's information.
+func waitJetStream(ctx context.Context, nc *nats.Conn, log *slog.Logger) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("failed to open JetStream: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, jsReadyTimeout)
+	defer cancel()
+	for try := 0; ; try++ {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(actx)
+		acancel()
+		if err == nil {
+			if try > 0 {
+				log.Info("JetStream answers")
+			}
+			return nil
+		}
+		if try == 0 {
+			log.Warn("waiting for JetStream (a NATS cluster elects its leader once a majority of its servers is up)", "cause", err.Error(), "within", jsReadyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("failed to reach JetStream within %v: %w", jsReadyTimeout, err)
+		case <-time.After(jsReadyRetry):
+		}
+	}
 }

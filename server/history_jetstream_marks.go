@@ -216,16 +216,23 @@ type kvMarks struct {
 	isNew bool
 }
 
-func openKVMarks(ctx context.Context, js jetstream.JetStream) (*kvMarks, error) {
+// kvStreamPrefix names the stream behind a key-value bucket (JetStream's
+// convention): the marks bucket's replicas are changed on it.
+const kvStreamPrefix = "KV_"
+
+// openKVMarks opens the marks bucket, making it with replicas copies if it
+// does not exist (an existing one is given them by the caller).
+func openKVMarks(ctx context.Context, js jetstream.JetStream, replicas int) (*kvMarks, error) {
 	kv, err := js.KeyValue(ctx, marksBucket)
 	isNew := false
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: marksBucket, History: 1, Storage: jetstream.FileStorage,
-			Description: "wsready: each topic's stream id and highest seq handed out"})
+			Replicas: replicas, Description: "wsready: each topic's stream id and highest seq handed out"})
 		isNew = err == nil
 		if errors.Is(err, jetstream.ErrBucketExists) { // another node made it first
 			kv, err = js.KeyValue(ctx, marksBucket)
 		}
+		err = replicasError(err, replicas)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to open the high-water mark bucket: %w", err)

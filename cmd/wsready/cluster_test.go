@@ -4,12 +4,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/wsready/wsready/internal/fetch"
 	"github.com/wsready/wsready/internal/natsembed"
 	"github.com/wsready/wsready/internal/testutil"
@@ -187,4 +190,282 @@ func getJSON(url string, v any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return fetch.JSON(ctx, nil, url, v)
+}
+
+// Issue 20's cluster without a single point of failure: three wsready
+// nats processes clustered (JetStream clustered, streams with three
+// replicas), three wsready serve nodes each given all three NATS URLs, a
+// publisher at 50/s on node 1 and 300 stage 7 clients with URL lists over
+// the three nodes. Then the NATS server leading the topic's stream and
+// node 3 are SIGKILLed at once: every client ends READY on a live node,
+// having delivered 1..N exactly once, and every publish that was
+// acknowledged is among them with the data it was sent with (JetStream
+// acknowledges a publish once a majority of the replicas stored it). It
+// logs the time to recover: from the kills to the first acknowledged
+// publish sent after them, to the last client READY, and to every client
+// having delivered that publish.
+func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
+	servers := startNATSCluster(t, t.TempDir(), 3)
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.url
+	}
+	common := []string{"-nats", strings.Join(urls, ","), "-nats-replicas", "3", "-demo", "-publish",
+		"-max-conns-per-ip", "2000", "-tenant-rate", "2000", "-tenant-burst", "2000", "-admit-burst", "500"}
+	nodes := []*node{
+		startNode(t, freeAddr(t), append(common, "-node", "node1")...),
+		startNode(t, freeAddr(t), append(common, "-node", "node2", "-feed-leader=false")...),
+		startNode(t, freeAddr(t), append(common, "-node", "node3", "-feed-leader=false")...),
+	}
+	pub := startPublisher(t, nodes[0].url(), "ticks", 20*time.Millisecond)
+	const clients = 300
+	subs := make([]*subscriber, clients)
+	since := int64(0)
+	for i := range subs {
+		urls := make([]string, 3)
+		for k := range urls {
+			urls[k] = nodes[(i+k)%3].url()
+		}
+		subs[i] = subscribe(t, uint64(i), urls, "ticks", &since)
+	}
+	allReady := func() bool {
+		for _, s := range subs {
+			if !s.c.State().Ready {
+				return false
+			}
+		}
+		return true
+	}
+	if !eventually(30*time.Second, allReady) {
+		t.Fatal("300 clients not READY within 30s")
+	}
+	// Publishing at its pace before the kills: 50 acknowledged after the
+	// clients were READY.
+	before := len(pub.acknowledged())
+	if !eventually(30*time.Second, func() bool { return len(pub.acknowledged()) >= before+50 }) {
+		t.Fatalf("the publisher had %d publishes acknowledged within 30s, want %d", len(pub.acknowledged()), before+50)
+	}
+
+	// The streams are replicated on all three servers; the victim is the
+	// one leading the busiest topic's stream (ticks: its publishes then
+	// wait for a new leader), found without knowing how topics map to
+	// streams.
+	victim, streams := streamLeader(t, urls)
+	if streams < 2 {
+		t.Fatalf("found %d replicated streams (a topic's and the marks bucket's), want at least 2", streams)
+	}
+	var dead *natsServer
+	for _, s := range servers {
+		if s.name == victim {
+			dead = s
+		}
+	}
+	if dead == nil {
+		t.Fatalf("the leader %q is none of the NATS servers started", victim)
+	}
+
+	killed := time.Now()
+	dead.cmd.Process.Signal(syscall.SIGKILL)
+	nodes[2].cmd.Process.Signal(syscall.SIGKILL)
+	dead.stop(t, syscall.SIGKILL, 5*time.Second)
+	nodes[2].stop(t, syscall.SIGKILL, 5*time.Second)
+
+	// The recovery, polled every 20 ms for at most 60 s.
+	var firstAck *ack
+	var readyAt, deliveredAt time.Time
+	eventually(60*time.Second, func() bool {
+		if firstAck == nil {
+			for _, a := range pub.acknowledged() {
+				if a.sent.After(killed) {
+					firstAck = &a
+					break
+				}
+			}
+		}
+		if readyAt.IsZero() && allReady() {
+			readyAt = time.Now()
+		}
+		if firstAck != nil && deliveredAt.IsZero() {
+			all := true
+			for _, s := range subs {
+				if s.last() < firstAck.seq {
+					all = false
+					break
+				}
+			}
+			if all {
+				deliveredAt = time.Now()
+			}
+		}
+		return !readyAt.IsZero() && !deliveredAt.IsZero()
+	})
+	if firstAck == nil {
+		t.Fatal("no publish sent after the kills was acknowledged within 60s")
+	}
+	if readyAt.IsZero() || deliveredAt.IsZero() {
+		t.Fatalf("within 60s of the kills: every client READY %v, every client delivered seq %d %v (%s)", !readyAt.IsZero(), firstAck.seq, !deliveredAt.IsZero(),
+			behind(subs, firstAck.seq))
+	}
+	time.Sleep(3 * time.Second) // publishing on with one NATS server and one node fewer
+	last := pub.finish(t, "ticks")
+	if !eventually(60*time.Second, func() bool {
+		for _, s := range subs {
+			if !s.c.State().Ready || s.last() != last {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("not every client delivered seq %d: %s", last, behind(subs, last))
+	}
+
+	acks := pub.acknowledged()
+	bySeq := map[int64]string{}
+	for _, a := range acks {
+		if prev, dup := bySeq[a.seq]; dup {
+			t.Errorf("seq %d acknowledged twice (%s, then %s): an acknowledged publish was lost and its seq handed out again", a.seq, prev, a.data)
+		}
+		bySeq[a.seq] = a.data
+		if a.seq < 1 || a.seq > last {
+			t.Errorf("acknowledged seq %d is outside 1..%d", a.seq, last)
+		}
+	}
+	moved := 0
+	for i, s := range subs {
+		seqs, lost := s.snapshot()
+		st := s.c.Stats()
+		if d := testutil.ExactRun(seqs, 1, last); d != "" {
+			t.Errorf("client %d: %s", i, d)
+			continue
+		}
+		if len(lost) != 0 || st.MissedUpdates != 0 {
+			t.Errorf("client %d: lost %+v, missed %d", i, lost, st.MissedUpdates)
+		}
+		bad := 0
+		for seq, data := range bySeq {
+			if got, _ := s.dataAt(seq); got != data {
+				bad++
+			}
+		}
+		if bad > 0 {
+			t.Errorf("client %d: %d acknowledged publishes delivered with other data (or not at all)", i, bad)
+		}
+		if st.Opens > 1 {
+			moved++
+		}
+	}
+	// The 100 that started on node 3 had to move.
+	if moved < clients/3 {
+		t.Errorf("only %d clients reconnected; the 100 on node 3 must have", moved)
+	}
+	open := 0
+	for _, n := range nodes[:2] {
+		var st struct {
+			Open int `json:"open"`
+		}
+		if err := getJSON("http://"+n.addr+"/api/stats?connections=false", &st); err != nil {
+			t.Fatal(err)
+		}
+		open += st.Open
+	}
+	if open < clients+1 { // the publisher too
+		t.Errorf("live nodes hold %d connections, want at least %d", open, clients+1)
+	}
+
+	// Every update is one publish, stored once: acknowledged, or one that
+	// failed (in flight when the leader died: JetStream had it, the answer
+	// was lost or came after the publisher gave up).
+	failed := map[string]bool{}
+	for _, d := range pub.unacknowledged() {
+		failed[d] = true
+	}
+	acked := map[string]bool{}
+	for _, d := range bySeq {
+		acked[d] = true
+	}
+	seen := map[string]bool{}
+	storedAnyway := 0
+	for i, d := range subs[0].delivered() {
+		switch {
+		case seen[d]:
+			t.Errorf("update %d: the publish %s stored twice", i+1, d)
+		case failed[d]:
+			storedAnyway++
+		case !acked[d]:
+			t.Errorf("update %d: %s was never published", i+1, d)
+		}
+		seen[d] = true
+	}
+
+	// Presence and Disconnect across the surviving nodes: see the report
+	// (the API is not on main yet); their assertions go here.
+
+	// The longest time between two acknowledgements, around the kills.
+	var stall time.Duration
+	for i := 1; i < len(acks); i++ {
+		stall = max(stall, acks[i].answer.Sub(acks[i-1].answer))
+	}
+	t.Logf("killed NATS server %s (leading the topic's stream) and node3: first acknowledged publish sent after the kills %v later (seq %d), every client READY after %v, every client delivered it after %v; longest gap between acknowledgements %v",
+		victim, firstAck.answer.Sub(killed).Round(time.Millisecond), firstAck.seq, readyAt.Sub(killed).Round(time.Millisecond),
+		deliveredAt.Sub(killed).Round(time.Millisecond), stall.Round(time.Millisecond))
+	t.Logf("%d updates, each delivered once to each of %d clients (%d of them moved); %d acknowledged publishes all delivered with their data; %d publishes failed, %d of them stored all the same",
+		last, clients, moved, len(acks), pub.fails, storedAnyway)
+}
+
+// streamLeader connects to the NATS cluster at urls and returns the server
+// leading the stream with the most updates (a wsready topic's, not a
+// key-value bucket's), having checked that every stream there has three
+// replicas; and how many streams it saw.
+func streamLeader(t *testing.T, urls []string) (string, int) {
+	t.Helper()
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l := js.ListStreams(ctx)
+	leader, most, n := "", uint64(0), 0
+	for info := range l.Info() {
+		n++
+		if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+			t.Errorf("stream %s: %d replicas configured, cluster %+v; want 3", info.Config.Name, info.Config.Replicas, info.Cluster)
+		}
+		if !strings.HasPrefix(info.Config.Name, "KV_") && info.State.LastSeq > most && info.Cluster != nil {
+			leader, most = info.Cluster.Leader, info.State.LastSeq
+		}
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if leader == "" {
+		t.Fatal("no topic stream with a leader")
+	}
+	return leader, n
+}
+
+// behind says which clients have not delivered seq: how many, by the node
+// each started on (client i on node i%3) and whether it moved since, and
+// where they are.
+func behind(subs []*subscriber, seq int64) string {
+	type key struct {
+		node  int
+		moved bool
+	}
+	n := map[key]int{}
+	at := map[int64]int{}
+	count := 0
+	for i, s := range subs {
+		if l := s.last(); l < seq {
+			count++
+			n[key{i % 3, s.c.Stats().Opens > 1}]++
+			at[l]++
+		}
+	}
+	return fmt.Sprintf("%d of %d behind; by start node and moved %v; by last seq delivered %v", count, len(subs), n, at)
 }

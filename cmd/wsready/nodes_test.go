@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -76,71 +77,158 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// node is one wsready serve process.
-type node struct {
-	addr string
-	cmd  *exec.Cmd
-	done chan error
+// proc is one wsready process the test started.
+type proc struct {
+	what   string
+	marker string
+	cmd    *exec.Cmd
+	ready  chan bool // true once the marker was printed, false if it exited first
+	done   chan error
+
+	mu    sync.Mutex
+	lines []string // the last procTail lines it printed (on the stream read)
 }
 
-// startNode runs wsready serve on addr with args and waits until it serves.
-func startNode(t *testing.T, addr string, args ...string) *node {
+// launch runs wsready with args; wait then waits for a line holding marker
+// on its stderr (or stdout). The process is killed when the test ends.
+func launch(t *testing.T, marker string, stderr bool, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(wsreadyBin(t), append([]string{"serve", "-addr", addr}, args...)...)
-	stderr, err := cmd.StderrPipe()
+	cmd := exec.Command(wsreadyBin(t), args...)
+	var out io.Reader
+	var err error
+	if stderr {
+		out, err = cmd.StderrPipe()
+	} else {
+		out, err = cmd.StdoutPipe()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	n := &node{addr: addr, cmd: cmd, done: make(chan error, 1)}
-	serving := make(chan bool, 1)
+	p := &proc{what: strings.Join(args, " "), marker: marker, cmd: cmd, ready: make(chan bool, 1), done: make(chan error, 1)}
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(out)
 		ok := false
 		for sc.Scan() {
-			if !ok && strings.Contains(sc.Text(), "msg=serving") {
+			p.note(sc.Text())
+			if !ok && strings.Contains(sc.Text(), marker) {
 				ok = true
-				serving <- true
+				p.ready <- true
 			}
 		}
 		if !ok {
-			serving <- false
+			p.ready <- false
 		}
-		n.done <- cmd.Wait()
+		p.done <- cmd.Wait()
 	}()
-	t.Cleanup(func() { cmd.Process.Kill(); <-n.done })
-	select {
-	case ok := <-serving:
-		if !ok {
-			t.Fatalf("wsready serve %v exited before serving", args)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("the last lines of wsready %s:\n%s", p.what, strings.Join(p.tail(), "\n"))
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("wsready serve %v did not serve within 20s", args)
+	})
+	return p
+}
+
+// procTail is how many of its last output lines a proc keeps, shown when
+// the test fails.
+const procTail = 40
+
+func (p *proc) note(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.lines) == procTail {
+		p.lines = p.lines[1:]
 	}
+	p.lines = append(p.lines, line)
+}
+
+func (p *proc) tail() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// wait waits up to within for the process's marker line.
+func (p *proc) wait(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case ok := <-p.ready:
+		if !ok {
+			t.Fatalf("wsready %s exited before printing %q", p.what, p.marker)
+		}
+	case <-time.After(within):
+		t.Fatalf("wsready %s did not print %q within %v", p.what, p.marker, within)
+	}
+}
+
+// stop sends sig and waits for the process to exit.
+func (p *proc) stop(t *testing.T, sig syscall.Signal, within time.Duration) {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+		p.done <- nil // for the cleanup
+	case <-time.After(within):
+		t.Fatalf("wsready %s still running %v after %v", p.what, within, sig)
+	}
+}
+
+// node is one wsready serve process.
+type node struct {
+	*proc
+	addr string
+}
+
+// startNode runs wsready serve on addr with args and waits until it serves.
+func startNode(t *testing.T, addr string, args ...string) *node {
+	t.Helper()
+	n := &node{proc: launch(t, "msg=serving", true, append([]string{"serve", "-addr", addr}, args...)...), addr: addr}
+	n.wait(t, 40*time.Second) // -nats waits up to 30 s for JetStream
 	return n
 }
 
 func (n *node) url() string { return "ws://" + n.addr + "/ws" }
 
-// stop sends sig and waits for the process to exit.
-func (n *node) stop(t *testing.T, sig syscall.Signal, within time.Duration) {
-	t.Helper()
-	n.cmd.Process.Signal(sig)
-	select {
-	case <-n.done:
-		n.done <- nil // for the cleanup
-	case <-time.After(within):
-		t.Fatalf("node %s still running %v after %v", n.addr, within, sig)
-	}
+// natsServer is one wsready nats process, one server of a NATS cluster.
+type natsServer struct {
+	*proc
+	name, url string
 }
 
-// subscriber is a stage 7 native client that records one topic's seqs.
+// startNATSCluster runs n wsready nats processes clustered on loopback,
+// each storing in a directory of its own under dir and given the routes
+// to all, and waits until each says its JetStream is ready (which needs a
+// majority of them up: all are started before the first wait).
+func startNATSCluster(t *testing.T, dir string, n int) []*natsServer {
+	t.Helper()
+	clients, routes := make([]string, n), make([]string, n)
+	for i := range n {
+		clients[i], routes[i] = freeAddr(t), freeAddr(t)
+	}
+	out := make([]*natsServer, n)
+	for i := range n {
+		name := "n" + strconv.Itoa(i+1)
+		out[i] = &natsServer{name: name, url: "nats://" + clients[i], proc: launch(t, "JetStream cluster wsready-test ready", false,
+			"nats", "-addr", clients[i], "-data", filepath.Join(dir, name), "-name", name,
+			"-cluster", "wsready-test", "-cluster-addr", routes[i], "-routes", strings.Join(routes, ","))}
+	}
+	for _, s := range out {
+		s.wait(t, 70*time.Second) // wsready nats says it within its 60 s wait
+	}
+	return out
+}
+
+// subscriber is a stage 7 native client that records one topic's seqs
+// and their data.
 type subscriber struct {
 	c    *native.Client
 	mu   sync.Mutex
 	seqs []int64
+	data []string // data[i] arrived with seqs[i]
 	lost []client.ContinuityLost
 }
 
@@ -148,6 +236,25 @@ func (s *subscriber) snapshot() ([]int64, []client.ContinuityLost) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int64(nil), s.seqs...), append([]client.ContinuityLost(nil), s.lost...)
+}
+
+// dataAt is the data delivered with seq, if it was.
+func (s *subscriber) dataAt(seq int64) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, q := range s.seqs {
+		if q == seq {
+			return s.data[i], true
+		}
+	}
+	return "", false
+}
+
+// delivered is the data of every update delivered, in order.
+func (s *subscriber) delivered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.data...)
 }
 
 func (s *subscriber) last() int64 {
@@ -182,6 +289,7 @@ func subscribe(t *testing.T, seed uint64, urls []string, topic string, since *in
 	if _, err := c.Subscribe(context.Background(), topic, since, func(u client.Update) {
 		s.mu.Lock()
 		s.seqs = append(s.seqs, u.Seq)
+		s.data = append(s.data, string(u.Data))
 		s.mu.Unlock()
 	}); err != nil {
 		t.Fatal(err)
@@ -190,16 +298,30 @@ func subscribe(t *testing.T, seed uint64, urls []string, topic string, since *in
 	return s
 }
 
-// publisher publishes to topic every interval until stop, retrying on
-// errors; it records the highest seq acknowledged.
+// publisher publishes to topic every interval until stop (at most
+// maxPublishes times), never retrying a failed publish with the same data;
+// it records each acknowledged publish.
 type publisher struct {
-	c     *native.Client
-	stopc chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	acked int64
-	fails int
+	c      *native.Client
+	stopc  chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	acked  int64 // the highest seq acknowledged
+	acks   []ack
+	fails  int
+	failed []string // the data of each publish that failed (it may have been stored all the same)
 }
+
+// ack is one acknowledged publish: the seq the server answered, the data
+// sent, when it was sent and when the answer came.
+type ack struct {
+	seq          int64
+	data         string
+	sent, answer time.Time
+}
+
+// maxPublishes bounds a publisher's loop (50/s for over 3 minutes).
+const maxPublishes = 10000
 
 func startPublisher(t *testing.T, url, topic string, every time.Duration) *publisher {
 	t.Helper()
@@ -219,25 +341,45 @@ func startPublisher(t *testing.T, url, topic string, every time.Duration) *publi
 		defer p.wg.Done()
 		tick := time.NewTicker(every)
 		defer tick.Stop()
-		for n := 0; ; n++ {
+		for n := 0; n < maxPublishes; n++ {
 			select {
 			case <-p.stopc:
 				return
 			case <-tick.C:
 			}
+			data := `{"n":` + strconv.Itoa(n) + `}`
+			sent := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			seq, err := c.Publish(ctx, topic, []byte(`{"n":`+strconv.Itoa(n)+`}`))
+			seq, err := c.Publish(ctx, topic, []byte(data))
 			cancel()
 			p.mu.Lock()
 			if err != nil {
 				p.fails++
+				if len(p.failed) < maxPublishes {
+					p.failed = append(p.failed, data)
+				}
 			} else {
 				p.acked = max(p.acked, seq)
+				p.acks = append(p.acks, ack{seq: seq, data: data, sent: sent, answer: time.Now()})
 			}
 			p.mu.Unlock()
 		}
 	}()
 	return p
+}
+
+// unacknowledged is the data of every publish that failed so far.
+func (p *publisher) unacknowledged() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.failed...)
+}
+
+// acknowledged is every acknowledged publish so far.
+func (p *publisher) acknowledged() []ack {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]ack(nil), p.acks...)
 }
 
 // finish stops publishing and publishes once more until it is acknowledged,
@@ -247,12 +389,20 @@ func (p *publisher) finish(t *testing.T, topic string) int64 {
 	close(p.stopc)
 	p.wg.Wait()
 	for i := 0; i < 50; i++ {
+		data := `{"last":` + strconv.Itoa(i) + `}` // each try its own: one that failed may be stored all the same
+		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		seq, err := p.c.Publish(ctx, topic, []byte(`{"last":true}`))
+		seq, err := p.c.Publish(ctx, topic, []byte(data))
 		cancel()
+		p.mu.Lock()
 		if err == nil {
+			p.acked = max(p.acked, seq)
+			p.acks = append(p.acks, ack{seq: seq, data: data, sent: sent, answer: time.Now()})
+			p.mu.Unlock()
 			return seq
 		}
+		p.failed = append(p.failed, data)
+		p.mu.Unlock()
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatal("the last publish was never acknowledged")

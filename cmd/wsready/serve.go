@@ -81,7 +81,8 @@ func serve(args []string) error {
 	maxTopics := fs.Int("max-topics", 256, "most topics; a publish that would create one more is refused with too_many_topics")
 	maxSubs := fs.Int("max-subscriptions", 16, "most topics one connection may subscribe to")
 	dataDir := fs.String("data", "", "keep topics in JetStream, in a NATS server embedded in this process storing in this directory (history survives a restart); no NATS port is opened")
-	natsURL := fs.String("nats", "", "keep topics in the JetStream of the NATS server(s) at this URL (comma-separated), shared with every node given the same URL")
+	natsURL := fs.String("nats", "", "keep topics in the JetStream of the NATS server(s) at this URL, shared with every node given the same; several comma-separated (the servers of a NATS cluster): the node reconnects to another when one dies")
+	natsReplicas := fs.Int("nats-replicas", 1, "with -nats: how many servers of the NATS cluster keep each topic's stream and the high-water marks, 1 to 5; 3 on a cluster of three survives the death of any one (more than the cluster has is refused)")
 	node := fs.String("node", "", "this node's name in /api/stats and on the page; default the listen address")
 	verbose := fs.Bool("v", false, "debug logs (per-connection events)")
 	logFormat := fs.String("log-format", "text", "log lines as text (logfmt) or json, on stderr")
@@ -191,6 +192,18 @@ func serve(args []string) error {
 	if *dataDir != "" && *natsURL != "" {
 		return usagef("serve: -data and -nats exclude each other: -data embeds a NATS server, -nats joins one")
 	}
+	natsURLs := strings.Join(split(*natsURL), ",")
+	if *natsURL != "" && natsURLs == "" {
+		return usagef("serve: -nats %q names no server", *natsURL)
+	}
+	if *natsReplicas < 1 || *natsReplicas > 5 {
+		return usagef("serve: -nats-replicas must be 1 to 5, not %d", *natsReplicas)
+	}
+	replicasSet := false
+	fs.Visit(func(f *flag.Flag) { replicasSet = replicasSet || f.Name == "nats-replicas" })
+	if replicasSet && *natsURL == "" {
+		return usagef("serve: -nats-replicas needs -nats (an embedded server, -data, keeps one copy)")
+	}
 	lim := server.Retention{MaxMsgs: *histMsgs, MaxBytes: *histBytes, MaxAge: *histAge}
 	var history server.History
 	switch {
@@ -212,7 +225,8 @@ func serve(args []string) error {
 			return fmt.Errorf("serve: -data: %w", err)
 		}
 	case *natsURL != "":
-		if history, err = server.ConnectJetStream(context.Background(), *natsURL, server.JetStreamOptions{Retention: lim, MaxTopics: *maxTopics, Logger: log}); err != nil {
+		if history, err = server.ConnectJetStream(context.Background(), natsURLs, server.JetStreamOptions{Retention: lim, MaxTopics: *maxTopics,
+			Replicas: *natsReplicas, Logger: log}); err != nil {
 			return fmt.Errorf("serve: -nats: %w", err)
 		}
 	}

@@ -255,7 +255,7 @@ func startLogged(t *testing.T, args ...string) (*node, func() string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	n := &node{addr: addr, cmd: cmd, done: make(chan error, 1)}
+	n := &node{proc: &proc{what: "serve", cmd: cmd, done: make(chan error, 1)}, addr: addr}
 	serving := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
