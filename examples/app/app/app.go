@@ -206,14 +206,27 @@ func New(cfg Config) (*App, error) {
 	mux.Handle("POST /logout", a.guard(http.HandlerFunc(a.serveLogout)))
 	mux.HandleFunc("GET /me", a.serveMe)
 	mux.Handle("GET /healthz", srv.HealthHandler())
-	if cfg.Static != nil {
-		mux.Handle("GET /", http.FileServerFS(cfg.Static))
-	} else {
-		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	// The page: "/" without a method, as "GET /" would conflict with the
+	// "/realtime/" subtree (which serves POSTs too); others get 405.
+	var page http.Handler = http.FileServerFS(cfg.Static)
+	if cfg.Static == nil {
+		page = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/" {
+				http.NotFound(w, r)
+				return
+			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			fmt.Fprintln(w, "The page is not built: run make app (or give -static DIR with the built examples/app/web/dist).")
 		})
 	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		page.ServeHTTP(w, r)
+	})
 	a.mux = mux
 	return a, nil
 }

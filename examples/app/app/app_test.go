@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -459,6 +460,40 @@ func TestJWTRefresh(t *testing.T) {
 			t.Fatalf("got %d of %d lobby updates: %v", len(got), n, got)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The app's routes beside wsready's: the page, the socket's path, the
+// methods each answers.
+func TestRoutes(t *testing.T) {
+	_, hs := start(t, app.Config{Static: fstest.MapFS{"index.html": {Data: []byte("<title>shop</title>")}}})
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/", http.StatusOK},
+		{"HEAD", "/", http.StatusOK},
+		{"POST", "/", http.StatusMethodNotAllowed},
+		{"GET", "/missing.js", http.StatusNotFound},
+		{"GET", "/realtime", http.StatusUpgradeRequired},
+		{"GET", "/realtime/probe", http.StatusNoContent},
+		{"GET", "/me", http.StatusUnauthorized},
+		{"GET", "/login", http.StatusNotFound}, // POST only: a GET is the page's, which has no such file
+		{"GET", "/auth/token", http.StatusNotFound},
+		{"POST", "/me", http.StatusMethodNotAllowed},
+		{"GET", "/healthz", http.StatusOK},
+		{"GET", "/api/token", http.StatusNotFound}, // the demo's endpoints are not the app's
+		{"GET", "/metrics", http.StatusNotFound},
+	} {
+		req, _ := http.NewRequest(tc.method, hs.URL+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
+		}
 	}
 }
 
