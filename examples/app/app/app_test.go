@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -411,11 +410,7 @@ func TestJWTRefresh(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var seqs []int64
-	c := u.dial(t, native.Options{OnEvent: func(e client.Event) {
-		if os.Getenv("APPTRACE") != "" {
-			t.Logf("%s %v", time.Now().Format("05.000"), e)
-		}
-	}})
+	c := u.dial(t, native.Options{})
 	if _, err := c.Subscribe(t.Context(), app.Lobby, nil, func(up client.Update) {
 		mu.Lock()
 		seqs = append(seqs, up.Seq)
@@ -427,9 +422,6 @@ func TestJWTRefresh(t *testing.T) {
 	// Publish across two expiries (about 5 s).
 	const n = 50
 	for i := range n {
-		if os.Getenv("APPTRACE") != "" {
-			t.Logf("%s publish %d", time.Now().Format("05.000"), i+1)
-		}
 		if _, err := a.Server().Publish(t.Context(), app.Lobby, []byte(`{"text":"tick"}`)); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
