@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
+.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -addr $(ADDR)
@@ -119,11 +119,28 @@ npm: wasm
 # The Vite example app, built from the tarball (npm ci for Vite and
 # TypeScript, pinned in its lockfile), and a strict tsc check of a usage file
 # against the package's .d.ts. The browser suite loads the built app.
-example: npm
+# The example application's page (examples/app/web) is built the same way
+# (app-web); the browser suite runs the app with it (e2e/app_test.go).
+example: npm app-web
 	@command -v npm >/dev/null || { echo "make example needs Node.js 20.19+ with npm (the machine image has them)"; exit 1; }
 	cd examples/vite && npm ci --silent --no-audit --no-fund && \
 	  npm install --silent --no-save --no-package-lock --no-audit --no-fund ../../dist/wsready-$(VERSION).tgz && \
 	  npx tsc -p tsconfig.json && npx vite build --logLevel warn
+
+# The example application (docs/app.md): its page, Vite + TypeScript with
+# the package from the tarball, into examples/app/web/dist.
+app-web: npm
+	@command -v npm >/dev/null || { echo "make app-web needs Node.js 20.19+ with npm (the machine image has them)"; exit 1; }
+	cd examples/app/web && npm ci --silent --no-audit --no-fund && \
+	  npm install --silent --no-save --no-package-lock --no-audit --no-fund ../../../dist/wsready-$(VERSION).tgz && \
+	  npx tsc -p tsconfig.json && npx vite build --logLevel warn
+
+# The example application at http://127.0.0.1:8090 (APP_ADDR): sign in as
+# alice, bob or carol. APP_FLAGS adds flags (-tokens jwt -jwt-life 30s).
+APP_ADDR ?= 127.0.0.1:8090
+APP_FLAGS ?=
+app: app-web
+	$(GO) run ./examples/app -addr $(APP_ADDR) -static examples/app/web/dist $(APP_FLAGS)
 
 chromium:
 	@command -v chromium >/dev/null || { echo "installing Chromium from Debian's packages"; \
@@ -177,4 +194,4 @@ release: npm
 	@cat dist/SHA256SUMS
 
 clean:
-	rm -rf bin build dist examples/vite/dist examples/vite/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wsready.wasm.br $(STATIC)/wasm_exec.js
+	rm -rf bin build dist examples/vite/dist examples/vite/node_modules examples/app/web/dist examples/app/web/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wsready.wasm.br $(STATIC)/wasm_exec.js

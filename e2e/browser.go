@@ -147,12 +147,26 @@ func NewBrowser(parent context.Context) (*Browser, error) {
 	return b, nil
 }
 
+// NewContext opens a tab in a new browser context of b's Chromium (an
+// incognito-like profile: its own cookies and storage), so two users can
+// be signed in at once. Its Close closes the tab and the context only.
+func (b *Browser) NewContext() (*Browser, error) {
+	ctx, cancel := chromedp.NewContext(b.Ctx, chromedp.WithNewBrowserContext())
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("failed to open a browser context: %w", err)
+	}
+	return &Browser{Ctx: ctx, cancel: []context.CancelFunc{cancel}}, nil
+}
+
 // Close ends the browser and removes its data dir.
 func (b *Browser) Close() {
 	for _, c := range b.cancel {
 		c()
 	}
-	os.RemoveAll(b.dir)
+	if b.dir != "" { // a NewContext's has none
+		os.RemoveAll(b.dir)
+	}
 }
 
 // Navigate opens url in the tab.
