@@ -4,15 +4,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/internal/fetch"
 	"github.com/wsready/wsready/internal/natsembed"
 	"github.com/wsready/wsready/internal/testutil"
@@ -210,7 +214,7 @@ func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
 	for i, s := range servers {
 		urls[i] = s.url
 	}
-	common := []string{"-nats", strings.Join(urls, ","), "-nats-replicas", "3", "-demo", "-publish",
+	common := []string{"-nats", strings.Join(urls, ","), "-nats-replicas", "3", "-demo", "-publish", "-auth", "optional",
 		"-max-conns-per-ip", "2000", "-tenant-rate", "2000", "-tenant-burst", "2000", "-admit-burst", "500"}
 	nodes := []*node{
 		startNode(t, freeAddr(t), append(common, "-node", "node1")...),
@@ -262,6 +266,33 @@ func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
 	}
 	if dead == nil {
 		t.Fatalf("the leader %q is none of the NATS servers started", victim)
+	}
+
+	// Presence before the kills: alice on node1 and bob on node2 (tickets
+	// naming them; the 300 are anonymous) in a room with presence. Its
+	// stream is made now, so what is checked after the kills is presence,
+	// not a new stream's placement while the cluster recovers (a subscribe
+	// to a new topic in the seconds after the kills waited over 10 s).
+	alice := presenceUser(t, nodes[0], "alice")
+	bob := presenceUser(t, nodes[1], "bob")
+	both := func(c *native.Client, users ...string) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r, err := c.Presence(ctx, "room")
+		if err != nil || r.Total != len(users) || len(r.Users) != len(users) {
+			return false
+		}
+		for i, u := range users {
+			if r.Users[i].User != u {
+				return false
+			}
+		}
+		return true
+	}
+	if !eventually(10*time.Second, func() bool {
+		return both(alice.c, "alice", "bob") && both(bob.c, "alice", "bob") && alice.saw("join", "bob")
+	}) {
+		t.Fatalf("before the kills, node1 and node2 do not both list alice and bob, or alice did not hear bob join: %v", alice.events())
 	}
 
 	killed := time.Now()
@@ -397,8 +428,30 @@ func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
 		seen[d] = true
 	}
 
-	// Presence and Disconnect across the surviving nodes: see the report
-	// (the API is not on main yet); their assertions go here.
+	// Presence and Disconnect across the surviving nodes: both still list
+	// alice and bob; carol joins on node2 and alice (node1) hears it;
+	// Revoke (the demo's switch: Server.Revoke) asked of node1 closes
+	// bob's connection on node2 with 4003, and alice hears him leave.
+	if !eventually(10*time.Second, func() bool { return both(alice.c, "alice", "bob") && both(bob.c, "alice", "bob") }) {
+		t.Fatal("after the kills, node1 and node2 do not both list alice and bob in the room")
+	}
+	carol := presenceUser(t, nodes[1], "carol")
+	if !eventually(10*time.Second, func() bool { return alice.saw("join", "carol") && both(alice.c, "alice", "bob", "carol") }) {
+		t.Fatalf("after the kills, alice on node1 never heard carol join on node2: %v", alice.events())
+	}
+	if err := postSwitch(nodes[0], `{"revoke":"bob"}`); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(10*time.Second, func() bool { return bob.c.State().Ended == client.Forbidden }) {
+		t.Fatalf("bob, revoked on node1, still connected to node2: %+v", bob.c.State())
+	}
+	if !eventually(10*time.Second, func() bool { return alice.saw("leave", "bob") && both(carol.c, "alice", "carol") }) {
+		t.Fatalf("alice never heard bob leave, or node2 still lists him: %v", alice.events())
+	}
+	if !alice.c.State().Ready || !carol.c.State().Ready {
+		t.Fatalf("alice or carol lost READY when bob was revoked: %+v %+v", alice.c.State(), carol.c.State())
+	}
+	t.Log("after the kills: node1 and node2 listed alice and bob; alice (node1) heard carol join on node2; bob revoked through node1 was closed 4003 on node2 and alice heard him leave")
 
 	// The longest time between two acknowledgements, around the kills.
 	var stall time.Duration
@@ -468,4 +521,94 @@ func behind(subs []*subscriber, seq int64) string {
 		}
 	}
 	return fmt.Sprintf("%d of %d behind; by start node and moved %v; by last seq delivered %v", count, len(subs), n, at)
+}
+
+// presenceClient is a client with a user (a ticket from the node's demo
+// token endpoint naming it) in the room topic with presence, recording
+// the join and leave events it hears.
+type presenceClient struct {
+	c  *native.Client
+	mu sync.Mutex
+	ev []client.PresenceEvent
+}
+
+func presenceUser(t *testing.T, n *node, user string) *presenceClient {
+	t.Helper()
+	p := &presenceClient{}
+	token := func(ctx context.Context, force bool) (string, error) {
+		var v struct{ Token string }
+		req, err := http.NewRequestWithContext(ctx, "POST", "http://"+n.addr+"/api/token", strings.NewReader(`{"clientId":"`+user+`"}`))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("failed to get a ticket: HTTP %d", resp.StatusCode)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			return "", fmt.Errorf("failed to read the ticket: %w", err)
+		}
+		return v.Token, nil
+	}
+	c, err := native.Dial(context.Background(), n.url(), &native.Options{Config: stage7(7), Token: token,
+		OnPresence: func(e client.PresenceEvent) { p.mu.Lock(); p.ev = append(p.ev, e); p.mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.SubscribeWith(ctx, "room", client.SubscribeOptions{Presence: true}, nil); err != nil {
+		t.Fatalf("%s failed to join the room: %v", user, err)
+	}
+	// Subscribe returns once the subscribe is on its way (a topic joined
+	// while READY does not hold READY): wait for the server's answer.
+	subscribed := func() bool {
+		for _, ts := range c.Topics() {
+			if ts.Topic == "room" && ts.Subscribed {
+				return true
+			}
+		}
+		return false
+	}
+	if !eventually(10*time.Second, subscribed) {
+		t.Fatalf("%s's subscribe to the room was not answered within 10s", user)
+	}
+	p.c = c
+	return p
+}
+
+func (p *presenceClient) saw(event, user string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.ev {
+		if e.Topic == "room" && e.Event == event && e.User == user {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *presenceClient) events() []client.PresenceEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]client.PresenceEvent(nil), p.ev...)
+}
+
+// postSwitch posts body to the node's demo switches.
+func postSwitch(n *node, body string) error {
+	resp, err := http.Post("http://"+n.addr+"/api/faults", "application/json", strings.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("failed to post the switch: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("failed to post the switch: HTTP %d", resp.StatusCode)
+	}
+	return nil
 }
