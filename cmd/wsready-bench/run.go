@@ -119,7 +119,7 @@ func runBench(args []string) error {
 	if st, err := os.Stat(*out); err != nil || !st.IsDir() {
 		return usagef("run: -out %q is not a directory", *out)
 	}
-	if err := checkDescriptors(max(p.Conns, p.Connect, p.Idle)); err != nil {
+	if err := checkDescriptors(max(p.Conns, p.Connect, p.Idle, p.SSEConns)); err != nil {
 		return err
 	}
 	notes, findingsNote, err := loadFindings(*findings)
