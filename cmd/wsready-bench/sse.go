@@ -207,9 +207,14 @@ type sseClientStats struct {
 const sseSubscribe = `{"type":"subscribe","topic":"feed"}`
 
 // sseSilence is how long a stream may say nothing before the client
-// counts it lost: ten ping intervals, at least 10 s (the server pings
-// every interval on the stream; the margin is for a loaded machine).
-func sseSilence(interval time.Duration) time.Duration { return max(10*interval, 10*time.Second) }
+// counts it lost: ten ping intervals, at least sseMinSilence (the server
+// pings every interval on the stream; the margin is for a loaded
+// machine).
+func sseSilence(interval time.Duration) time.Duration { return max(10*interval, sseMinSilence) }
+
+// sseMinSilence is sseSilence's floor: 10 s (a variable so a test can
+// wait less).
+var sseMinSilence = 10 * time.Second
 
 // runSSEClients is a clients child with -transport sse: n sessions on the
 // HTTP transport under base (the server's mount, http://127.x.y.z:port/ws),

@@ -228,6 +228,34 @@ func TestSSEAStreamTheServerEndsCountsAsDropped(t *testing.T) {
 	}
 }
 
+// A stream that opens and then says nothing (no ping within the silence
+// bound) is cancelled and counted as dropped, not read forever.
+func TestSSEASilentStreamCountsAsDropped(t *testing.T) {
+	old := sseMinSilence
+	sseMinSilence = 300 * time.Millisecond
+	t.Cleanup(func() { sseMinSilence = old })
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /ws/session", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"session":"AAAAAAAAAAAAAAAAAAAAAA","intervalMs":10}`)
+	})
+	mux.HandleFunc("POST /ws/send", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("GET /ws/sse", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"type\":\"subscribed\",\"topic\":\"feed\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // then nothing, until the client goes
+	})
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	var st counters
+	start := time.Now()
+	sseAll(t, hs.URL+"/ws", 1, &st, &sseTiming{})
+	s := waitFor(t, &st, "the silent stream dropped", func(s clientStats) bool { return s.Dropped == 1 })
+	if took := time.Since(start); s.Subscribed != 1 || s.Failed != 0 || took < 300*time.Millisecond {
+		t.Fatalf("counts %+v after %v", s, took)
+	}
+}
+
 func TestSSEClientsRefuseBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-transport", "sse", "-url", "ws://127.0.0.1:1/ws"},
