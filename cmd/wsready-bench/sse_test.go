@@ -345,8 +345,10 @@ func TestSSERowSmoke(t *testing.T) {
 	r := figs.Runs[0]
 	for _, l := range []SSELeg{r.WS, r.SSE} {
 		// Four updates and a ping a second each, give or take a loaded
-		// machine; nothing dropped.
-		if l.UpdatesPerConnPerSec < 2 || l.PingsPerConnPerSec < 0.5 || l.Dropped != 0 || l.CPUPerFrameUs <= 0 || l.Steady.RSS.N < 10 {
+		// machine; nothing dropped; RSS sampled through the window (20
+		// times on an idle machine, each sample also asks the server for
+		// its goroutines, so fewer on a loaded one).
+		if l.UpdatesPerConnPerSec < 2 || l.PingsPerConnPerSec < 0.5 || l.Dropped != 0 || l.CPUPerFrameUs <= 0 || l.Steady.RSS.N < 3 {
 			t.Errorf("%s leg %+v", l.Transport, l)
 		}
 	}
