@@ -88,6 +88,7 @@ func runClients(args []string) error {
 	conc := fs.Int("conc", 100, "handshakes in flight at once (1..10000)")
 	src := fs.String("src", "127.0.0.1", "comma-separated loopback source addresses, used in turn")
 	subscribe := fs.Bool("subscribe", true, "subscribe to the feed (false: connect only)")
+	transport := fs.String("transport", transportWS, "ws, or sse: the HTTP transport (sse.go; -url is then wsready's http:// mount)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -96,6 +97,13 @@ func runClients(args []string) error {
 	}
 	if *n < 1 || *n > maxClientsPerProcess || *conc < 1 || *conc > 10000 {
 		return usagef("clients: -n must be 1..%d (descriptors) and -conc 1..10000", maxClientsPerProcess)
+	}
+	switch *transport {
+	case transportSSE:
+		return runSSEClients(*url, *n, *conc, *src, *subscribe)
+	case transportWS:
+	default:
+		return usagef("clients: -transport must be ws or sse, not %q", *transport)
 	}
 	if *proto != protoWsready && *proto != protoCentrifuge {
 		return usagef("clients: -proto must be wsready or centrifuge, not %q", *proto)

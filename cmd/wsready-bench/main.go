@@ -6,8 +6,9 @@
 // docs/bench.md and docs/bench.json.
 //
 //	go run ./cmd/wsready-bench run [-conns 10000] [-connect 19000] [-steady 10s]
-//	    [-idle 19500] [-idle-window 60s] [-trials 3] [-model PATH] [-out docs]
+//	    [-idle 19500] [-idle-window 60s] [-sse 5000] [-trials 3] [-model PATH] [-out docs]
 //	go run ./cmd/wsready-bench sim [-trials 3] [-model PATH] [-json FILE]
+//	go run ./cmd/wsready-bench sse [-conns 2000] [-steady 10s] [-trials 3] [-json FILE]
 //
 // The servers: wsready (package server), the lean baseline (lean.go: the
 // least a coder/websocket server can do) and centrifuge (the library a Go
@@ -36,6 +37,7 @@ const usage = `usage: wsready-bench <command> [flags]
 commands:
   run      the benchmark: every server, the idle row, the simulator (make bench)
   sim      the simulator beside the Python model alone: -model PATH [-trials 3]
+  sse      the HTTP transport's row alone: SSE beside WebSocket on wsready [-conns 2000]
   server   a server child: -kind wsready or lean (run starts it)
   clients  a clients child: n connections that count what they receive (run starts it)
 
@@ -53,6 +55,8 @@ func main() {
 		err = runBench(os.Args[2:])
 	case "sim":
 		err = runSimOnly(os.Args[2:])
+	case "sse":
+		err = runSSEOnly(os.Args[2:])
 	case "server":
 		err = runServer(os.Args[2:])
 	case "clients":

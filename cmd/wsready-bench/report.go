@@ -84,22 +84,30 @@ type IdleFigures struct {
 	VerdictCPU         string    `json:"verdictCpu"`
 }
 
-// SSEFigures is the HTTP transport's row.
-//
-// HOOK (stage 8, the HTTP transport): when wsready serves an SSE transport,
-// measure it here on the same wsready server as the WebSocket rows (a
-// clients child speaking SSE: GET the stream, POST the subscribe) and fill
-// CPUPerFrameRatio (SSE / WebSocket, goal <= 1.5), RSSPerConnRatio (goal
-// <= 2.0) and HandshakesPerSec, run by run. Until then NotMeasured says
-// why, and the report prints it instead of a number.
+// SSEFigures is the HTTP transport's row (sse.go measures it): on the
+// same wsready server config as the WebSocket rows, the same number of
+// subscribed clients over WebSocket and over SSE, run by run: CPU per
+// delivered frame SSE / WebSocket (goal <= 1.5), RSS per connection
+// (goal <= 2.0), and the sessions made per second over HTTP. With -sse 0
+// NotMeasured says so, and the report prints it instead of a number.
 type SSEFigures struct {
-	NotMeasured      string    `json:"notMeasured,omitempty"`
-	CPUPerFrameRatio []float64 `json:"cpuPerFrameRatio,omitempty"`
-	RSSPerConnRatio  []float64 `json:"rssPerConnRatio,omitempty"`
-	HandshakesPerSec []float64 `json:"handshakesPerSec,omitempty"`
+	NotMeasured            string    `json:"notMeasured,omitempty"`
+	Conns                  int       `json:"conns"`
+	SteadySeconds          float64   `json:"steadySeconds"`
+	Runs                   []SSERun  `json:"runs,omitempty"`
+	CPUPerFrameRatio       []float64 `json:"cpuPerFrameRatio,omitempty"` // the runs that did not fail, in order
+	RSSPerConnRatio        []float64 `json:"rssPerConnRatio,omitempty"`
+	HandshakesPerSec       []float64 `json:"handshakesPerSec,omitempty"`
+	MedianCPUPerFrameRatio *float64  `json:"medianCpuPerFrameRatio"` // null: not measured
+	MedianRSSPerConnRatio  *float64  `json:"medianRssPerConnRatio"`
+	MedianHandshakesPerSec *float64  `json:"medianHandshakesPerSec"`
+	GoalCPUPerFrameRatio   float64   `json:"goalCpuPerFrameRatio"`
+	GoalRSSPerConnRatio    float64   `json:"goalRssPerConnRatio"`
+	VerdictCPU             string    `json:"verdictCpu"`
+	VerdictRSS             string    `json:"verdictRss"`
 }
 
-const sseNotMeasured = "not measured: the HTTP transport does not exist yet"
+const sseNotMeasured = "not measured: the row was not run (-sse 0)"
 
 // RatioRun is one trial's figure for wsready and the other server.
 type RatioRun struct {
@@ -191,7 +199,7 @@ func newReport(args []string, p params) *Report {
 		Command: "go run ./cmd/wsready-bench run " + strings.Join(args, " "),
 		Go:      runtime.Version(), Machine: machine(), Params: p,
 		Idle: IdleFigures{GoalRSSBytes: 450e6, GoalCores: 0.1},
-		SSE:  SSEFigures{NotMeasured: sseNotMeasured},
+		SSE:  newSSEFigures(p),
 	}
 }
 
@@ -310,6 +318,7 @@ func (r *Report) finish(runs map[string][]ServerRun, notes map[string]string) {
 		r.Idle.VerdictRSS = verdictAtMost(r.Idle.MedianPeakRSSBytes, r.Idle.GoalRSSBytes, 0)
 		r.Idle.VerdictCPU = verdictAtMost(r.Idle.MedianCPUCores, r.Idle.GoalCores, 0)
 	}
+	r.SSE.finish()
 }
 
 // failedKinds names the servers whose run failed.
@@ -599,21 +608,7 @@ func (r *Report) markdown() string {
 			r.Idle.MedianPeakRSSBytes/1e6, r.Idle.GoalRSSBytes/1e6, r.Idle.VerdictRSS, r.Idle.MedianCPUCores, r.Idle.GoalCores, r.Idle.VerdictCPU)
 	}
 
-	b.WriteString("\n## The HTTP transport (SSE)\n\n| figure | goal | result |\n|---|---|---|\n")
-	sse := r.SSE.NotMeasured
-	if sse == "" {
-		sse = fmt.Sprintf("runs %v", r.SSE.CPUPerFrameRatio)
-	}
-	fmt.Fprintf(&b, "| CPU per delivered frame, SSE / WebSocket on the same wsready server | <= 1.5 | %s |\n", sse)
-	if r.SSE.NotMeasured == "" {
-		sse = fmt.Sprintf("runs %v", r.SSE.RSSPerConnRatio)
-	}
-	fmt.Fprintf(&b, "| RSS per connection, SSE / WebSocket | <= 2.0 | %s |\n", sse)
-	if r.SSE.NotMeasured == "" {
-		sse = fmt.Sprintf("runs %v", r.SSE.HandshakesPerSec)
-	}
-	fmt.Fprintf(&b, "| handshakes per second over HTTP | shown | %s |\n", sse)
-
+	b.WriteString("\n" + r.SSE.markdown())
 	b.WriteString("\n")
 	b.WriteString(r.Sim.markdown())
 	return b.String()

@@ -99,7 +99,7 @@ func TestMarkdownShowsEveryRunAndSaysWhatWasNotMeasured(t *testing.T) {
 	for _, want := range []string{
 		"1.00 (40.0 KB / 40.0 KB) | 1.10 (44.0 KB / 40.0 KB) | 1.20 (42.0 KB / 35.0 KB) | **1.10** | missed",
 		"not measured: the Python model is missing: no file at ../shared/anchors/fleet_model.py",
-		"| CPU per delivered frame, SSE / WebSocket on the same wsready server | <= 1.5 | not measured: the HTTP transport does not exist yet |",
+		"| CPU per delivered frame, SSE / WebSocket on the same wsready server | <= 1.5 | not measured: the row was not run (-sse 0) |",
 		"peak **460 MB** (goal <= 450 MB: missed)",
 		"**0.020 cores** (goal <= 0.1 core: met)",
 		"## wsready / centrifuge",

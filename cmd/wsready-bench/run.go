@@ -28,6 +28,7 @@ type params struct {
 	SampleMs       float64  `json:"sampleMs"`
 	Trials         int      `json:"trials"`
 	Servers        []string `json:"servers"`
+	SSEConns       int      `json:"sseConns"` // the HTTP transport's row (sse.go); 0: skipped
 
 	steady, idleWindow, idlePing, sample time.Duration
 }
@@ -59,6 +60,7 @@ func runBench(args []string) error {
 	idleWindow := fs.Duration("idle-window", 60*time.Second, "the idle row's sampled window (1s..30m)")
 	idlePing := fs.Duration("idle-ping", 25*time.Second, "the idle row's server ping interval (1s..1h)")
 	sample := fs.Duration("sample", 100*time.Millisecond, "how often RSS and goroutines are sampled through a window (10ms..1s)")
+	sseConns := fs.Int("sse", 5000, "subscribed connections in each leg of the HTTP transport's row, WebSocket and SSE on wsready (0: skip it; at most 9000)")
 	trials := fs.Int("trials", 3, "runs of every server, of the idle row, of the simulator and of the model (1..9)")
 	servers := fs.String("servers", strings.Join(allServers, ","), "the servers to run, comma-separated: wsready and at least one of lean, centrifuge")
 	out := fs.String("out", "docs", "directory for bench.md and bench.json (it must exist)")
@@ -73,7 +75,7 @@ func runBench(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("run: unexpected argument %q", fs.Arg(0))
 	}
-	p := params{Conns: *conns, Connect: *connect, Idle: *idle, Trials: *trials,
+	p := params{Conns: *conns, Connect: *connect, Idle: *idle, Trials: *trials, SSEConns: *sseConns,
 		steady: *steady, idleWindow: *idleWindow, idlePing: *idlePing, sample: *sample}
 	p.SteadySeconds, p.IdleWindowSecs, p.IdlePingSecs, p.SampleMs = steady.Seconds(), idleWindow.Seconds(), idlePing.Seconds(), float64(sample.Milliseconds())
 	switch {
@@ -91,6 +93,8 @@ func runBench(args []string) error {
 		return usagef("run: -idle-ping must be 1s..1h, not %v", *idlePing)
 	case *sample < 10*time.Millisecond || *sample > time.Second:
 		return usagef("run: -sample must be 10ms..1s, not %v", *sample)
+	case p.SSEConns < 0 || p.SSEConns > maxClientsPerProcess:
+		return usagef("run: -sse must be 0..%d, not %d", maxClientsPerProcess, p.SSEConns)
 	case p.Trials < 1 || p.Trials > 9:
 		return usagef("run: -trials must be 1..9, not %d", p.Trials)
 	}
@@ -115,7 +119,7 @@ func runBench(args []string) error {
 	if st, err := os.Stat(*out); err != nil || !st.IsDir() {
 		return usagef("run: -out %q is not a directory", *out)
 	}
-	if err := checkDescriptors(max(p.Conns, p.Connect, p.Idle)); err != nil {
+	if err := checkDescriptors(max(p.Conns, p.Connect, p.Idle, p.SSEConns)); err != nil {
 		return err
 	}
 	notes, findingsNote, err := loadFindings(*findings)
@@ -161,6 +165,13 @@ func runBench(args []string) error {
 				r = IdleRun{Trial: tr + 1, Conns: p.Idle, PingSeconds: p.idlePing.Seconds(), Command: r.Command, Error: err.Error()}
 			}
 			rep.Idle.Runs = append(rep.Idle.Runs, r)
+		}
+		if p.SSEConns > 0 {
+			r, err := e.sseTrial(tr+1, p.Trials)
+			if err != nil {
+				failures = append(failures, err)
+			}
+			rep.SSE.Runs = append(rep.SSE.Runs, r)
 		}
 	}
 	logf("the simulator beside the Python model")
