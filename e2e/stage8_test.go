@@ -296,6 +296,215 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 	t.Logf("the server dropped the HTTP session %v after the move; 1 WebSocket connection remains", time.Since(time.UnixMilli(moved)).Round(100*time.Millisecond))
 }
 
+// Stage 7 with WebSocket blocked never connects (it has no HTTP
+// transport: its measured row); stage 8 under Overload (1013 and a
+// retry-after on every connection) never falls back to HTTP: a classified
+// refusal is the server steering, not a blocked path.
+func TestStage8NoFallbackWithoutTheRule(t *testing.T) {
+	env, b := stage8Env(t)
+	env.Set("blockWebSocket", true)
+	if err := b.Navigate(env.Base + "/?stage=7"); err != nil {
+		t.Fatal(err)
+	}
+	installAudit(t, b)
+	time.Sleep(10 * time.Second)
+	st, err := Eval[map[string]any](b, "({ ready: wsreadyDemo.transitions.some((x) => x.ready), dials: wsreadyDemo.client.stats().dials, http: wsreadyDemo.log.filter((e) => e.kind === 'dial' && / over http/.test(e.detail)).length })")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := env.Srv.Stats()
+	t.Logf("stage 7, WebSocket blocked, 10 s: READY %v, %v dials, %v over http; the server: %d open, %d handshakes", st["ready"], st["dials"], st["http"], srv.Open, srv.Handshakes)
+	if st["ready"] != false || st["http"] != 0.0 || srv.Open != 0 || srv.Handshakes != 0 {
+		t.Fatalf("stage 7 with WebSocket blocked: %v, server %d open, %d handshakes; want never READY, no HTTP dial, nothing on the server", st, srv.Open, srv.Handshakes)
+	}
+	env.Set("blockWebSocket", false)
+
+	env2, err := StartServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env2.Close()
+	env2.Set("overload", true)
+	if err := b.Navigate(env2.Base + "/?stage=8"); err != nil {
+		t.Fatal(err)
+	}
+	installAudit(t, b)
+	t0 := time.Now()
+	time.Sleep(12 * time.Second)
+	st, err = Eval[map[string]any](b, "({ via: [...new Set(audit8.states.map((s) => s.via))].join(','), ready: audit8.states.some((s) => s.ready), dials: wsreadyDemo.client.stats().dials, http: wsreadyDemo.log.filter((e) => e.kind === 'dial' && / over http/.test(e.detail)).length, probes: wsreadyDemo.log.filter((e) => e.kind === 'transport').length })")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := serverTransports(env2)
+	t.Logf("stage 8 under Overload, %v: %v dials, via seen %q, %v over http, %v transport events; server connections %v", time.Since(t0).Round(time.Second), st["dials"], st["via"], st["http"], st["probes"], tr)
+	if st["http"] != 0.0 || strings.Contains(st["via"].(string), "http") || tr["sse"] != 0 || st["ready"] != false {
+		t.Fatalf("stage 8 under Overload: %v; want never READY and never over http", st)
+	}
+	if d, _ := st["dials"].(float64); d < 3 {
+		t.Fatalf("stage 8 under Overload made %v dials in 12 s; want at least 3 (a count that would have fallen back)", d)
+	}
+	if s, _ := Eval[string](b, "wsreadyDemo.client.state().via"); s != "websocket" {
+		t.Fatalf("state().via %q under Overload; want websocket", s)
+	}
+	env2.Set("overload", false)
+	if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.state.via === 'websocket'", 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newTab opens another tab in b's browser (the same profile: Web Locks and
+// BroadcastChannel are shared). Its Close closes the tab.
+func newTab(t *testing.T, b *Browser) *Browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.Ctx)
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return &Browser{Ctx: ctx, cancel: []context.CancelFunc{cancel}}
+}
+
+func setLifecycle(t *testing.T, b *Browser, state page.SetWebLifecycleStateState) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: state}); err != nil {
+		t.Fatalf("Page.setWebLifecycleState %s: %v", state, err)
+	}
+}
+
+// leaderOf returns the index of the tab that holds the connection, or -1.
+func leaderOf(tabs []*Browser, skip int) int {
+	for i, tb := range tabs {
+		if i == skip || tb == nil {
+			continue
+		}
+		if ok, err := Eval[bool](tb, "!!(wsreadyDemo.state && wsreadyDemo.state.leader && wsreadyDemo.state.ready)"); err == nil && ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitTakeover polls the live tabs (but skip) until one leads and is
+// READY on its own connection, and returns it with the time of that state.
+func waitTakeover(t *testing.T, tabs []*Browser, skip int, t0 int64) (int, int64) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, tb := range tabs {
+			if i == skip || tb == nil {
+				continue
+			}
+			if at, err := readyAt(tb, "s.leader && s.ready && !s.follower", t0); err == nil && at >= 0 {
+				return i, at
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no tab took over within 15 s")
+	return -1, 0
+}
+
+// Three tabs of one browser profile at stage 8 share one connection; a
+// closed leader and a frozen leader are replaced within 1.5 s with nothing
+// lost or duplicated, and the frozen one steps down when it resumes
+// without opening a second connection.
+func TestStage8TabsShareOneConnection(t *testing.T) {
+	env, b := stage8Env(t)
+	tabs := make([]*Browser, 3)
+	for i := range tabs {
+		tabs[i] = newTab(t, b)
+		defer func(tb *Browser) {
+			if tb != nil {
+				tb.Close()
+			}
+		}(tabs[i])
+		openStage8(t, env, tabs[i], "")
+	}
+	for i, tb := range tabs {
+		if err := WaitJS(tb, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
+			t.Fatalf("tab %d: %v", i, err)
+		}
+	}
+	srv := env.Srv.Stats()
+	lead := leaderOf(tabs, -1)
+	t.Logf("3 tabs: the server counts %d open, %d handshakes; tab %d leads", srv.Open, srv.Handshakes, lead)
+	if srv.Open != 1 || srv.Handshakes != 1 || lead < 0 {
+		t.Fatalf("3 tabs: %d open, %d handshakes, leader %d; want 1 connection, 1 handshake and a leader", srv.Open, srv.Handshakes, lead)
+	}
+	follower := (lead + 1) % 3
+	res, err := Eval[map[string]any](tabs[follower], "wsreadyDemo.sendRequest('echo', {from: 'follower'})")
+	if v, _ := res["value"].(map[string]any); err != nil || res["status"] != "resolved" || v["from"] != "follower" {
+		t.Fatalf("a follower's request: %v %v", res, err)
+	}
+	t.Logf("a follower's request resolved in %v ms", res["ms"])
+	for i, tb := range tabs {
+		moreUpdates(t, tb, 2, 10*time.Second)
+		assertNoLoss(t, tb, fmt.Sprintf("3 tabs, tab %d", i))
+	}
+
+	// Close the leader's tab.
+	hs := env.Srv.Stats().Handshakes
+	t0 := time.Now().UnixMilli()
+	tabs[lead].Close()
+	tabs[lead] = nil
+	next, at := waitTakeover(t, tabs, lead, t0)
+	t.Logf("leader tab closed: tab %d READY on its own connection %d ms after", next, at-t0)
+	if at-t0 > 1500 {
+		t.Errorf("takeover after the leader closed took %d ms; want within 1500", at-t0)
+	}
+	settleOne(t, env, hs+1)
+	for i, tb := range tabs {
+		if tb != nil {
+			moreUpdates(t, tb, 2, 10*time.Second)
+			assertNoLoss(t, tb, fmt.Sprintf("after the leader closed, tab %d", i))
+		}
+	}
+
+	// Freeze the new leader; resume it 3 s later.
+	frozen := next
+	hs = env.Srv.Stats().Handshakes
+	t0 = time.Now().UnixMilli()
+	setLifecycle(t, tabs[frozen], page.SetWebLifecycleStateStateFrozen)
+	next, at = waitTakeover(t, tabs, frozen, t0)
+	t.Logf("leader tab frozen: tab %d READY on its own connection %d ms after", next, at-t0)
+	if at-t0 > 1500 {
+		t.Errorf("takeover after the leader froze took %d ms; want within 1500", at-t0)
+	}
+	time.Sleep(time.Until(time.UnixMilli(t0).Add(3 * time.Second)))
+	setLifecycle(t, tabs[frozen], page.SetWebLifecycleStateStateActive)
+	if err := WaitJS(tabs[frozen], "wsreadyDemo.state.follower && wsreadyDemo.state.ready", 10*time.Second); err != nil {
+		logEvents(t, tabs[frozen], t0)
+		t.Fatalf("the resumed tab: %v", err)
+	}
+	settleOne(t, env, hs+1)
+	for i, tb := range tabs {
+		if tb != nil {
+			moreUpdates(t, tb, 2, 10*time.Second)
+			assertNoLoss(t, tb, fmt.Sprintf("after the leader froze and resumed, tab %d", i))
+		}
+	}
+}
+
+// settleOne waits (10 s at most) until the server holds exactly one
+// connection, and checks it made no handshake past wantHS.
+func settleOne(t *testing.T, env *Env, wantHS uint64) {
+	t.Helper()
+	start := time.Now()
+	for env.Srv.Stats().Open != 1 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the server holds %d connections 10 s on; want 1", env.Srv.Stats().Open)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := env.Srv.Stats()
+	t.Logf("the server: %d open after %v, %d handshakes in all", st.Open, time.Since(start).Round(10*time.Millisecond), st.Handshakes)
+	if st.Handshakes != wantHS {
+		t.Errorf("the server counted %d handshakes; want %d (one per takeover)", st.Handshakes, wantHS)
+	}
+}
+
 var _ = strings.Contains
 var _ = os.Getenv
 var _ = context.Background
