@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/debugger"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -503,6 +505,176 @@ func settleOne(t *testing.T, env *Env, wantHS uint64) {
 	if st.Handshakes != wantHS {
 		t.Errorf("the server counted %d handshakes; want %d (one per takeover)", st.Handshakes, wantHS)
 	}
+}
+
+// jsControl opens a plain WebSocket beside the client (no wsready): what
+// Chromium does to a page's socket across a freeze, whatever the client
+// makes of it.
+const jsControl = `(() => {
+	const c = window.control8 = { closed: null };
+	const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+	ws.onclose = (e) => { c.closed = { t: Date.now(), code: e.code }; };
+	return new Promise((resolve) => { ws.onopen = () => resolve(true); setTimeout(() => resolve(false), 5000); });
+})()`
+
+// frozenStep is what a pause or freeze of d did to a stage 8 page.
+type frozenStep struct {
+	dials, jumps, probes int
+	leftMs, readyMs      int64 // from resume; -1: it never left READY
+	swept                uint64
+}
+
+// across runs hold (a freeze, a pause) on a READY stage 8 page and
+// returns what happened, from the page's own records; resume is when hold
+// gave the page back (ms since the epoch).
+func across(t *testing.T, env *Env, b *Browser, hold func() (resume int64)) frozenStep {
+	t.Helper()
+	if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	dials, err := Eval[int](b, "wsreadyDemo.client.stats().dials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept := env.Srv.Stats().Limits.SweepClosed
+	start := time.Now().UnixMilli()
+	t1 := hold()
+	r := frozenStep{swept: env.Srv.Stats().Limits.SweepClosed - swept, leftMs: -1, readyMs: -1}
+	time.Sleep(1500 * time.Millisecond) // the probe's verdict: at most 0.75 s after it is sent
+	left, err := readyAt(b, "!s.ready", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left >= 0 {
+		r.leftMs = left - t1
+		r.readyMs = waitState(t, b, "s.ready", left, 30*time.Second) - t1
+	}
+	moreUpdates(t, b, 2, 15*time.Second)
+	after, err := Eval[[]int](b, fmt.Sprintf("[wsreadyDemo.client.stats().dials, ...['clock-jump', 'probe'].map((k) => wsreadyDemo.log.filter((e) => e.kind === k && e.t >= %d).length)]", start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dials, r.jumps, r.probes = after[0]-dials, after[1], after[2]
+	return r
+}
+
+// freezeFor freezes the page with Page.setWebLifecycleState for d (what
+// Chromium does to a background tab, and the issue's way to sleep a page).
+func freezeFor(t *testing.T, b *Browser, d time.Duration) func() int64 {
+	return func() int64 {
+		setLifecycle(t, b, page.SetWebLifecycleStateStateFrozen)
+		time.Sleep(d)
+		t1 := time.Now().UnixMilli()
+		setLifecycle(t, b, page.SetWebLifecycleStateStateActive)
+		return t1
+	}
+}
+
+// pauseFor stops the page's JavaScript for d (the debugger's pause): no
+// timer runs, every one is late when it resumes, and the sockets stay
+// open in the browser: a laptop that slept without the network noticing.
+func pauseFor(t *testing.T, b *Browser, d time.Duration, during func()) func() int64 {
+	return func() int64 {
+		ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+		defer cancel()
+		if _, err := chromedp.Call(ctx, debugger.Enable, debugger.EnableParams{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Call(ctx, debugger.Pause, cdp.Empty{}); err != nil {
+			t.Fatal(err)
+		}
+		if during != nil {
+			during()
+		}
+		time.Sleep(d)
+		t1 := time.Now().UnixMilli()
+		if _, err := chromedp.Call(ctx, debugger.Resume, debugger.ResumeParams{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Call(ctx, debugger.Disable, cdp.Empty{}); err != nil {
+			t.Fatal(err)
+		}
+		return t1
+	}
+}
+
+// A stage 8 page that sleeps 5 s comes back READY with nothing lost, and
+// its state never claims READY over a dead socket:
+//   - frozen (Page.setWebLifecycleState) 5 s: Chromium itself drops the
+//     page's WebSockets across a freeze (a plain WebSocket beside the
+//     client is the control): the client reconnects at once, READY within
+//     1.5 s of resuming; had Chromium kept the socket, the client must not
+//     have reconnected;
+//   - its JavaScript paused 5 s (every timer late, the socket alive): no
+//     reconnect, READY held;
+//   - paused 5 s while the server is frozen (the socket dead on resume):
+//     the late watchdog probes and leaves READY within 1.5 s of resuming,
+//     then reconnects once the server is back.
+//
+// The 40 s freeze is TestStage8LongPageFreeze.
+func TestStage8PageFreeze(t *testing.T) {
+	env, b := stage8Env(t)
+	openStage8(t, env, b, "")
+	if ok, err := Eval[bool](b, jsControl); err != nil || !ok {
+		t.Fatalf("the control WebSocket did not open: %v", err)
+	}
+	r := across(t, env, b, freezeFor(t, b, 5*time.Second))
+	ctl, err := Eval[map[string]any](b, "control8.closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page frozen 5 s: a plain WebSocket beside it: closed %v; the client: %d dials, left READY %d ms and READY %d ms after resume (-1: never), %d clock jumps, %d probes, %d swept on the server",
+		ctl, r.dials, r.leftMs, r.readyMs, r.jumps, r.probes, r.swept)
+	if ctl != nil && (r.dials < 1 || r.readyMs > 1500) {
+		t.Errorf("Chromium closed the page's sockets across the freeze, the client: %d dials, READY %d ms after resume; want READY on a new connection within 1500 ms", r.dials, r.readyMs)
+	}
+	if ctl == nil && (r.dials != 0 || r.leftMs >= 0) {
+		t.Errorf("the socket survived the freeze, the client: %d dials, left READY at %d ms; want no reconnect", r.dials, r.leftMs)
+	}
+	assertNoLoss(t, b, "after a 5 s page freeze")
+
+	r = across(t, env, b, pauseFor(t, b, 5*time.Second, nil))
+	t.Logf("JavaScript paused 5 s: %d dials, left READY at %d ms after resume (-1: never), %d clock jumps, %d probes", r.dials, r.leftMs, r.jumps, r.probes)
+	if r.dials != 0 || r.leftMs >= 0 {
+		t.Errorf("after a 5 s pause with the socket alive: %d dials, left READY at %d ms; want no reconnect, READY held", r.dials, r.leftMs)
+	}
+	assertNoLoss(t, b, "after a 5 s pause")
+
+	var resumed int64
+	r = across(t, env, b, func() int64 {
+		resumed = pauseFor(t, b, 5*time.Second, func() { env.Set("freeze", true) })()
+		go func() { time.Sleep(3 * time.Second); env.Set("freeze", false) }()
+		return resumed
+	})
+	t.Logf("JavaScript paused 5 s while the server froze (unfrozen 3 s after resume): left READY %d ms after resume, READY again %d ms after, %d dials, %d clock jumps, %d probes",
+		r.leftMs, r.readyMs, r.dials, r.jumps, r.probes)
+	if r.leftMs < 0 || r.leftMs > 1500 {
+		logEvents(t, b, resumed-6000)
+		t.Errorf("resumed over a dead socket: left READY at %d ms; want within 1500 ms of resuming", r.leftMs)
+	}
+	assertNoLoss(t, b, "after a 5 s pause over a frozen server")
+}
+
+// A page frozen for 40 s (the issue's figure) is READY within 1.5 s of
+// resuming, with nothing lost. WSREADY_LONG=1 (about 1 min).
+func TestStage8LongPageFreeze(t *testing.T) {
+	if os.Getenv("WSREADY_LONG") == "" {
+		t.Skip("set WSREADY_LONG=1 to freeze a page for 40 s")
+	}
+	env, b := stage8Env(t)
+	openStage8(t, env, b, "")
+	if ok, err := Eval[bool](b, jsControl); err != nil || !ok {
+		t.Fatalf("the control WebSocket did not open: %v", err)
+	}
+	r := across(t, env, b, freezeFor(t, b, 40*time.Second))
+	ctl, _ := Eval[map[string]any](b, "control8.closed")
+	t.Logf("page frozen 40 s: the server swept %d connections meanwhile; a plain WebSocket beside it: closed %v; the client: left READY %d ms after resume, READY again %d ms after, %d dials, %d clock jumps, %d probes",
+		r.swept, ctl, r.leftMs, r.readyMs, r.dials, r.jumps, r.probes)
+	if r.readyMs > 1500 || (r.leftMs >= 0 && r.dials < 1) {
+		logEvents(t, b, time.Now().Add(-60*time.Second).UnixMilli())
+		t.Errorf("after a 40 s page freeze: left READY at %d ms, READY at %d ms, %d dials; want READY within 1500 ms of resuming", r.leftMs, r.readyMs, r.dials)
+	}
+	assertNoLoss(t, b, "after a 40 s page freeze")
 }
 
 var _ = strings.Contains
