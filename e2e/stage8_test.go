@@ -677,6 +677,109 @@ func TestStage8LongPageFreeze(t *testing.T) {
 	assertNoLoss(t, b, "after a 40 s page freeze")
 }
 
+// jsSender starts the app sending: a 16 KB publish every 25 ms (640 KB/s),
+// each outcome counted by name; stop with sender8.stop().
+const jsSender = `(() => {
+	const s = window.sender8 = { sent: 0, ok: 0, failed: {}, failedAt: {} };
+	const pad = 'x'.repeat(16000);
+	const id = setInterval(() => {
+		s.sent++;
+		wsreadyDemo.client.publish('deaf', { pad }).then(() => { s.ok++; }, (e) => {
+			s.failed[e.name] = (s.failed[e.name] || 0) + 1;
+			if (!s.failedAt[e.name]) s.failedAt[e.name] = Date.now();
+		});
+	}, 25);
+	s.stop = () => clearInterval(id);
+	return true;
+})()`
+
+// deafRun turns Deaf on under a page that keeps sending, for at most d,
+// and returns when (ms since the epoch, -1: never within d) the page
+// left READY, and its send-stall events.
+func deafRun(t *testing.T, env *Env, b *Browser, d time.Duration) (t0, left int64) {
+	t.Helper()
+	if _, err := Eval[bool](b, jsSender); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // sending, and draining
+	t0 = time.Now().UnixMilli()
+	env.Set("deaf", true)
+	deadline := time.Now().Add(d)
+	for left = -1; left < 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var err error
+		if left, err = readyAt(b, "!s.ready", t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return t0, left
+}
+
+// Deaf (the server stops reading clients' frames; its pings go on): a
+// stage 8 page that keeps publishing notices the stalled send path, probes,
+// and closes with 4409 within the send deadline (5 s) plus the probe's
+// answer time (at most 0.75 s at 1 s pings) of its bytes ceasing to drain,
+// requests caught in it rejecting with ConnectionClosed; it is READY again
+// once Deaf is off, with nothing lost. Stage 7 never notices.
+func TestStage8DeafServerIsNoticed(t *testing.T) {
+	env, b := stage8Env(t)
+	openStage8(t, env, b, "")
+	if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t0, left := deafRun(t, env, b, 15*time.Second)
+	ev, err := Eval[string](b, fmt.Sprintf("JSON.stringify(wsreadyDemo.log.filter((e) => (e.kind === 'send-stall' || e.kind === 'close') && e.t >= %[1]d).map((e) => [e.t - %[1]d, e.kind, e.detail]))", t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Deaf on under a page publishing 640 KB/s: left READY %d ms after; events %s", left-t0, ev)
+	if left < 0 {
+		t.Fatalf("still READY 15 s into Deaf: the stalled send path was not noticed")
+	}
+	// The bound: the 5 s deadline and the probe's answer time (at most
+	// 0.75 s), from when the bytes stop draining: at this rate the socket's
+	// buffers are full within a second of Deaf.
+	if left-t0 > 6750 {
+		t.Errorf("left READY %d ms after Deaf went on; want within 6750 (1 s for the buffers to fill, the 5 s deadline, the probe's 0.75 s)", left-t0)
+	}
+	st, err := Eval[map[string]any](b, "({ lastError: wsreadyDemo.client.state().lastError, failed: sender8.failed })")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the page's state and the sender's outcomes: %v", st)
+	if !strings.Contains(ev, "probing") || !strings.Contains(ev, "no answer to the send-stall probe") {
+		t.Errorf("no send-stall probe, or no close after it, in the events")
+	}
+	if le, _ := st["lastError"].(map[string]any); le == nil || le["class"] != "send_stalled" || le["code"] != 4409.0 {
+		t.Errorf("lastError %v; want class send_stalled, code 4409", st["lastError"])
+	}
+	if f, _ := st["failed"].(map[string]any); f == nil || f["ConnectionClosed"] == nil {
+		t.Errorf("no publish rejected with ConnectionClosed: %v", st["failed"])
+	}
+	Eval[bool](b, "(sender8.stop(), true)")
+	t1 := time.Now().UnixMilli()
+	env.Set("deaf", false)
+	back := readySince(t, b, 30*time.Second)
+	moreUpdates(t, b, 2, 15*time.Second)
+	t.Logf("Deaf off: READY %d ms after", max(back, t1)-t1)
+	assertNoLoss(t, b, "after Deaf")
+
+	// Stage 7 has no send-side rule: pings keep it READY all along.
+	if err := b.Navigate(env.Base + "/?stage=7"); err != nil {
+		t.Fatal(err)
+	}
+	installAudit(t, b)
+	if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t0, left = deafRun(t, env, b, 10*time.Second)
+	Eval[bool](b, "(sender8.stop(), true)")
+	env.Set("deaf", false)
+	t.Logf("stage 7, 10 s of Deaf under the same sender: left READY at %d ms (-1: never)", max(left-t0, -1))
+	if left >= 0 {
+		t.Errorf("stage 7 left READY %d ms into Deaf; it has no send-side rule and its pings flow", left-t0)
+	}
+}
+
 var _ = strings.Contains
 var _ = os.Getenv
 var _ = context.Background
