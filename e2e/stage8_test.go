@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/debugger"
 	"github.com/chromedp/cdproto/page"
@@ -202,15 +203,21 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 	if err := WaitJS(b, "wsreadyDemo.state.ready", 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	first, err := Eval[map[string]any](b, "({ ms: wsreadyDemo.firstReadyMs, via: wsreadyDemo.state.via, dials: wsreadyDemo.client.stats().dials })")
+	// firstReadyMs is from navigation start; the client's part starts at
+	// its first dial (before it the page loads and compiles the wasm:
+	// make measure's page load row, about 0.5 s on an idle machine).
+	first, err := Eval[map[string]any](b, `({ ms: wsreadyDemo.firstReadyMs, via: wsreadyDemo.state.via, dials: wsreadyDemo.client.stats().dials,
+		dial: wsreadyDemo.log.find((e) => e.kind === 'dial').t - performance.timeOrigin })`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms, _ := first["ms"].(float64)
-	t.Logf("Block WebSocket from page load: READY over %v %.0f ms after navigation start, %v dials", first["via"], ms, first["dials"])
-	if first["via"] != "http" || ms > 5000 {
+	dial, _ := first["dial"].(float64)
+	t.Logf("Block WebSocket from page load: READY over %v %.0f ms after the first dial (%.0f ms after navigation start, the wasm loaded and the first dial at %.0f ms), %v dials",
+		first["via"], ms-dial, ms, dial, first["dials"])
+	if first["via"] != "http" || ms-dial > 5000 {
 		logEvents(t, b, int64(0))
-		t.Fatalf("READY %v ms after navigation over %v; want over http within 5000 ms", ms, first["via"])
+		t.Fatalf("READY %.0f ms after the first dial over %v; want over http within 5000 ms", ms-dial, first["via"])
 	}
 	if tr := serverTransports(env); tr["sse"] != 1 || tr["ws"] != 0 {
 		t.Fatalf("server connections by transport %v; want 1 sse", tr)
@@ -512,7 +519,7 @@ func settleOne(t *testing.T, env *Env, wantHS uint64) {
 // makes of it.
 const jsControl = `(() => {
 	const c = window.control8 = { closed: null };
-	const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+	const ws = c.ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
 	ws.onclose = (e) => { c.closed = { t: Date.now(), code: e.code }; };
 	return new Promise((resolve) => { ws.onopen = () => resolve(true); setTimeout(() => resolve(false), 5000); });
 })()`
@@ -619,7 +626,7 @@ func TestStage8PageFreeze(t *testing.T) {
 		t.Fatalf("the control WebSocket did not open: %v", err)
 	}
 	r := across(t, env, b, freezeFor(t, b, 5*time.Second))
-	ctl, err := Eval[map[string]any](b, "control8.closed")
+	ctl, err := Eval[map[string]any](b, "control8.closed && { code: control8.closed.code }")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +674,7 @@ func TestStage8LongPageFreeze(t *testing.T) {
 		t.Fatalf("the control WebSocket did not open: %v", err)
 	}
 	r := across(t, env, b, freezeFor(t, b, 40*time.Second))
-	ctl, _ := Eval[map[string]any](b, "control8.closed")
+	ctl, _ := Eval[map[string]any](b, "control8.closed && { code: control8.closed.code }")
 	t.Logf("page frozen 40 s: the server swept %d connections meanwhile; a plain WebSocket beside it: closed %v; the client: left READY %d ms after resume, READY again %d ms after, %d dials, %d clock jumps, %d probes",
 		r.swept, ctl, r.leftMs, r.readyMs, r.dials, r.jumps, r.probes)
 	if r.readyMs > 1500 || (r.leftMs >= 0 && r.dials < 1) {
@@ -778,6 +785,150 @@ func TestStage8DeafServerIsNoticed(t *testing.T) {
 	if left >= 0 {
 		t.Errorf("stage 7 left READY %d ms into Deaf; it has no send-side rule and its pings flow", left-t0)
 	}
+}
+
+// newThrottledBrowser is NewBrowser without --disable-renderer-backgrounding:
+// Chromium as users run it, throttling hidden pages' timers.
+func newThrottledBrowser(t *testing.T) *Browser {
+	t.Helper()
+	path, err := ChromiumPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "wsready-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.UserDataDir(dir), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1200, 1000))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	tctx, cancelT := chromedp.NewContext(actx)
+	b := &Browser{Ctx: tctx, cancel: []context.CancelFunc{cancelT, cancelA}, dir: dir}
+	t.Cleanup(b.Close)
+	if err := chromedp.Do(tctx); err != nil {
+		t.Fatalf("failed to start chromium: %v", err)
+	}
+	return b
+}
+
+// hide minimizes the tab's window: the page becomes hidden
+// (document.visibilityState), as a background tab or a minimized window.
+func hide(t *testing.T, b *Browser, hidden bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+	defer cancel()
+	w, err := chromedp.Call(ctx, browser.GetWindowForTarget, browser.GetWindowForTargetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := browser.WindowStateNormal
+	if hidden {
+		state = browser.WindowStateMinimized
+	}
+	if _, err := chromedp.Call(ctx, browser.SetWindowBounds, browser.SetWindowBoundsParams{WindowID: w.WindowID, Bounds: &browser.Bounds{WindowState: state}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[bool]string{true: "hidden", false: "visible"}[hidden]
+	if err := WaitJS(b, "document.visibilityState === '"+want+"'", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A hidden stage 8 page (its window minimized, in a Chromium that
+// throttles background pages) keeps its connection, still notices a
+// frozen server, regains its connection while hidden, and its request
+// timeouts still fire: the figures say what the throttling costs.
+func TestStage8HiddenPage(t *testing.T) {
+	env, err := StartServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	b := newThrottledBrowser(t)
+	openStage8(t, env, b, "")
+	if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// A 100 ms interval timer: how late the hidden page's timers run.
+	if _, err := Eval[bool](b, "(window.gap8 = { last: Date.now(), max: 0 }, setInterval(() => { const n = Date.now(); gap8.max = Math.max(gap8.max, n - gap8.last); gap8.last = n; }, 100), true)"); err != nil {
+		t.Fatal(err)
+	}
+	dials, _ := Eval[int](b, "wsreadyDemo.client.stats().dials")
+	hide(t, b, true)
+	t0 := time.Now().UnixMilli()
+	time.Sleep(6 * time.Second)
+	left, _ := readyAt(b, "!s.ready", t0)
+	after, _ := Eval[int](b, "wsreadyDemo.client.stats().dials")
+	gap, _ := Eval[float64](b, "gap8.max")
+	t.Logf("hidden 6 s: a 100 ms timer's longest gap %.0f ms; left READY: %v; %d dials", gap, left >= 0, after-dials)
+	if left >= 0 || after != dials {
+		t.Errorf("hidden 6 s: left READY at %d, %d dials; want the connection kept", left-t0, after-dials)
+	}
+	moreUpdates(t, b, 2, 10*time.Second)
+
+	// The watchdog while hidden: Freeze the server.
+	t0 = time.Now().UnixMilli()
+	env.Set("freeze", true)
+	det := waitState(t, b, "!s.ready", t0, 10*time.Second)
+	env.Set("freeze", false)
+	t1 := time.Now().UnixMilli()
+	back := waitState(t, b, "s.ready", t1, 20*time.Second)
+	t.Logf("hidden, Freeze: left READY %d ms after (visible: 0.8-1.5 s), READY again %d ms after it ended, still hidden", det-t0, back-t1)
+	if det-t0 > 2500 {
+		t.Errorf("hidden: the watchdog noticed the Freeze after %d ms; want within 2500 (make test's bound for stages 6-7)", det-t0)
+	}
+
+	// A request timeout while hidden: Slow replies (8 s) against the 5 s timeout.
+	env.Set("slowReplies", true)
+	res, err := Eval[map[string]any](b, "wsreadyDemo.sendRequest('echo', {slow: true})")
+	env.Set("slowReplies", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("hidden, Slow replies: the request %v %v after %v ms (its timeout: 5000 ms)", res["status"], res["name"], res["ms"])
+	if ms, _ := res["ms"].(float64); res["name"] != "RequestTimeout" || ms < 5000 || ms > 6000 {
+		t.Errorf("hidden: request %v; want RequestTimeout within 5000-6000 ms", res)
+	}
+	if v, _ := Eval[string](b, "document.visibilityState"); v != "hidden" {
+		t.Fatalf("the page became %s during the test", v)
+	}
+	hide(t, b, false)
+	assertNoLoss(t, b, "hidden page")
+}
+
+// How long Chromium takes to report the close of a dead peer after
+// close(): a plain WebSocket whose server froze is closed by the page;
+// onclose fires only when Chromium gives up the closing handshake.
+// WSREADY_LONG=1 (up to 2 min).
+func TestStage8DeadPeerCloseTiming(t *testing.T) {
+	if os.Getenv("WSREADY_LONG") == "" {
+		t.Skip("set WSREADY_LONG=1 to time Chromium's close of a dead peer (about a minute)")
+	}
+	env, b := stage8Env(t)
+	if err := b.Navigate(env.Base + "/embed.html"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Eval[bool](b, jsControl); err != nil || !ok {
+		t.Fatalf("the WebSocket did not open: %v", err)
+	}
+	env.Set("freeze", true)
+	defer env.Set("freeze", false)
+	t0, err := Eval[float64](b, "(control8.ws.close(), Date.now())")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(b, "control8.closed", 2*time.Minute); err != nil {
+		t.Fatalf("onclose never fired: %v", err)
+	}
+	c, err := Eval[map[string]any](b, "control8.closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, _ := c["t"].(float64)
+	t.Logf("Chromium reported the close of a dead peer %.1f s after close(), code %v (the page's timers and the client's own watchdog do not wait for it)", (at-t0)/1000, c["code"])
 }
 
 var _ = strings.Contains
