@@ -104,6 +104,10 @@ func assertNoLoss(t *testing.T, b *Browser, what string) {
 	}
 	if own[0] != 0 || own[1] != 0 {
 		t.Errorf("%s: the client counted %v missed updates and %v continuity losses; want 0", what, own[0], own[1])
+		if s, err := Eval[string](b, "JSON.stringify({topics: wsreadyDemo.client.topics(), seqGaps: wsreadyDemo.client.stats().seqGaps, lost: wsreadyDemo.lost, seqs: wsreadyDemo.seqs.slice(-80)})"); err == nil {
+			t.Logf("%s: the client's topics %s", what, s)
+		}
+		logEvents(t, b, 0)
 	}
 }
 
@@ -440,6 +444,10 @@ func TestStage8TabsShareOneConnection(t *testing.T) {
 	lead := leaderOf(tabs, -1)
 	t.Logf("3 tabs: the server counts %d open, %d handshakes; tab %d leads", srv.Open, srv.Handshakes, lead)
 	if srv.Open != 1 || srv.Handshakes != 1 || lead < 0 {
+		for i, tb := range tabs {
+			t.Logf("tab %d:", i)
+			logEvents(t, tb, 0)
+		}
 		t.Fatalf("3 tabs: %d open, %d handshakes, leader %d; want 1 connection, 1 handshake and a leader", srv.Open, srv.Handshakes, lead)
 	}
 	follower := (lead + 1) % 3
@@ -580,18 +588,21 @@ func freezeFor(t *testing.T, b *Browser, d time.Duration) func() int64 {
 // pauseFor stops the page's JavaScript for d (the debugger's pause): no
 // timer runs, every one is late when it resumes, and the sockets stay
 // open in the browser: a laptop that slept without the network noticing.
-func pauseFor(t *testing.T, b *Browser, d time.Duration, during func()) func() int64 {
+// before runs just before the pause (a server frozen after it would leave
+// the frames of the moment between queued for the resume: a frame that
+// proves the socket and re-arms the watchdog, then 1.25 s + the probe).
+func pauseFor(t *testing.T, b *Browser, d time.Duration, before func()) func() int64 {
 	return func() int64 {
 		ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
 		defer cancel()
 		if _, err := chromedp.Call(ctx, debugger.Enable, debugger.EnableParams{}); err != nil {
 			t.Fatal(err)
 		}
+		if before != nil {
+			before()
+		}
 		if _, err := chromedp.Call(ctx, debugger.Pause, cdp.Empty{}); err != nil {
 			t.Fatal(err)
-		}
-		if during != nil {
-			during()
 		}
 		time.Sleep(d)
 		t1 := time.Now().UnixMilli()
