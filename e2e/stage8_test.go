@@ -21,7 +21,6 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/debugger"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -1004,10 +1003,3 @@ func TestStage8DeadPeerCloseTiming(t *testing.T) {
 	at, _ := c["t"].(float64)
 	t.Logf("Chromium reported the close of a dead peer %.1f s after close(), code %v (the page's timers and the client's own watchdog do not wait for it)", (at-t0)/1000, c["code"])
 }
-
-var _ = strings.Contains
-var _ = os.Getenv
-var _ = context.Background
-var _ = page.SetWebLifecycleState
-var _ = target.CloseTarget
-var _ = chromedp.Navigate
