@@ -27,8 +27,13 @@ func (c *Core) Buffered(s SocketID, bytes int, now time.Time) {
 		return
 	}
 	switch {
+	case bytes <= 0 && c.stallProbe != 0:
+		// Drained while the probe is out: the bytes left the page (into the
+		// OS's buffers, behind a peer's window still open), which does not
+		// say the peer reads them. The probe's answer, or its timeout,
+		// decides.
 	case bytes <= 0:
-		c.dl[dlSendStall], c.stallProbe = time.Time{}, 0
+		c.dl[dlSendStall] = time.Time{}
 	case bytes < c.buffered || c.dl[dlSendStall].IsZero():
 		// Draining, or newly queued: the deadline counts from now.
 		if c.stallProbe == 0 {

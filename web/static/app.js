@@ -40,6 +40,15 @@ function stageFromURL() {
   return { stage: Number(raw) };
 }
 
+// ?reprobeMs=N (stage 8, a whole number of ms) passes the client's
+// reprobeMs option through: how often the HTTP transport tries WebSocket
+// again (the library's default, 10 minutes, when absent). The browser
+// suite shortens it to see the move back.
+function reprobeFromURL() {
+  const raw = new URLSearchParams(location.search).get('reprobeMs');
+  return raw !== null && /^[1-9][0-9]{0,8}$/.test(raw) ? { reprobeMs: Number(raw) } : {};
+}
+
 function renderStageNav(current) {
   const nav = $('stages');
   nav.replaceChildren(...STAGES.map((_, i) => {
@@ -366,6 +375,7 @@ async function main() {
       topic: 'feed', // the demo's service: READY includes its subscription
       ...(stage >= 6 ? STAGE6 : {}),
       ...(stage >= 7 ? { resume: 'session' } : {}),
+      ...(stage >= 8 ? reprobeFromURL() : {}),
       onContinuityLost: (l) => {
         demo.lost.push(l);
         addLog('continuity-lost', `${l.topic}: ${l.reset ? `history reset after #${l.from - 1}` : `#${l.from}..#${l.to} are gone`}`);
