@@ -357,6 +357,7 @@ func parseWasm(path string) ([]wasmFunc, map[string]int, error) {
 	var imported int
 	names := map[int]string{}
 	for r.i < len(d) && r.err == nil {
+		start := r.i
 		id := r.byte()
 		n := int(r.uleb())
 		if r.err != nil || r.i+n > len(d) {
@@ -397,7 +398,7 @@ func parseWasm(path string) ([]wasmFunc, map[string]int, error) {
 			sections["data"] = n
 		case 0:
 			name := string(sec.bytes(int(sec.uleb())))
-			sections[name] = n
+			sections[name] = r.i - start // with its header: what -s takes off
 			if name != "name" {
 				continue
 			}

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -45,7 +47,8 @@ func TestParseDumpdepChargesAnonymousToFirstReacher(t *testing.T) {
 
 // The whole count on a real build: the runtime, the program and strconv
 // (Go 1.26 keeps its code in internal/strconv) are charged, with their
-// functions, and fmt, which is not linked, is not.
+// functions, and fmt, which is not linked, is not; the total is the
+// shipped (-s) file's size.
 func TestRunOnATinyProgram(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a wasm")
@@ -70,6 +73,20 @@ func TestRunOnATinyProgram(t *testing.T) {
 		if !contains(s, want) {
 			t.Errorf("the report lacks %q:\n%s", want, s)
 		}
+	}
+	// The total is what make wasm ships: the same build with -s.
+	stripped := filepath.Join(dir, "s.wasm")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s", "-o", stripped, "./testdata/tiny")
+	build.Env = wasmEnv()
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	st, err := os.Stat(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%-52s %9d ", "total without the name section", st.Size()); !contains(s, want) {
+		t.Errorf("the report's total is not the -s build's %d bytes:\n%s", st.Size(), s)
 	}
 	if contains(s, "\nfmt ") {
 		t.Errorf("fmt is not linked, yet the report charges it:\n%s", s)
