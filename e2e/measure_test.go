@@ -74,6 +74,7 @@ func TestMeasureLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Close()
+	loadAtStart := loadAverage()
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Page load to READY\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureLoad -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work: the demo at `?stage=N` in a fresh headless Chromium profile per load (a cold cache), %d loads per row, times in ms from navigation start to the page's marks (`performance.mark`, `wsready:*`, from web/static/wsready.js; the wasm's download from its resource timing). Goals: READY within 300 ms on loopback and 1.0 s on the emulated link (medians).\n", time.Now().UTC().Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), loadTrials)
 	for _, stage := range []int{7, 8} {
@@ -90,10 +91,20 @@ func TestMeasureLoad(t *testing.T) {
 		fmt.Fprintf(&md, "\n### Stage %d\n\nREADY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", stage, fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
 		md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
 	}
+	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended: with more than about 2 (its CPUs) every step above is stretched by the wait for a CPU.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())
 	if err := writeLoadSection("../docs/measurements.md", md.String()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// loadAverage is the 1-minute load average (/proc/loadavg), or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
 
 func metOrMissed(ms, goal int64) string {
