@@ -83,8 +83,10 @@ const collectMarks = `(() => {
   }
   const n = performance.getEntriesByType('navigation')[0];
   if (n) o['html:responseEnd'] = n.responseEnd;
-  const w = performance.getEntriesByType('resource').find((e) => new URL(e.name).pathname.endsWith('/wsready.wasm'));
+  const ws = performance.getEntriesByType('resource').filter((e) => new URL(e.name).pathname.endsWith('/wsready.wasm'));
+  const w = ws[0];
   if (w) { o['wasm:start'] = w.startTime; o['wasm:responseEnd'] = w.responseEnd; o['wasm:bytes'] = w.encodedBodySize; }
+  o['wasm:fetches'] = ws.length;
   return o;
 })()`
 
@@ -140,6 +142,11 @@ func (l Load) check() error {
 	}
 	if l["wasm:bytes"] <= 0 {
 		return fmt.Errorf("no resource timing for wsready.wasm: %v", l)
+	}
+	// The preload and load()'s fetch must be one request: a mismatch (the
+	// preload's crossorigin against the fetch's mode) downloads it twice.
+	if n := l["wasm:fetches"]; n != 1 {
+		return fmt.Errorf("wsready.wasm was fetched %.0f times, want 1 (the preload unused?): %v", n, l)
 	}
 	return nil
 }
