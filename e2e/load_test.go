@@ -3,12 +3,19 @@
 package e2e
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"mime"
+	"net/http"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -57,7 +64,7 @@ type Load map[string]float64
 var loadPoints = []struct{ key, label string }{
 	{"html:responseEnd", "page HTML received"},
 	{"wsready:load", "load() starts (modules fetched and run)"},
-	{"wasm:start", "wasm requested (the preload)"},
+	{"wasm:start", "wasm requested"},
 	{"wasm:responseEnd", "wasm downloaded"},
 	{"wsready:wasm-response", "wasm response handed to the compiler"},
 	{"wsready:instantiated", "wasm compiled and instantiated"},
@@ -83,7 +90,7 @@ const collectMarks = `(() => {
   }
   const n = performance.getEntriesByType('navigation')[0];
   if (n) o['html:responseEnd'] = n.responseEnd;
-  const ws = performance.getEntriesByType('resource').filter((e) => new URL(e.name).pathname.endsWith('/wsready.wasm'));
+  const ws = performance.getEntriesByType('resource').filter((e) => /\/wsready[^/]*\.wasm$/.test(new URL(e.name).pathname));
   const w = ws[0];
   if (w) { o['wasm:start'] = w.startTime; o['wasm:responseEnd'] = w.responseEnd; o['wasm:bytes'] = w.encodedBodySize; }
   o['wasm:fetches'] = ws.length;
@@ -94,18 +101,23 @@ const collectMarks = `(() => {
 // profile: a cold cache) over link, trials times, and returns each load's
 // marks up to READY.
 func LoadBreakdown(env *Env, link Link, stage, trials int) ([]Load, error) {
+	return LoadBreakdownURL(fmt.Sprintf("%s/?stage=%d", env.Base, stage), link, trials)
+}
+
+// LoadBreakdownURL is LoadBreakdown for any page that loads wsready.js.
+func LoadBreakdownURL(url string, link Link, trials int) ([]Load, error) {
 	var out []Load
 	for i := range trials {
-		l, err := loadOnce(env, link, stage)
+		l, err := loadOnce(url, link)
 		if err != nil {
-			return out, fmt.Errorf("load %d at stage %d: %w", i, stage, err)
+			return out, fmt.Errorf("load %d of %s: %w", i, url, err)
 		}
 		out = append(out, l)
 	}
 	return out, nil
 }
 
-func loadOnce(env *Env, link Link, stage int) (Load, error) {
+func loadOnce(url string, link Link) (Load, error) {
 	b, err := NewBrowser(context.Background())
 	if err != nil {
 		return nil, err
@@ -116,7 +128,7 @@ func loadOnce(env *Env, link Link, stage int) (Load, error) {
 			return nil, err
 		}
 	}
-	if err := b.Navigate(fmt.Sprintf("%s/?stage=%d", env.Base, stage)); err != nil {
+	if err := b.Navigate(url); err != nil {
 		return nil, err
 	}
 	if err := WaitJS(b, "performance.getEntriesByName('wsready:ready').length > 0", 30*time.Second); err != nil {
@@ -207,6 +219,45 @@ func medianWorstF(v []float64) (float64, float64) {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2], s[len(s)-1]
+}
+
+// gzipStatic serves the files under dir, each .wasm and .js gzipped
+// (best compression, once) to a client that accepts gzip, as a static
+// host or CDN in front of a bundled app would: the Vite example's load is
+// measured with it.
+func gzipStatic(dir string) http.Handler {
+	files := http.FileServer(http.Dir(dir))
+	var mu sync.Mutex
+	cache := map[string][]byte{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := path.Clean(r.URL.Path)
+		ext := path.Ext(name)
+		if (ext != ".wasm" && ext != ".js") || !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			files.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		gz, ok := cache[name]
+		if !ok {
+			raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+			if err != nil {
+				mu.Unlock()
+				http.NotFound(w, r)
+				return
+			}
+			var buf bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+			zw.Write(raw)
+			zw.Close()
+			gz = buf.Bytes()
+			cache[name] = gz
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", mime.TypeByExtension(ext))
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Vary", "Accept-Encoding")
+		w.Write(gz)
+	})
 }
 
 // loadSection is docs/measurements.md's page-load section, between these

@@ -3,14 +3,20 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/server"
 )
 
 // stagesFromEnv reads WSREADY_STAGES (e.g. "2,5"); default all.
@@ -86,16 +92,68 @@ func TestMeasureLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, l := range append(slices.Clone(fast), slow...) {
+			if err := l.check(); err != nil {
+				t.Errorf("stage %d: %v", stage, err)
+			}
+		}
 		fm, fw := medianWorst(readyMs(fast))
 		sm, sw := medianWorst(readyMs(slow))
 		fmt.Fprintf(&md, "\n### Stage %d\n\nREADY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", stage, fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
 		md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
 	}
+	vite, err := measureViteLoad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.WriteString(vite)
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended: with more than about 2 (its CPUs) every step above is stretched by the wait for a CPU.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())
 	if err := writeLoadSection("../docs/measurements.md", md.String()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// measureViteLoad loads the Vite example (make example builds it from the
+// npm tarball) as TestMeasureLoad loads the demo, served from its own
+// origin by gzipStatic, against the demo server on another.
+func measureViteLoad() (string, error) {
+	const dist = "../examples/vite/dist"
+	if _, err := os.Stat(dist + "/index.html"); err != nil {
+		return "", errors.New("examples/vite/dist is missing: run make example first")
+	}
+	env, err := StartServer(&server.Options{OriginPatterns: []string{"127.0.0.1:*"}})
+	if err != nil {
+		return "", err
+	}
+	defer env.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	app := &http.Server{Handler: gzipStatic(dist)}
+	go app.Serve(ln)
+	defer app.Close()
+	url := "http://" + ln.Addr().String() + "/?ws=ws" + env.Base[len("http"):] + "/ws"
+	fast, err := LoadBreakdownURL(url, Link{}, loadTrials)
+	if err != nil {
+		return "", err
+	}
+	slow, err := LoadBreakdownURL(url, TenMbit40ms, loadTrials)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range append(slices.Clone(fast), slow...) {
+		if err := l.check(); err != nil {
+			return "", fmt.Errorf("the Vite example: %w", err)
+		}
+	}
+	fm, fw := medianWorst(readyMs(fast))
+	sm, sw := medianWorst(readyMs(slow))
+	var md strings.Builder
+	fmt.Fprintf(&md, "\n### The Vite example\n\nexamples/vite built by `make example` (the npm tarball through Vite; the package's default stage, 8; no token; no preload links: the wasm is fetched when the bundle runs), served from its own origin with its .wasm and .js gzipped (a static host's usual compression; the demo server sends brotli), the demo server on another. READY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
+	md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
+	return md.String(), nil
 }
 
 // loadAverage is the 1-minute load average (/proc/loadavg), or "unknown".
