@@ -12,15 +12,16 @@ let loading;
 // so a page or a test sees where the time to READY goes: 'load' (load()
 // starts), 'wasm-exec' (wasm_exec.js is in), 'wasm-response' (the wasm's
 // response headers), 'instantiated' (compiled and instantiated),
-// 'go-started' (the Go program registered its API), then per connect():
-// 'connect', 'ticket-asked' and 'ticket' (the first token hook call and its
-// answer), 'event:<kind>' (the first of each of the client's events:
-// dial, open, ping, authenticated, subscribed...) and 'ready' (the first
-// READY). connect() marks nothing after its first READY, and each name at
-// most once, so a page holds a few dozen marks at most.
+// 'go-started' (the Go program registered its API), then for the page's
+// first connect(): 'connect', 'ticket-asked' and 'ticket' (the first token
+// hook call and its answer), 'event:<kind>' (the first of each of the
+// client's events: dial, open, ping, authenticated, subscribed...) and
+// 'ready' (the first READY). Each name at most once and nothing after that
+// READY, nor for a later connect(): a page holds a few dozen marks at most.
 const mark = (name) => {
   try { globalThis.performance?.mark?.(`wsready:${name}`); } catch { /* no User Timing: no marks */ }
 };
+let connectMarked = false; // the page's first connect() has taken the marks
 
 // The literal new URL('./file', import.meta.url) form lets bundlers (Vite,
 // webpack) find, emit and rewrite these two files.
@@ -142,10 +143,12 @@ export async function connect(opts = {}) {
   };
   let lastState;
   let h;
-  // The marks of this connect(), until its first READY (see mark).
+  // The marks of the page's first connect(), until its first READY (see mark).
+  const marking = !connectMarked;
+  connectMarked = true;
   const marked = new Set();
   const markOnce = (name) => {
-    if (marked.has('ready') || marked.has(name)) return;
+    if (!marking || marked.has('ready') || marked.has(name)) return;
     marked.add(name);
     mark(name);
   };
