@@ -146,9 +146,15 @@ chromium:
 	@command -v chromium >/dev/null || { echo "installing Chromium from Debian's packages"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The wasm's three sizes, then what each package costs (code and data
+# bytes, the top SIZE_TOP, and the whole: internal/tools/wasmsize, which
+# builds the wasm once more with the linker's -dumpdep and the name section).
+SIZE_TOP ?= 25
 size: wasm
 	@raw=$$(stat -c %s $(STATIC)/wsready.wasm); gz=$$(stat -c %s $(STATIC)/wsready.wasm.gz); br=$$(stat -c %s $(STATIC)/wsready.wasm.br); \
 	  awk -v r=$$raw -v g=$$gz -v b=$$br 'BEGIN{printf "wsready.wasm     %8d bytes (%.2f MiB)\nwsready.wasm.gz  %8d bytes (%.2f MiB)\nwsready.wasm.br  %8d bytes (%.2f MiB)\n", r, r/1048576, g, g/1048576, b, b/1048576}'
+	@echo
+	$(GO) run ./internal/tools/wasmsize -top $(SIZE_TOP) ./wasm
 
 sim:
 	$(GO) run ./cmd/wsready sim -seed 1 -svg docs -out docs/sim.md -json docs/sim.json

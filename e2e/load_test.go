@@ -2,29 +2,288 @@
 
 package e2e
 
-import "testing"
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
 
 // Page load to READY with a cold cache, on loopback and on an emulated
-// 10 Mbit/s, 40 ms link. The goals (issue 14: 300 ms and 1.0 s) are
-// reported by make measure over 5 loads each; CI asserts generous bounds.
+// 10 Mbit/s, 40 ms link, at stage 7 and stage 8, with the page's timing
+// marks. The goals (issue 22: 300 ms and 1.0 s, medians of five) are
+// reported by TestMeasureLoad; CI asserts generous bounds, and that the
+// marks tell the load's story in order.
 func TestPageLoadToReady(t *testing.T) {
 	env, err := StartServer(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Close()
-	fast, err := LoadToReady(env, Link{}, 3)
+	for _, stage := range []int{7, 8} {
+		fast, err := LoadBreakdown(env, Link{}, stage, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := LoadBreakdown(env, TenMbit40ms, stage, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range append(slices.Clone(fast), slow...) {
+			if err := l.check(); err != nil {
+				t.Errorf("stage %d: %v", stage, err)
+			}
+		}
+		fm, _ := medianWorst(readyMs(fast))
+		sm, _ := medianWorst(readyMs(slow))
+		t.Logf("stage %d, load to READY, cold cache: loopback %v ms, 10 Mbit/s 40 ms %v ms\n%s", stage, readyMs(fast), readyMs(slow), BreakdownTable(LoadRun{"loopback", fast})+"\n"+BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
+		if fm > 1500 || sm > 4000 {
+			t.Errorf("stage %d load to READY: loopback median %d ms, slow link median %d ms: far past the goals (300 ms, 1 s)", stage, fm, sm)
+		}
+	}
+}
+
+// A Load is one page load's moments, in ms from navigation start, by name:
+// the page's marks ("wsready:..." from web/static/wsready.js) and the
+// wasm's resource timing ("wasm:start", "wasm:responseEnd", "wasm:bytes").
+type Load map[string]float64
+
+// loadPoints are the moments a breakdown shows, in the order a load passes
+// them, with what each means.
+var loadPoints = []struct{ key, label string }{
+	{"html:responseEnd", "page HTML received"},
+	{"wsready:load", "load() starts (modules fetched and run)"},
+	{"wasm:start", "wasm requested"},
+	{"wasm:responseEnd", "wasm downloaded"},
+	{"wsready:wasm-response", "wasm response handed to the compiler"},
+	{"wsready:instantiated", "wasm compiled and instantiated"},
+	{"wsready:go-started", "Go started (its API registered)"},
+	{"wsready:connect", "connect() called"},
+	{"wsready:event:leader", "this tab leads (stage 8: the tabs' lock)"},
+	{"wsready:event:dial", "socket dialled"},
+	{"wsready:ticket-asked", "token hook called"},
+	{"wsready:ticket", "ticket in hand"},
+	{"wsready:event:open", "socket open"},
+	{"wsready:event:ping", "first ping"},
+	{"wsready:event:authenticated", "authenticated"},
+	{"wsready:event:subscribed", "subscribed"},
+	{"wsready:ready", "READY"},
+}
+
+// collectMarks reads a page's wsready marks, its navigation timing and the
+// wasm's resource timing.
+const collectMarks = `(() => {
+  const o = {};
+  for (const m of performance.getEntriesByType('mark')) {
+    if (m.name.startsWith('wsready:') && !(m.name in o)) o[m.name] = m.startTime;
+  }
+  const n = performance.getEntriesByType('navigation')[0];
+  if (n) o['html:responseEnd'] = n.responseEnd;
+  const ws = performance.getEntriesByType('resource').filter((e) => /\/wsready[^/]*\.wasm$/.test(new URL(e.name).pathname));
+  const w = ws[0];
+  if (w) { o['wasm:start'] = w.startTime; o['wasm:responseEnd'] = w.responseEnd; o['wasm:bytes'] = w.encodedBodySize; }
+  o['wasm:fetches'] = ws.length;
+  return o;
+})()`
+
+// LoadBreakdown opens the demo at ?stage=stage in a fresh Chromium (a fresh
+// profile: a cold cache) over link, trials times, and returns each load's
+// marks up to READY.
+func LoadBreakdown(env *Env, link Link, stage, trials int) ([]Load, error) {
+	return LoadBreakdownURL(fmt.Sprintf("%s/?stage=%d", env.Base, stage), link, trials)
+}
+
+// LoadBreakdownURL is LoadBreakdown for any page that loads wsready.js.
+func LoadBreakdownURL(url string, link Link, trials int) ([]Load, error) {
+	var out []Load
+	for i := range trials {
+		l, err := loadOnce(url, link)
+		if err != nil {
+			return out, fmt.Errorf("load %d of %s: %w", i, url, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func loadOnce(url string, link Link) (Load, error) {
+	b, err := NewBrowser(context.Background())
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	slow, err := LoadToReady(env, TenMbit40ms, 2)
+	defer b.Close()
+	if link != (Link{}) {
+		if err := b.Throttle(link.Latency, link.BytesPerSec); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.Navigate(url); err != nil {
+		return nil, err
+	}
+	if err := WaitJS(b, "performance.getEntriesByName('wsready:ready').length > 0", 30*time.Second); err != nil {
+		return nil, err
+	}
+	return Eval[Load](b, collectMarks)
+}
+
+// check reports a load whose marks are missing or out of order: the
+// breakdown would then mislead.
+func (l Load) check() error {
+	order := []string{"wsready:load", "wsready:wasm-exec", "wsready:instantiated", "wsready:go-started", "wsready:connect", "wsready:event:dial", "wsready:event:open", "wsready:event:ping", "wsready:event:subscribed", "wsready:ready"}
+	prev := 0.0
+	for _, k := range order {
+		v, ok := l[k]
+		if !ok {
+			return fmt.Errorf("mark %s missing: %v", k, l)
+		}
+		if v < prev {
+			return fmt.Errorf("mark %s at %.0f ms, before the one ahead of it (%.0f ms): %v", k, v, prev, l)
+		}
+		prev = v
+	}
+	if l["wasm:bytes"] <= 0 {
+		return fmt.Errorf("no resource timing for wsready.wasm: %v", l)
+	}
+	// The preload and load()'s fetch must be one request: a mismatch (the
+	// preload's crossorigin against the fetch's mode) downloads it twice.
+	if n := l["wasm:fetches"]; n != 1 {
+		return fmt.Errorf("wsready.wasm was fetched %.0f times, want 1 (the preload unused?): %v", n, l)
+	}
+	return nil
+}
+
+func readyMs(ls []Load) []int64 {
+	out := make([]int64, len(ls))
+	for i, l := range ls {
+		out[i] = int64(l["wsready:ready"])
+	}
+	return out
+}
+
+// LoadRun is one link's loads, for a table.
+type LoadRun struct {
+	Link  string
+	Loads []Load
+}
+
+// BreakdownTable prints a run's moments in the order they happen (by
+// median): each one's median and worst time from navigation start, and the
+// step from the moment above (the difference of the medians).
+func BreakdownTable(r LoadRun) string {
+	type row struct {
+		label       string
+		median, max float64
+		n           int
+	}
+	var rows []row
+	for _, p := range loadPoints {
+		var at []float64
+		for _, l := range r.Loads {
+			if v, ok := l[p.key]; ok {
+				at = append(at, v)
+			}
+		}
+		if len(at) == 0 {
+			continue
+		}
+		m, w := medianWorstF(at)
+		rows = append(rows, row{p.label, m, w, len(at)})
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.median, b.median) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "| %s: moment | median ms (worst) | step |\n|---|---|---|\n", r.Link)
+	prev := 0.0
+	for _, x := range rows {
+		note := ""
+		if x.n < len(r.Loads) {
+			note = fmt.Sprintf(" (in %d of %d loads)", x.n, len(r.Loads))
+		}
+		fmt.Fprintf(&b, "| %s%s | %.0f (%.0f) | %+.0f |\n", x.label, note, x.median, x.max, x.median-prev)
+		prev = x.median
+	}
+	return b.String()
+}
+
+func medianWorstF(v []float64) (float64, float64) {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2], s[len(s)-1]
+}
+
+// gzipStatic serves the files under dir, each .wasm and .js gzipped
+// (best compression, once) to a client that accepts gzip, as a static
+// host or CDN in front of a bundled app would: the Vite example's load is
+// measured with it.
+func gzipStatic(dir string) http.Handler {
+	files := http.FileServer(http.Dir(dir))
+	var mu sync.Mutex
+	cache := map[string][]byte{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := path.Clean(r.URL.Path)
+		ext := path.Ext(name)
+		if (ext != ".wasm" && ext != ".js") || !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			files.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		gz, ok := cache[name]
+		if !ok {
+			raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+			if err != nil {
+				mu.Unlock()
+				http.NotFound(w, r)
+				return
+			}
+			var buf bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+			zw.Write(raw)
+			zw.Close()
+			gz = buf.Bytes()
+			cache[name] = gz
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", mime.TypeByExtension(ext))
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Vary", "Accept-Encoding")
+		w.Write(gz)
+	})
+}
+
+// loadSection is docs/measurements.md's page-load section, between these
+// markers: TestMeasureLoad rewrites it, and TestMeasure (which rewrites the
+// rest of the file) leaves it to TestMeasureLoad.
+const (
+	loadBegin = "<!-- page load to READY: begin (TestMeasureLoad) -->"
+	loadEnd   = "<!-- page load to READY: end -->"
+)
+
+// writeLoadSection puts section into the file at path between the
+// markers, replacing what was there; without markers, before the freeze
+// samples' paragraph, or at the end.
+func writeLoadSection(path, section string) error {
+	old, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("failed to read %s: %w", path, err)
 	}
-	fm, fw := medianWorst(fast)
-	sm, sw := medianWorst(slow)
-	t.Logf("load to READY, cold cache: loopback %v ms (median %d, worst %d); 10 Mbit/s 40 ms %v ms (median %d, worst %d)", fast, fm, fw, slow, sm, sw)
-	if fm > 1500 || sm > 4000 {
-		t.Fatalf("load to READY: loopback median %d ms, slow link median %d ms: far past the goals (300 ms, 1 s)", fm, sm)
+	s := string(old)
+	block := loadBegin + "\n" + strings.TrimSpace(section) + "\n" + loadEnd + "\n"
+	if i, j := strings.Index(s, loadBegin), strings.Index(s, loadEnd); i >= 0 && j > i {
+		s = s[:i] + block + strings.TrimPrefix(s[j+len(loadEnd):], "\n")
+	} else if k := strings.Index(s, "\nFreeze detection over short freezes"); k >= 0 {
+		s = s[:k+1] + block + s[k:]
+	} else {
+		s = strings.TrimRight(s, "\n") + "\n\n" + block
 	}
+	return os.WriteFile(path, []byte(s), 0o644)
 }

@@ -3,10 +3,20 @@
 package e2e
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wsready/wsready/server"
 )
 
 // stagesFromEnv reads WSREADY_STAGES (e.g. "2,5"); default all.
@@ -42,20 +52,142 @@ func TestMeasure(t *testing.T) {
 		rows = append(rows, row)
 		t.Logf("stage %d: %+v", stage, Table([]Row{row}))
 	}
+	// The page loads are TestMeasureLoad's (it runs next, under the same
+	// -run TestMeasure): it writes its section into the file this rewrites.
 	rep := NewReport(plan, rows)
-	env, err := StartServer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.LoadLoopbackMs, err = LoadToReady(env, Link{}, 5); err != nil {
-		t.Fatal(err)
-	}
-	if rep.LoadSlowLinkMs, err = LoadToReady(env, TenMbit40ms, 5); err != nil {
-		t.Fatal(err)
-	}
-	env.Close()
 	if err := rep.Write("../docs"); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + Table(rows))
+}
+
+// loadTrials is how many cold loads TestMeasureLoad makes per stage and link.
+const loadTrials = 5
+
+// TestMeasureLoad measures page load to READY, cold cache, at stage 7 and
+// stage 8, on loopback and on an emulated 10 Mbit/s, 40 ms link, five loads
+// each, with the breakdown from the page's timing marks, and writes it into
+// docs/measurements.md (its own section). make measure runs it after
+// TestMeasure; alone (about two minutes):
+//
+//	make build example && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureLoad -v ./...
+func TestMeasureLoad(t *testing.T) {
+	if os.Getenv("WSREADY_MEASURE") == "" {
+		t.Skip("set WSREADY_MEASURE=1 (make measure) to measure page loads")
+	}
+	env, err := StartServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	loadAtStart := loadAverage()
+	var md strings.Builder
+	fmt.Fprintf(&md, "## Page load to READY\n\nMade by `make build example && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureLoad -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work: the demo at `?stage=N` in a fresh headless Chromium profile per load (a cold cache), %d loads per row, times in ms from navigation start to the page's marks (`performance.mark`, `wsready:*`, from web/static/wsready.js; the wasm's download from its resource timing). Goals: READY within 300 ms on loopback and 1.0 s on the emulated link (medians).\n", time.Now().UTC().Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), loadTrials)
+	for _, stage := range []int{7, 8} {
+		fast, err := LoadBreakdown(env, Link{}, stage, loadTrials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := LoadBreakdown(env, TenMbit40ms, stage, loadTrials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range append(slices.Clone(fast), slow...) {
+			if err := l.check(); err != nil {
+				t.Errorf("stage %d: %v", stage, err)
+			}
+		}
+		fm, fw := medianWorst(readyMs(fast))
+		sm, sw := medianWorst(readyMs(slow))
+		fmt.Fprintf(&md, "\n### Stage %d\n\nREADY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", stage, fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
+		md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
+	}
+	// make measure does not build the example: without it the section says so.
+	if _, err := os.Stat(viteDist + "/index.html"); err != nil {
+		md.WriteString("\n### The Vite example\n\nNot measured in this run: examples/vite/dist is missing (make example builds it).\n")
+	} else {
+		vite, err := measureViteLoad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		md.WriteString(vite)
+	}
+	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended: with more than about 2 (its CPUs) every step above is stretched by the wait for a CPU.\n", loadAtStart, loadAverage())
+	t.Log("\n" + md.String())
+	if err := writeLoadSection("../docs/measurements.md", md.String()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// viteDist is the Vite example's build, from the e2e directory.
+const viteDist = "../examples/vite/dist"
+
+// measureViteLoad loads the Vite example (make example builds it from the
+// npm tarball) as TestMeasureLoad loads the demo, served from its own
+// origin by gzipStatic, against the demo server on another.
+func measureViteLoad() (string, error) {
+	if _, err := os.Stat(viteDist + "/index.html"); err != nil {
+		return "", errors.New("examples/vite/dist is missing: run make example first")
+	}
+	env, err := StartServer(&server.Options{OriginPatterns: []string{"127.0.0.1:*"}})
+	if err != nil {
+		return "", err
+	}
+	defer env.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	app := &http.Server{Handler: gzipStatic(viteDist)}
+	go app.Serve(ln)
+	defer app.Close()
+	url := "http://" + ln.Addr().String() + "/?ws=ws" + env.Base[len("http"):] + "/ws"
+	fast, err := LoadBreakdownURL(url, Link{}, loadTrials)
+	if err != nil {
+		return "", err
+	}
+	slow, err := LoadBreakdownURL(url, TenMbit40ms, loadTrials)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range append(slices.Clone(fast), slow...) {
+		if err := l.check(); err != nil {
+			return "", fmt.Errorf("the Vite example: %w", err)
+		}
+	}
+	fm, fw := medianWorst(readyMs(fast))
+	sm, sw := medianWorst(readyMs(slow))
+	var md strings.Builder
+	fmt.Fprintf(&md, "\n### The Vite example\n\nexamples/vite built by `make example` (the npm tarball through Vite; the package's default stage, 8; no token; no preload links: the wasm is fetched when the bundle runs), served from its own origin with its .wasm and .js gzipped (a static host's usual compression; the demo server sends brotli), the demo server on another. READY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
+	md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
+	return md.String(), nil
+}
+
+// loadAverage is the 1-minute load average (/proc/loadavg), or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
+func metOrMissed(ms, goal int64) string {
+	if ms <= goal {
+		return "met"
+	}
+	return "missed"
+}
+
+// chromiumVersion is what chromium --version prints, or "Chromium".
+func chromiumVersion() string {
+	p, err := ChromiumPath()
+	if err != nil {
+		return "Chromium"
+	}
+	out, err := exec.Command(p, "--version").Output()
+	if err != nil {
+		return "Chromium"
+	}
+	return strings.TrimSpace(string(out))
 }

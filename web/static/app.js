@@ -1,6 +1,6 @@
 // The stage demo: one client, configured by ?stage=0..8, against the
 // server's failure switches. Exposes window.wsreadyDemo for the e2e suite.
-import { connect } from './wsready.js';
+import { connect, load } from './wsready.js';
 
 const STAGES = [
   'Naive: online on open, offline on close, reconnect 1 s after close; requests wait forever.',
@@ -347,11 +347,16 @@ demo.publish = async function publish(text = `hello at ${stamp()}`) {
 
 async function main() {
   const { stage, error } = stageFromURL();
+  // The wasm compiles while the page asks the server for its switches and
+  // stats below, not after: connect() then finds it loaded.
+  if (error === undefined) load().catch(() => { /* connect() loads again and reports it */ });
   renderStageNav(stage);
   wireSwitches();
+  // Both asked at once; the stats are drawn after the switches they light.
+  const stats = api('/api/stats?connections=false');
   const firstStats = api('/api/faults')
     .then((f) => renderSwitches(f.switches), (e) => { $('s-status').textContent = `no switches: ${e.message}`; })
-    .then(() => api('/api/stats?connections=false'));
+    .then(() => stats);
   firstStats.then(renderServer, () => {});
   setInterval(pollServer, 500);
   if (error !== undefined) {
@@ -365,7 +370,7 @@ async function main() {
   document.title = `wsready demo: stage ${stage}`;
   $('stage-desc').textContent = `Stage ${stage}. ${STAGES[stage]}`;
   let authOn = false;
-  try { const st = await firstStats; authOn = Boolean(st.auth && st.auth.mode !== 'off'); } catch { /* server down: no tickets */ }
+  try { const st = await stats; authOn = Boolean(st.auth && st.auth.mode !== 'off'); } catch { /* server down: no tickets */ }
   // The first ticket is fetched while the wasm loads, not after: the token
   // hook then answers the first dial from the cache.
   if (authOn) token({ force: false }).catch(() => {});

@@ -8,6 +8,21 @@
 
 let loading;
 
+// Timing marks (User Timing: performance.mark, each named 'wsready:...'),
+// so a page or a test sees where the time to READY goes: 'load' (load()
+// starts), 'wasm-exec' (wasm_exec.js is in), 'wasm-response' (the wasm's
+// response headers), 'instantiated' (compiled and instantiated),
+// 'go-started' (the Go program registered its API), then for the page's
+// first connect(): 'connect', 'ticket-asked' and 'ticket' (the first token
+// hook call and its answer), 'event:<kind>' (the first of each of the
+// client's events: dial, open, ping, authenticated, subscribed...) and
+// 'ready' (the first READY). Each name at most once and nothing after that
+// READY, nor for a later connect(): a page holds a few dozen marks at most.
+const mark = (name) => {
+  try { globalThis.performance?.mark?.(`wsready:${name}`); } catch { /* no User Timing: no marks */ }
+};
+let connectMarked = false; // the page's first connect() has taken the marks
+
 // The literal new URL('./file', import.meta.url) form lets bundlers (Vite,
 // webpack) find, emit and rewrite these two files.
 const defaultWasmURL = () => new URL('./wsready.wasm', import.meta.url);
@@ -22,6 +37,7 @@ export function load(opts = {}) {
   if (opts instanceof URL || typeof opts === 'string') opts = { base: opts };
   if (!loading) {
     loading = (async () => {
+      mark('load');
       const node = globalThis.process?.versions?.node;
       if (node && typeof document === 'undefined') {
         throw new Error(`wsready: unsupported environment: Node.js ${node}. This package runs in browsers (and web workers); in Go servers use github.com/wsready/wsready/client/native`);
@@ -33,19 +49,22 @@ export function load(opts = {}) {
       const execURL = opts.wasmExecURL ?? (base ? new URL('wasm_exec.js', base) : defaultWasmExecURL());
       const url = opts.wasmURL ?? (base ? new URL('wsready.wasm', base) : defaultWasmURL());
       if (!globalThis.Go) await import(/* @vite-ignore */ String(execURL));
+      mark('wasm-exec');
       const go = new globalThis.Go();
       const registered = new Promise((resolve) => { globalThis.__wsreadyLoaded = resolve; });
       let result;
       try {
-        result = await WebAssembly.instantiateStreaming(fetch(url), go.importObject);
+        result = await WebAssembly.instantiateStreaming(fetch(url).then((r) => { mark('wasm-response'); return r; }), go.importObject);
       } catch (e) {
         // A server without application/wasm: fall back to a plain fetch.
         const resp = await fetch(url);
         if (!resp.ok) throw new Error(`wsready: cannot load ${url}: HTTP ${resp.status}`);
         result = await WebAssembly.instantiate(await resp.arrayBuffer(), go.importObject);
       }
+      mark('instantiated');
       go.run(result.instance); // resolves when the Go program exits; it does not
       await registered;
+      mark('go-started');
       return globalThis.__wsready;
     })();
     loading.catch(() => { loading = undefined; });
@@ -124,6 +143,25 @@ export async function connect(opts = {}) {
   };
   let lastState;
   let h;
+  // The marks of the page's first connect(), until its first READY (see mark).
+  const marking = !connectMarked;
+  connectMarked = true;
+  const marked = new Set();
+  const markOnce = (name) => {
+    if (!marking || marked.has('ready') || marked.has(name)) return;
+    marked.add(name);
+    mark(name);
+  };
+  // The token hook as given, marked on its first call and first answer; its
+  // result (a string or a promise) is passed on untouched.
+  const token = typeof opts.token !== 'function' ? opts.token : (arg) => {
+    markOnce('ticket-asked');
+    const t = opts.token(arg);
+    if (typeof t?.then === 'function') t.then(() => markOnce('ticket'), () => {});
+    else markOnce('ticket');
+    return t;
+  };
+  markOnce('connect');
   h = api.connect({
     url: urls[0],
     moreURLs: urls.slice(1).join('\n'),
@@ -147,9 +185,9 @@ export async function connect(opts = {}) {
     offlineMs: opts.offlineMs,
     queue: opts.queue,
     tabs: opts.tabs,
-    token: opts.token,
+    token,
     onRecord: (r) => emit('record', opts.onRecord, r),
-    onState: (s) => { lastState = s; emit('state', opts.onState, s); },
+    onState: (s) => { lastState = s; if (s.ready) markOnce('ready'); emit('state', opts.onState, s); },
     onUpdate: (u) => {
       let data;
       try { data = JSON.parse(u.data); } catch { data = u.data; }
@@ -163,7 +201,7 @@ export async function connect(opts = {}) {
     onContinuityLost: (l) => { emit('continuityLost', opts.onContinuityLost, l); saveSoon(); },
     onTopicError: (e) => emit('topicError', opts.onTopicError, e),
     onPresence: (p) => emit('presence', opts.onPresence, p),
-    onEvent: (e) => emit('event', opts.onEvent, e),
+    onEvent: (e) => { markOnce(`event:${e.kind}`); emit('event', opts.onEvent, e); },
   });
   if (h.error) throw new TypeError(h.error);
   if (storeKey) globalThis.addEventListener?.('pagehide', save);
