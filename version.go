@@ -6,4 +6,4 @@ package wsready
 // Version is this release's version. The Go module is tagged vVersion and
 // the npm package carries the same number; the browser client reports it
 // as version in the JS API.
-const Version = "0.4.0"
+const Version = "0.5.0"

@@ -93,7 +93,7 @@ export function defaultURL() {
 }
 
 /** The package's version (the wasm's own, once loaded, is client.version). */
-export const version = '0.4.0';
+export const version = '0.5.0';
 
 /** Starts a client. It connects and reconnects in the background. */
 export async function connect(opts = {}) {
