@@ -226,7 +226,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
 		return
 	}
-	c, late := s.register(func(c *conn) transport { return &wsTransport{c: c, ws: ws, gc: fw.gated} }, r.RemoteAddr, ip)
+	c, late := s.register(func(c *conn) transport { return newWSTransport(c, ws, fw.gated) }, r.RemoteAddr, ip)
 	if c == nil {
 		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
@@ -294,9 +294,9 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *co
 		authOK: make(chan struct{}),
 	}
 	c.tr = newTr(c)
-	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() {
+	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() bool {
 		c.flushWG.Add(1)
-		go c.flush()
+		return true // add's caller runs the writer (c.startWriter)
 	})
 	if s.opts.Auth != AuthRequired {
 		c.authed() // served from the first frame

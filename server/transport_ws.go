@@ -16,10 +16,58 @@ import (
 
 // wsTransport is a connection's I/O over a WebSocket (coder/websocket),
 // through the Freeze gate on its hijacked socket (freeze.go).
+//
+// Its reads and writes pass coder/websocket a context that never ends
+// (context.Background: coder/websocket then sets no context.AfterFunc per
+// read and per write); the connection's end is one AfterFunc on the
+// conn's context, set by newWSTransport, that closes the socket, and a
+// message's MessageTimeout is one timer per connection, reset per message.
 type wsTransport struct {
 	c  *conn
 	ws *websocket.Conn
 	gc *gatedConn // nil when the ResponseWriter could not be hijacked through the gate (tests)
+
+	// The message being read (the reader only, but for the timer's func).
+	msgT    *time.Timer // made at the first message, reset for each
+	reading atomic.Bool // a message began and has not ended: msgT's func closes the connection
+}
+
+// newWSTransport makes the transport of c over ws (gc: its gated socket,
+// when the hijack went through the gate) and ties the socket's life to
+// c's context.
+func newWSTransport(c *conn, ws *websocket.Conn, gc *gatedConn) *wsTransport {
+	t := &wsTransport{c: c, ws: ws, gc: gc}
+	if gc != nil {
+		gc.failed = t.backlogFailed
+		gc.drained = c.writeInline
+	}
+	context.AfterFunc(c.ctx, t.closeSocket)
+	return t
+}
+
+// closeSocket closes the socket at once, whatever coder/websocket is doing
+// (CloseNow during a close handshake would wait for the handshake): what
+// is blocked on it fails, and the reader ends the connection.
+func (t *wsTransport) closeSocket() {
+	if t.gc != nil {
+		t.gc.abort()
+		return
+	}
+	t.ws.CloseNow()
+}
+
+func (t *wsTransport) inline() bool { return t.gc != nil && t.gc.raw != nil }
+func (t *wsTransport) park() bool   { return t.gc != nil && t.gc.park() }
+
+// backlogFailed is the gated socket's drainer failing to write the
+// backlog: as a write of the send queue's that fails, it ends the
+// connection (a write that made no progress within WriteTimeout is
+// counted as stalled).
+func (t *wsTransport) backlogFailed(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.c.s.count(func(k *connCounters) { k.stalled++ })
+	}
+	t.c.cancel() // closes the socket (closeSocket)
 }
 
 func (t *wsTransport) kind() transportKind { return transportWS }
@@ -58,26 +106,32 @@ func (t *wsTransport) read(ctx context.Context) ([]byte, bool, error) {
 
 // readMessage waits as long as it takes for a message to begin, then allows
 // MessageTimeout for the rest of it: a fragment that never finishes closes
-// the connection (coder/websocket ends a connection whose read context
-// expires).
+// the connection.
 func (t *wsTransport) readMessage(ctx context.Context) (websocket.MessageType, []byte, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	typ, r, err := t.ws.Reader(ctx)
+	typ, r, err := t.ws.Reader(context.Background()) // the connection's end closes the socket
 	if err != nil {
 		return 0, nil, err
 	}
-	var timedOut atomic.Bool
-	tm := time.AfterFunc(t.c.s.opts.MessageTimeout, func() {
-		timedOut.Store(true)
-		cancel()
-	})
+	t.reading.Store(true)
+	if t.msgT == nil {
+		t.msgT = time.AfterFunc(t.c.s.opts.MessageTimeout, t.messageExpired)
+	} else {
+		t.msgT.Reset(t.c.s.opts.MessageTimeout)
+	}
 	b, err := io.ReadAll(r)
-	tm.Stop()
-	if err != nil && timedOut.Load() {
+	t.msgT.Stop()
+	timedOut := !t.reading.CompareAndSwap(true, false)
+	if err != nil && timedOut {
 		t.c.s.count(func(k *connCounters) { k.messageTimeouts++ })
 	}
 	return typ, b, err
+}
+
+// messageExpired is MessageTimeout's end while a message is read.
+func (t *wsTransport) messageExpired() {
+	if t.reading.CompareAndSwap(true, false) {
+		t.closeSocket()
+	}
 }
 
 // unmasked reports whether err is coder/websocket's refusal of an
@@ -92,7 +146,7 @@ func unmasked(err error) bool {
 // WriteTimeout (the gate's deadline) leaves a reader nothing more can
 // reach, not even a close frame: the socket is dropped.
 func (t *wsTransport) write(ctx context.Context, frame []byte) error {
-	err := t.ws.Write(ctx, websocket.MessageText, frame)
+	err := t.ws.Write(context.Background(), websocket.MessageText, frame) // the connection's end closes the socket
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		t.c.s.count(func(k *connCounters) { k.stalled++ })
 		t.ws.CloseNow()
