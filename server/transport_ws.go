@@ -30,7 +30,20 @@ type wsTransport struct {
 	// The message being read (the reader only, but for the timer's func).
 	msgT    *time.Timer // made at the first message, reset for each
 	reading atomic.Bool // a message began and has not ended: msgT's func closes the connection
+
+	// The liveness ping's deadline (gc set): armed by liveness, stopped by
+	// the pong (coder/websocket's OnPongReceived, on the reader goroutine).
+	pingT     *time.Timer
+	pingHolds atomic.Uint64 // s.holds() when the ping went out
 }
+
+// livenessPing is the sweep's WebSocket ping as a server sends it (FIN,
+// opcode 9, unmasked, no payload). It goes through the send queue like any
+// frame and its writer writes it to the socket itself (write), between two
+// whole frames; a pong to it, or to anything, is proof of life.
+var livenessPing = []byte{0x89, 0x00}
+
+func isLivenessPing(f []byte) bool { return len(f) == 2 && &f[0] == &livenessPing[0] }
 
 // newWSTransport makes the transport of c over ws (gc: its gated socket,
 // when the hijack went through the gate) and ties the socket's life to
@@ -40,6 +53,8 @@ func newWSTransport(c *conn, ws *websocket.Conn, gc *gatedConn) *wsTransport {
 	if gc != nil {
 		gc.failed = t.backlogFailed
 		gc.drained = c.writeInline
+		t.pingT = time.AfterFunc(time.Hour, t.pongLate)
+		t.pingT.Stop()
 	}
 	context.AfterFunc(c.ctx, t.closeSocket)
 	return t
@@ -146,7 +161,15 @@ func unmasked(err error) bool {
 // WriteTimeout (the gate's deadline) leaves a reader nothing more can
 // reach, not even a close frame: the socket is dropped.
 func (t *wsTransport) write(ctx context.Context, frame []byte) error {
-	err := t.ws.Write(context.Background(), websocket.MessageText, frame) // the connection's end closes the socket
+	var err error
+	if isLivenessPing(frame) {
+		// Beneath coder/websocket, whose frames reach the socket whole
+		// (each flushed in one Write: the queue's by this writer, between
+		// two of which this one runs; its own control frames fit its buffer).
+		_, err = t.gc.Write(frame)
+	} else {
+		err = t.ws.Write(context.Background(), websocket.MessageText, frame) // the connection's end closes the socket
+	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		t.c.s.count(func(k *connCounters) { k.stalled++ })
 		t.ws.CloseNow()
@@ -159,14 +182,27 @@ func (t *wsTransport) close(code int, reason string) error {
 	return t.ws.Close(websocket.StatusCode(code), reason)
 }
 
-func (t *wsTransport) closeNow() { t.ws.CloseNow() }
+func (t *wsTransport) closeNow() {
+	if t.pingT != nil {
+		t.pingT.Stop()
+	}
+	t.ws.CloseNow()
+}
 
-// liveness sends a WebSocket protocol ping (sweep.go): its goroutine ends
-// with the pong, or with the connection.
+// liveness sends a WebSocket protocol ping (sweep.go). Through the gate it
+// is queued like any frame (livenessPing) and its pong comes to pong:
+// no goroutine waits for it. Without the gate (tests) a goroutine pings
+// and ends with the pong, or with the connection.
 func (t *wsTransport) liveness() {
 	c := t.c
 	s := c.s
 	if s.holding() || !c.pinging.CompareAndSwap(false, true) {
+		return
+	}
+	if t.gc != nil {
+		t.pingHolds.Store(s.holds())
+		t.pingT.Reset(2*s.opts.SweepInterval + s.opts.SweepGrace)
+		c.offer(livenessPing)
 		return
 	}
 	holds := s.holds()
@@ -190,6 +226,41 @@ func (t *wsTransport) liveness() {
 		deadline.Stop()
 		c.pinging.Store(false)
 	}()
+}
+
+// pongTo routes coder/websocket's OnPongReceived to the connection's
+// transport once it is registered (before its reader starts). A type of
+// its own: the callback lives as long as the connection, and must not keep
+// the handshake's ResponseWriter (net/http's 4 KiB buffers) alive with it.
+type pongTo struct{ tr *wsTransport }
+
+func (p *pongTo) pong(context.Context, []byte) {
+	if p.tr != nil {
+		p.tr.pong()
+	}
+}
+
+// pong is coder/websocket's OnPongReceived (the reader goroutine): the
+// peer is alive.
+func (t *wsTransport) pong() {
+	if t.gc != nil && t.c.pinging.CompareAndSwap(true, false) {
+		t.pingT.Stop()
+	}
+}
+
+// pongLate is the liveness ping's deadline: no pong within two sweep
+// intervals plus SweepGrace closes the connection at once, unless a switch
+// held the traffic meanwhile (not the peer's fault: the next ping decides).
+func (t *wsTransport) pongLate() {
+	c, s := t.c, t.c.s
+	if !c.pinging.Load() {
+		return
+	}
+	if s.holding() || s.holds() != t.pingHolds.Load() {
+		c.pinging.Store(false)
+		return
+	}
+	c.sweepClose()
 }
 
 func (t *wsTransport) peerGone() bool { return t.gc != nil && t.gc.peerGone.Load() }
