@@ -3,8 +3,13 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,4 +87,65 @@ func TestTicksStartNoGoroutinePerConnection(t *testing.T) {
 		t.Fatalf("goroutines peaked at %d over %d with %d connections fed every 5 ms, pinged every 10 ms and swept every 20 ms: a goroutine per connection per tick", peak, base, n)
 	}
 	t.Logf("goroutines: %d at the start of the window, peak %d", base, peak)
+}
+
+// A client may send its first frame in the same packet as its handshake:
+// those bytes are in net/http's reader when the connection is hijacked,
+// and Hijack's smaller reader must carry them over, not drop them.
+func TestAFrameSentWithTheHandshakeIsRead(t *testing.T) {
+	f := newFixture(t, nil)
+	host := strings.TrimPrefix(f.hs.URL, "http://")
+	nc, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	req := "GET /ws HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	payload := protocol.Encode(protocol.Message{Type: protocol.TypeProbe, ID: 7})
+	key := [4]byte{1, 2, 3, 4}
+	frame := append([]byte{0x81, 0x80 | byte(len(payload))}, key[:]...) // FIN text, masked, short length
+	for i, b := range payload {
+		frame = append(frame, b^key[i%4])
+	}
+	if _, err := nc.Write(append([]byte(req), frame...)); err != nil { // one write: one packet on loopback
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(nc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v, %v", resp, err)
+	}
+	for {
+		var h [2]byte
+		if _, err := io.ReadFull(br, h[:]); err != nil {
+			t.Fatalf("no probe_ack: %v", err)
+		}
+		n := int(h[1] & 0x7f)
+		if n == 126 {
+			var l [2]byte
+			if _, err := io.ReadFull(br, l[:]); err != nil {
+				t.Fatal(err)
+			}
+			n = int(l[0])<<8 | int(l[1])
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(br, b); err != nil {
+			t.Fatal(err)
+		}
+		if h[0]&0x0f != 1 {
+			continue // a control frame (the sweep's ping)
+		}
+		m, err := protocol.Decode(b)
+		if err != nil {
+			t.Fatalf("undecodable frame %q: %v", b, err)
+		}
+		if m.Type == protocol.TypeProbeAck {
+			if m.ID != 7 {
+				t.Fatalf("probe_ack for %d, want 7", m.ID)
+			}
+			return
+		}
+	}
 }
