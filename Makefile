@@ -9,7 +9,7 @@ ADDR ?= 127.0.0.1:8080
 .PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
 
 run: build
-	./bin/wsready serve -demo -auth optional -publish -addr $(ADDR)
+	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
 
 # No single point of failure: three NATS servers clustered (each embedded
 # in its own wsready nats process: nothing is downloaded; JetStream
@@ -32,7 +32,7 @@ cluster: build
 	done; \
 	for n in 1 2 3; do \
 	  lead=false; [ $$n = 1 ] && lead=true; \
-	  ./bin/wsready serve -demo -auth optional -publish -nats $(NATS_URLS) -nats-replicas 3 -node node$$n -feed-leader=$$lead -addr 127.0.0.1:808$$n & \
+	  ./bin/wsready serve -demo -auth optional -publish -ping 1s -nats $(NATS_URLS) -nats-replicas 3 -node node$$n -feed-leader=$$lead -addr 127.0.0.1:808$$n & \
 	done; \
 	for p in 8081 8082 8083; do \
 	  for i in $$(seq 400); do (exec 3<>/dev/tcp/127.0.0.1/$$p) 2>/dev/null && break; sleep 0.1; done; \

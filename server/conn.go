@@ -18,8 +18,11 @@ import (
 )
 
 // conn is one connection, over a WebSocket or an HTTP session (its
-// transport). Its reader goroutine reads; one writer goroutine owns all
-// writes (pings, feed, replies) so frames never interleave.
+// transport). Its reader goroutine reads; one writer at a time owns the
+// send queue's writes (pings, feed, replies), so frames never interleave:
+// on a WebSocket over TCP it is whoever queued into an idle queue, writing
+// in its own goroutine (the transport never blocks it); elsewhere a
+// flusher goroutine while frames wait.
 type conn struct {
 	id       uint64
 	session  string   // the opaque id the welcome frame names: 16 random bytes, base64url
@@ -32,7 +35,7 @@ type conn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	q        *sendQueue
-	flushWG  sync.WaitGroup // the flusher at work, if any
+	flushWG  sync.WaitGroup // the queue's writer at work, if any (counted under q.mu)
 
 	served atomic.Bool // authenticated (or no auth asked): pings go out
 
@@ -92,6 +95,14 @@ type transport interface {
 	closeNow()
 	// liveness is the sweep's check (sweep.go), once per SweepInterval.
 	liveness()
+	// inline reports whether write never blocks: what the socket does not
+	// take at once waits in a backlog of the transport's. Then the send
+	// queue's writer runs in the goroutine that queued the frame.
+	inline() bool
+	// park reports whether frames written wait in that backlog; if so the
+	// transport runs c.writeInline once they are on the socket (or the
+	// connection failed), and the writer stops until then.
+	park() bool
 	// peerGone reports that the peer went away while the Freeze switch
 	// held the connection.
 	peerGone() bool
@@ -255,9 +266,12 @@ func (c *conn) sendError(id uint64, code, msg string) {
 // the flusher writes replies in bursts while the reader reads on); the
 // design card allows CPU per frame to move by 5%.
 func (c *conn) reply(v any) {
-	err := c.q.put(c.ctx, c.encode(v), c.s.opts.MaxQueuedBytes/2, c.s.opts.WriteTimeout)
+	own, err := c.q.put(c.ctx, c.encode(v), c.s.opts.MaxQueuedBytes/2, c.s.opts.WriteTimeout)
 	if errors.Is(err, errQueueFull) {
 		c.overflow()
+	}
+	if own {
+		c.startWriter()
 	}
 }
 
@@ -279,8 +293,12 @@ func (c *conn) encode(v any) []byte {
 // reply, unsubscribed) without waiting; a connection whose queue is full is
 // closed with 4429.
 func (c *conn) offer(frame []byte) {
-	if errors.Is(c.q.offer(frame), errQueueFull) {
+	own, err := c.q.offer(frame)
+	if errors.Is(err, errQueueFull) {
 		c.overflow()
+	}
+	if own {
+		c.startWriter()
 	}
 }
 
@@ -306,26 +324,60 @@ func (c *conn) closeAsync(code int, reason string) bool {
 	return true
 }
 
-// flush is a connection's writer while it has frames to send: started by
-// the queue when frames arrive and none is running, it writes everything
-// queued, in order, and ends when the queue is empty. A connection with
-// nothing to send has no writer goroutine; one goroutine per connection
-// (its reader) is all that stays.
-func (c *conn) flush() {
-	defer c.flushWG.Done()
-	var batch [][]byte
+// startWriter runs the send queue's writer, once an add found the queue
+// idle (and counted it in flushWG). Over a transport whose writes never
+// block it is the caller itself (writeInline): the feed's fan-out, the
+// heartbeat and the reader write straight to the socket, and a feed update
+// costs no goroutine per connection. Otherwise a flusher goroutine
+// writes while frames wait.
+func (c *conn) startWriter() {
+	if c.tr.inline() {
+		c.writeInline()
+		return
+	}
+	go c.flush()
+}
+
+// writeInline writes what is queued, in order, in the calling goroutine,
+// until the queue is empty or the transport has a backlog: then it parks,
+// and the transport runs it again (from its drainer) once the backlog is
+// on the socket. A connection with nothing to send has no writer; one with
+// a slow reader has the transport's drainer while its backlog lasts.
+func (c *conn) writeInline() {
 	for {
-		batch = c.q.take(batch)
-		if len(batch) == 0 {
+		f, ok := c.q.pop()
+		if !ok {
+			c.flushWG.Done()
 			return
 		}
-		for i, f := range batch {
-			if !c.write(f) {
-				return // the connection is ending; no other flusher starts until the queue closes
-			}
-			batch[i] = nil
-			c.q.written(len(f))
+		if !c.write(f) {
+			// The connection is ending; no other writer starts until the
+			// queue closes.
+			c.flushWG.Done()
+			return
 		}
+		c.q.written(len(f))
+		if c.tr.park() {
+			return // still counted in flushWG: the transport runs writeInline again
+		}
+	}
+}
+
+// flush is a connection's writer goroutine over a transport whose writes
+// block (an HTTP session, a WebSocket over TLS): started by the queue when
+// frames arrive and none is running, it writes everything queued, in
+// order, and ends when the queue is empty.
+func (c *conn) flush() {
+	defer c.flushWG.Done()
+	for {
+		f, ok := c.q.pop()
+		if !ok {
+			return
+		}
+		if !c.write(f) {
+			return // the connection is ending; no other flusher starts until the queue closes
+		}
+		c.q.written(len(f))
 	}
 }
 

@@ -19,11 +19,13 @@ type sendQueue struct {
 	peak   int // the most bytes ever held, for tests and stats
 	limit  int
 	closed bool
-	// flushing: a flusher goroutine is at work (conn.flush); set by the
-	// add that finds the queue idle, cleared by the flusher when it finds
-	// the queue empty. start runs (under mu) to launch one.
+	// flushing: a writer is at work (conn.writeInline or conn.flush);
+	// set by the add that finds the queue idle, cleared by the writer when
+	// it finds the queue empty. start runs (under mu) when add sets it; if
+	// it returns true, add's caller runs the writer (conn.startWriter).
 	flushing bool
-	start    func()
+	start    func() bool
+	head     int           // frames[head:] wait; pop takes from the front
 	space    chan struct{} // cap 1: bytes were written
 }
 
@@ -32,49 +34,51 @@ var (
 	errQueueClosed = errors.New("send queue closed")
 )
 
-// newSendQueue returns a queue of limit bytes; start launches a flusher
-// when frames arrive and none is running (nil: the caller takes frames
-// itself, as tests do).
-func newSendQueue(limit int, start func()) *sendQueue {
+// newSendQueue returns a queue of limit bytes; start runs when frames
+// arrive and no writer is at work, and if it returns true the add that ran
+// it reports that its caller is the writer now (nil start: the caller takes
+// frames itself, as tests do).
+func newSendQueue(limit int, start func() bool) *sendQueue {
 	return &sendQueue{limit: limit, start: start, space: make(chan struct{}, 1)}
 }
 
 // offer queues f without waiting. It fails with errQueueFull if f would
-// take the queue past its limit (an empty queue takes any one frame).
-func (q *sendQueue) offer(f []byte) error {
+// take the queue past its limit (an empty queue takes any one frame). own
+// reports that the queue was idle: the caller must run its writer.
+func (q *sendQueue) offer(f []byte) (own bool, err error) {
 	return q.add(f, q.limit)
 }
 
-func (q *sendQueue) add(f []byte, limit int) error {
+func (q *sendQueue) add(f []byte, limit int) (own bool, err error) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		return errQueueClosed
+		return false, errQueueClosed
 	}
 	if q.bytes > 0 && q.bytes+len(f) > limit {
 		q.mu.Unlock()
-		return errQueueFull
+		return false, errQueueFull
 	}
 	q.frames = append(q.frames, f)
 	q.bytes += len(f)
 	q.peak = max(q.peak, q.bytes)
 	if !q.flushing && q.start != nil {
 		q.flushing = true
-		q.start() // under mu: after close, no flusher can start
+		own = q.start() // under mu: after close, no writer can start
 	}
 	q.mu.Unlock()
-	return nil
+	return own, nil
 }
 
 // put queues f once the queue holds at most highWater bytes with it,
 // waiting up to timeout for the writer to make room; this is how a reader
 // that produces replies is paced by its own connection's writes.
-func (q *sendQueue) put(ctx context.Context, f []byte, highWater int, timeout time.Duration) error {
+func (q *sendQueue) put(ctx context.Context, f []byte, highWater int, timeout time.Duration) (own bool, err error) {
 	var deadline <-chan time.Time
 	for {
-		err := q.add(f, highWater)
+		own, err := q.add(f, highWater)
 		if err != errQueueFull {
-			return err
+			return own, err
 		}
 		if deadline == nil {
 			t := time.NewTimer(timeout)
@@ -84,11 +88,34 @@ func (q *sendQueue) put(ctx context.Context, f []byte, highWater int, timeout ti
 		select {
 		case <-q.space:
 		case <-deadline:
-			return errQueueFull
+			return false, errQueueFull
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 	}
+}
+
+// pop takes the first frame queued; its bytes stay counted until written
+// reports them. None (ok false) ends the writer's turn: the next add makes
+// a new writer.
+func (q *sendQueue) pop() (f []byte, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.frames) {
+		q.flushing = false
+		return nil, false
+	}
+	f = q.frames[q.head]
+	q.frames[q.head] = nil
+	q.head++
+	if q.head == len(q.frames) {
+		q.head = 0
+		q.frames = q.frames[:0]
+		if cap(q.frames) > 64 {
+			q.frames = nil // a burst is over: let its backing array go
+		}
+	}
+	return f, true
 }
 
 // take moves the queued frames into buf (reused between calls) and returns
@@ -96,12 +123,12 @@ func (q *sendQueue) put(ctx context.Context, f []byte, highWater int, timeout ti
 // ends the flusher's turn: the next add starts another.
 func (q *sendQueue) take(buf [][]byte) [][]byte {
 	q.mu.Lock()
-	if len(q.frames) == 0 {
+	if len(q.frames) == q.head {
 		q.flushing = false
 	}
-	buf = append(buf[:0], q.frames...)
+	buf = append(buf[:0], q.frames[q.head:]...)
 	clear(q.frames)
-	q.frames = q.frames[:0]
+	q.frames, q.head = q.frames[:0], 0
 	if cap(q.frames) > 64 {
 		q.frames = nil // a burst is over: let its backing array go
 	}
@@ -122,7 +149,7 @@ func (q *sendQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	clear(q.frames)
-	q.frames = nil
+	q.frames, q.head = nil, 0
 	q.mu.Unlock()
 }
 

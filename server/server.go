@@ -206,7 +206,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fw := &freezeWriter{ResponseWriter: w, g: &s.gate, writeTimeout: s.opts.WriteTimeout}
-	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
+	pt := &pongTo{}
+	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns, OnPongReceived: pt.pong})
 	if err != nil {
 		s.release(ip)
 		// The error can quote the peer's headers: log only that it happened.
@@ -226,13 +227,16 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
 		return
 	}
-	c, late := s.register(func(c *conn) transport { return &wsTransport{c: c, ws: ws, gc: fw.gated} }, r.RemoteAddr, ip)
+	c, late := s.register(func(c *conn) transport {
+		t := newWSTransport(c, ws, fw.gated)
+		pt.tr = t // before the reader starts: pongs come to it
+		return t
+	}, r.RemoteAddr, ip)
 	if c == nil {
 		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
-	defer s.wg.Done() // register counted this handler
 	s.metrics.handshake(outAccepted)
 	switch late {
 	case lateRestart:
@@ -241,7 +245,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	case lateDrain:
 		c.closeAsync(protocol.CloseGoingAway, s.slotReason(s.drainEnd()))
 	}
-	c.run()
+	// The connection's reader is a goroutine of its own and the handler
+	// returns: net/http's goroutine ends, and with it what it held for the
+	// connection's life (the request, the response and its buffer, a stack
+	// grown by the handshake). Still one goroutine per connection.
+	go func() {
+		defer s.wg.Done() // register counted this connection
+		c.run()
+	}()
 }
 
 // isUpgrade reports whether r asks for a WebSocket upgrade: Connection
@@ -294,9 +305,9 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *co
 		authOK: make(chan struct{}),
 	}
 	c.tr = newTr(c)
-	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() {
+	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() bool {
 		c.flushWG.Add(1)
-		go c.flush()
+		return true // add's caller runs the writer (c.startWriter)
 	})
 	if s.opts.Auth != AuthRequired {
 		c.authed() // served from the first frame

@@ -185,13 +185,14 @@ func TestASubscriptionIsRecordedBeforeItsSubscribedIsQueued(t *testing.T) {
 	}
 	c := &conn{s: srv, ctx: ctx}
 	seen := -1
-	c.q = newSendQueue(1<<20, func() {
+	c.q = newSendQueue(1<<20, func() bool {
 		_, inTopic := top.subs[c] // serveLocked holds top.mu on this goroutine
 		if inTopic {
 			seen = c.subscriptions()
 		} else {
 			seen = 0
 		}
+		return false // no writer: the test takes the frames
 	})
 	top.mu.Lock()
 	top.serveLocked(c, protocol.Message{Type: protocol.TypeSubscribe, Topic: "news", HasSince: true, Since: 0})

@@ -652,6 +652,11 @@ func (t *httpTransport) liveness() { t.expire() }
 
 func (t *httpTransport) peerGone() bool { return false }
 
+// An HTTP session's writes wait for its stream: a flusher goroutine writes
+// them (conn.flush).
+func (t *httpTransport) inline() bool { return false }
+func (t *httpTransport) park() bool   { return false }
+
 // detachLimit is how long a session lives without a stream.
 func (t *httpTransport) detachLimit() time.Duration {
 	o := t.c.s.opts

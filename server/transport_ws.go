@@ -16,10 +16,73 @@ import (
 
 // wsTransport is a connection's I/O over a WebSocket (coder/websocket),
 // through the Freeze gate on its hijacked socket (freeze.go).
+//
+// Its reads and writes pass coder/websocket a context that never ends
+// (context.Background: coder/websocket then sets no context.AfterFunc per
+// read and per write); the connection's end is one AfterFunc on the
+// conn's context, set by newWSTransport, that closes the socket, and a
+// message's MessageTimeout is one timer per connection, reset per message.
 type wsTransport struct {
 	c  *conn
 	ws *websocket.Conn
 	gc *gatedConn // nil when the ResponseWriter could not be hijacked through the gate (tests)
+
+	// The message being read (the reader only, but for the timer's func).
+	msgT    *time.Timer // made at the first message, reset for each
+	reading atomic.Bool // a message began and has not ended: msgT's func closes the connection
+
+	// The liveness ping's deadline (gc set): armed by liveness, stopped by
+	// the pong (coder/websocket's OnPongReceived, on the reader goroutine).
+	pingT     *time.Timer
+	pingHolds atomic.Uint64 // s.holds() when the ping went out
+}
+
+// livenessPing is the sweep's WebSocket ping as a server sends it (FIN,
+// opcode 9, unmasked, no payload). It goes through the send queue like any
+// frame and its writer writes it to the socket itself (write), between two
+// whole frames; a pong to it, or to anything, is proof of life.
+var livenessPing = []byte{0x89, 0x00}
+
+func isLivenessPing(f []byte) bool { return len(f) == 2 && &f[0] == &livenessPing[0] }
+
+// newWSTransport makes the transport of c over ws (gc: its gated socket,
+// when the hijack went through the gate) and ties the socket's life to
+// c's context.
+func newWSTransport(c *conn, ws *websocket.Conn, gc *gatedConn) *wsTransport {
+	t := &wsTransport{c: c, ws: ws, gc: gc}
+	if gc != nil {
+		gc.failed = t.backlogFailed
+		gc.drained = c.writeInline
+		t.pingT = time.AfterFunc(time.Hour, t.pongLate)
+		t.pingT.Stop()
+	}
+	context.AfterFunc(c.ctx, t.closeSocket)
+	return t
+}
+
+// closeSocket closes the socket at once, whatever coder/websocket is doing
+// (CloseNow during a close handshake would wait for the handshake): what
+// is blocked on it fails, and the reader ends the connection.
+func (t *wsTransport) closeSocket() {
+	if t.gc != nil {
+		t.gc.abort()
+		return
+	}
+	t.ws.CloseNow()
+}
+
+func (t *wsTransport) inline() bool { return t.gc != nil && t.gc.raw != nil }
+func (t *wsTransport) park() bool   { return t.gc != nil && t.gc.park() }
+
+// backlogFailed is the gated socket's drainer failing to write the
+// backlog: as a write of the send queue's that fails, it ends the
+// connection (a write that made no progress within WriteTimeout is
+// counted as stalled).
+func (t *wsTransport) backlogFailed(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.c.s.count(func(k *connCounters) { k.stalled++ })
+	}
+	t.c.cancel() // closes the socket (closeSocket)
 }
 
 func (t *wsTransport) kind() transportKind { return transportWS }
@@ -58,26 +121,32 @@ func (t *wsTransport) read(ctx context.Context) ([]byte, bool, error) {
 
 // readMessage waits as long as it takes for a message to begin, then allows
 // MessageTimeout for the rest of it: a fragment that never finishes closes
-// the connection (coder/websocket ends a connection whose read context
-// expires).
+// the connection.
 func (t *wsTransport) readMessage(ctx context.Context) (websocket.MessageType, []byte, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	typ, r, err := t.ws.Reader(ctx)
+	typ, r, err := t.ws.Reader(context.Background()) // the connection's end closes the socket
 	if err != nil {
 		return 0, nil, err
 	}
-	var timedOut atomic.Bool
-	tm := time.AfterFunc(t.c.s.opts.MessageTimeout, func() {
-		timedOut.Store(true)
-		cancel()
-	})
+	t.reading.Store(true)
+	if t.msgT == nil {
+		t.msgT = time.AfterFunc(t.c.s.opts.MessageTimeout, t.messageExpired)
+	} else {
+		t.msgT.Reset(t.c.s.opts.MessageTimeout)
+	}
 	b, err := io.ReadAll(r)
-	tm.Stop()
-	if err != nil && timedOut.Load() {
+	t.msgT.Stop()
+	timedOut := !t.reading.CompareAndSwap(true, false)
+	if err != nil && timedOut {
 		t.c.s.count(func(k *connCounters) { k.messageTimeouts++ })
 	}
 	return typ, b, err
+}
+
+// messageExpired is MessageTimeout's end while a message is read.
+func (t *wsTransport) messageExpired() {
+	if t.reading.CompareAndSwap(true, false) {
+		t.closeSocket()
+	}
 }
 
 // unmasked reports whether err is coder/websocket's refusal of an
@@ -92,7 +161,15 @@ func unmasked(err error) bool {
 // WriteTimeout (the gate's deadline) leaves a reader nothing more can
 // reach, not even a close frame: the socket is dropped.
 func (t *wsTransport) write(ctx context.Context, frame []byte) error {
-	err := t.ws.Write(ctx, websocket.MessageText, frame)
+	var err error
+	if isLivenessPing(frame) {
+		// Beneath coder/websocket, whose frames reach the socket whole
+		// (each flushed in one Write: the queue's by this writer, between
+		// two of which this one runs; its own control frames fit its buffer).
+		_, err = t.gc.Write(frame)
+	} else {
+		err = t.ws.Write(context.Background(), websocket.MessageText, frame) // the connection's end closes the socket
+	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		t.c.s.count(func(k *connCounters) { k.stalled++ })
 		t.ws.CloseNow()
@@ -105,14 +182,27 @@ func (t *wsTransport) close(code int, reason string) error {
 	return t.ws.Close(websocket.StatusCode(code), reason)
 }
 
-func (t *wsTransport) closeNow() { t.ws.CloseNow() }
+func (t *wsTransport) closeNow() {
+	if t.pingT != nil {
+		t.pingT.Stop()
+	}
+	t.ws.CloseNow()
+}
 
-// liveness sends a WebSocket protocol ping (sweep.go): its goroutine ends
-// with the pong, or with the connection.
+// liveness sends a WebSocket protocol ping (sweep.go). Through the gate it
+// is queued like any frame (livenessPing) and its pong comes to pong:
+// no goroutine waits for it. Without the gate (tests) a goroutine pings
+// and ends with the pong, or with the connection.
 func (t *wsTransport) liveness() {
 	c := t.c
 	s := c.s
 	if s.holding() || !c.pinging.CompareAndSwap(false, true) {
+		return
+	}
+	if t.gc != nil {
+		t.pingHolds.Store(s.holds())
+		t.pingT.Reset(2*s.opts.SweepInterval + s.opts.SweepGrace)
+		c.offer(livenessPing)
 		return
 	}
 	holds := s.holds()
@@ -136,6 +226,41 @@ func (t *wsTransport) liveness() {
 		deadline.Stop()
 		c.pinging.Store(false)
 	}()
+}
+
+// pongTo routes coder/websocket's OnPongReceived to the connection's
+// transport once it is registered (before its reader starts). A type of
+// its own: the callback lives as long as the connection, and must not keep
+// the handshake's ResponseWriter (net/http's 4 KiB buffers) alive with it.
+type pongTo struct{ tr *wsTransport }
+
+func (p *pongTo) pong(context.Context, []byte) {
+	if p.tr != nil {
+		p.tr.pong()
+	}
+}
+
+// pong is coder/websocket's OnPongReceived (the reader goroutine): the
+// peer is alive.
+func (t *wsTransport) pong() {
+	if t.gc != nil && t.c.pinging.CompareAndSwap(true, false) {
+		t.pingT.Stop()
+	}
+}
+
+// pongLate is the liveness ping's deadline: no pong within two sweep
+// intervals plus SweepGrace closes the connection at once, unless a switch
+// held the traffic meanwhile (not the peer's fault: the next ping decides).
+func (t *wsTransport) pongLate() {
+	c, s := t.c, t.c.s
+	if !c.pinging.Load() {
+		return
+	}
+	if s.holding() || s.holds() != t.pingHolds.Load() {
+		c.pinging.Store(false)
+		return
+	}
+	c.sweepClose()
 }
 
 func (t *wsTransport) peerGone() bool { return t.gc != nil && t.gc.peerGone.Load() }

@@ -474,8 +474,12 @@ func (r *Report) markdown() string {
 	fmt.Fprintf(&b, "RSS is VmRSS from /proc/PID/status, sampled every %g ms through the window; RSS per connection is the **mean** through the window less the RSS before the first client, over the connections. ", p.SampleMs)
 	fmt.Fprintf(&b, "Goroutines are read from the server every %g ms (mean and end); the peak is the server's own high-water mark, which it takes every millisecond, so a burst between two samples counts; per connection it is the peak less the count before the first client, over the connections. ", p.SampleMs)
 	b.WriteString("CPU is user + system from /proc/PID/stat (10 ms resolution): per delivered frame it is the window's CPU over the protocol messages the clients received in it (updates and pings; centrifuge puts several in a WebSocket frame, each is counted); per handshake it is the CPU from the first dial until every client is connected and subscribed with the feed silent, over the clients. ")
-	fmt.Fprintf(&b, "Every server pings every connection each second and publishes an update every 250 ms to one channel that all %s clients subscribe to. ", thousands(p.Conns))
-	b.WriteString("The lean baseline (cmd/wsready-bench/lean.go) speaks wsready's protocol subset with one goroutine per connection and one goroutine writing every ping and update; wsready is package server with its defaults but its handshake ceilings raised; centrifuge is github.com/centrifugal/centrifuge v0.40.1 (cmd/wsready-bench/centrifuge) with its JSON protocol, anonymous connections, its app-level ping each second and a pong timeout of 800 ms.\n")
+	ping := time.Duration(p.PingSecs * float64(time.Second))
+	if ping <= 0 {
+		ping = time.Second // a report from before -ping
+	}
+	fmt.Fprintf(&b, "Every server pings every connection every %v and publishes an update every 250 ms to one channel that all %s clients subscribe to. ", ping, thousands(p.Conns))
+	fmt.Fprintf(&b, "The lean baseline (cmd/wsready-bench/lean.go) speaks wsready's protocol subset with one goroutine per connection and one goroutine writing every ping and update; wsready is package server with its defaults but its handshake ceilings raised; centrifuge is github.com/centrifugal/centrifuge v0.40.1 (cmd/wsready-bench/centrifuge) with its JSON protocol, anonymous connections, its app-level ping every %v and a pong timeout of %v.\n", ping, ping*4/5)
 	if r.FindingsNote != "" {
 		fmt.Fprintf(&b, "\nFindings: %s.\n", r.FindingsNote)
 	}

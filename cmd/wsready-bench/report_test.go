@@ -153,7 +153,7 @@ exp_full_jitter  rejected handshakes= 307225  attempts per client=4.07  99% conn
 func TestRunRefusesBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-conns", "0"}, {"-conns", "18001"}, {"-connect", "-1"}, {"-connect", "19501"}, {"-idle", "19501"},
-		{"-steady", "0s"}, {"-idle-window", "0s"}, {"-idle-ping", "500ms"}, {"-sample", "5ms"}, {"-trials", "0"}, {"-trials", "10"},
+		{"-steady", "0s"}, {"-idle-window", "0s"}, {"-idle-ping", "500ms"}, {"-ping", "500ms"}, {"-ping", "2h"}, {"-sample", "5ms"}, {"-trials", "0"}, {"-trials", "10"},
 		{"-servers", "lean"}, {"-servers", "wsready"}, {"-servers", "wsready,nginx"}, {"-out", filepath.Join(t.TempDir(), "none")},
 		{"extra"}, {"-nosuchflag"},
 	} {

@@ -26,11 +26,12 @@ type params struct {
 	IdleWindowSecs float64  `json:"idleWindowSeconds"`
 	IdlePingSecs   float64  `json:"idlePingSeconds"`
 	SampleMs       float64  `json:"sampleMs"`
+	PingSecs       float64  `json:"pingSeconds"`
 	Trials         int      `json:"trials"`
 	Servers        []string `json:"servers"`
 	SSEConns       int      `json:"sseConns"` // the HTTP transport's row (sse.go); 0: skipped
 
-	steady, idleWindow, idlePing, sample time.Duration
+	steady, idleWindow, idlePing, sample, ping time.Duration
 }
 
 // Phase timings and bounds.
@@ -59,6 +60,7 @@ func runBench(args []string) error {
 	idle := fs.Int("idle", 19500, "idle connections for the wsready serve idle row (0: skip it; at most 19500)")
 	idleWindow := fs.Duration("idle-window", 60*time.Second, "the idle row's sampled window (1s..30m)")
 	idlePing := fs.Duration("idle-ping", 25*time.Second, "the idle row's server ping interval (1s..1h)")
+	ping := fs.Duration("ping", time.Second, "every server's heartbeat in the per-connection phases (1s..1h; centrifuge's pong timeout is 4/5 of it)")
 	sample := fs.Duration("sample", 100*time.Millisecond, "how often RSS and goroutines are sampled through a window (10ms..1s)")
 	sseConns := fs.Int("sse", 5000, "subscribed connections in each leg of the HTTP transport's row, WebSocket and SSE on wsready (0: skip it; at most 9000)")
 	trials := fs.Int("trials", 3, "runs of every server, of the idle row, of the simulator and of the model (1..9)")
@@ -76,7 +78,8 @@ func runBench(args []string) error {
 		return usagef("run: unexpected argument %q", fs.Arg(0))
 	}
 	p := params{Conns: *conns, Connect: *connect, Idle: *idle, Trials: *trials, SSEConns: *sseConns,
-		steady: *steady, idleWindow: *idleWindow, idlePing: *idlePing, sample: *sample}
+		steady: *steady, idleWindow: *idleWindow, idlePing: *idlePing, sample: *sample, ping: *ping}
+	p.PingSecs = ping.Seconds()
 	p.SteadySeconds, p.IdleWindowSecs, p.IdlePingSecs, p.SampleMs = steady.Seconds(), idleWindow.Seconds(), idlePing.Seconds(), float64(sample.Milliseconds())
 	switch {
 	case p.Conns < 1 || p.Conns > 18000:
@@ -89,6 +92,8 @@ func runBench(args []string) error {
 		return usagef("run: -steady must be 1s..10m, not %v", *steady)
 	case *idleWindow < time.Second || *idleWindow > 30*time.Minute:
 		return usagef("run: -idle-window must be 1s..30m, not %v", *idleWindow)
+	case *ping < time.Second || *ping > time.Hour:
+		return usagef("run: -ping must be 1s..1h, not %v", *ping)
 	case *idlePing < time.Second || *idlePing > time.Hour:
 		return usagef("run: -idle-ping must be 1s..1h, not %v", *idlePing)
 	case *sample < 10*time.Millisecond || *sample > time.Second:
@@ -365,7 +370,7 @@ func (e *env) measureServer(kind string, trial int) (ServerRun, error) {
 
 	// Subscribed, the feed running.
 	if err := func() error {
-		srv, err := e.startServer(kind, time.Second, true)
+		srv, err := e.startServer(kind, p.ping, true)
 		if err != nil {
 			return err
 		}
@@ -438,7 +443,7 @@ func (e *env) measureServer(kind string, trial int) (ServerRun, error) {
 	// At rest: connect and subscribe with the feed silent (the handshake's
 	// CPU alone), then a window of pings only.
 	if err := func() error {
-		srv, err := e.startServer(kind, time.Second, false)
+		srv, err := e.startServer(kind, p.ping, false)
 		if err != nil {
 			return err
 		}
@@ -488,7 +493,7 @@ func (e *env) measureServer(kind string, trial int) (ServerRun, error) {
 	// Connecting many: a fresh server (the feed running), every client
 	// dialling as fast as its process lets it.
 	if p.Connect > 0 {
-		srv, err := e.startServer(kind, time.Second, true)
+		srv, err := e.startServer(kind, p.ping, true)
 		if err != nil {
 			return r, err
 		}

@@ -36,7 +36,7 @@ func TestSIGTERMDrainsThenExits(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve", "-addr", addr, "-drain-window", "1s")
+	cmd := exec.Command(bin, "serve", "-addr", addr, "-ping", "1s", "-drain-window", "1s")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

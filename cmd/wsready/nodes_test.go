@@ -186,7 +186,7 @@ type node struct {
 // startNode runs wsready serve on addr with args and waits until it serves.
 func startNode(t *testing.T, addr string, args ...string) *node {
 	t.Helper()
-	n := &node{proc: launch(t, "msg=serving", true, append([]string{"serve", "-addr", addr}, args...)...), addr: addr}
+	n := &node{proc: launch(t, "msg=serving", true, append([]string{"serve", "-addr", addr, "-ping", "1s"}, args...)...), addr: addr}
 	n.wait(t, 40*time.Second) // -nats waits up to 30 s for JetStream
 	return n
 }

@@ -33,7 +33,7 @@ func serve(args []string) error {
 	demo := fs.Bool("demo", false, "demo mode: the failure switches (POST /api/faults, /api/reset) and remote addresses in /api/stats; never on a server others can reach")
 	hosts := fs.String("hosts", "", "comma-separated extra host names the server answers for (the Host header); localhost, 127.0.0.1, ::1 and the -addr host always are; * for any")
 	origins := fs.String("origins", "", "comma-separated extra origin patterns allowed to open a WebSocket or change state (same origin is always allowed)")
-	ping := fs.Duration("ping", time.Second, "server ping interval")
+	ping := fs.Duration("ping", 25*time.Second, "server ping interval: production heartbeats by default (a ping costs every idle connection a wake-up); make run and the browser suite pass 1s")
 	feed := fs.Duration("feed", 250*time.Millisecond, "time between feed updates")
 	slow := fs.Duration("slow", 8*time.Second, "reply delay while Slow replies is on")
 	downtime := fs.Duration("restart-downtime", 4*time.Second, "how long Restart refuses new connections")

@@ -245,7 +245,7 @@ func TestServeTakesJWTsAndTheirExpiryDrivesTheRefresh(t *testing.T) {
 func startLogged(t *testing.T, args ...string) (*node, func() string) {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(wsreadyBin(t), append([]string{"serve", "-addr", addr}, args...)...)
+	cmd := exec.Command(wsreadyBin(t), append([]string{"serve", "-addr", addr, "-ping", "1s"}, args...)...)
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	stderr, err := cmd.StderrPipe()
