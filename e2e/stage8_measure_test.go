@@ -24,6 +24,35 @@ type stage8Col struct {
 	head string
 	cell func(v []float64) string
 	runs [][]float64
+	// bound is issue 21's bound in words; within says whether a run's
+	// figures are within it.
+	bound  string
+	within func(v []float64) bool
+}
+
+// outside says, per column, how many finished runs fell outside its
+// bound: "none" when every one is within.
+func outside(cols []stage8Col) string {
+	var out []string
+	for _, c := range cols {
+		n, done := 0, 0
+		for _, v := range c.runs {
+			if v == nil {
+				continue
+			}
+			done++
+			if !c.within(v) {
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%s: %d of %d runs (bound: %s)", c.head, n, done, c.bound))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }
 
 // medianWorstCell is the median and the worst (the largest: every figure
@@ -95,13 +124,25 @@ func TestMeasureStage8(t *testing.T) {
 	loadAtStart := loadAverage()
 	started := time.Now().UTC()
 	lostDup := func(v []float64) string { return fmt.Sprintf("%s (%.0f/%.0f)", secs(v[0]), v[1], v[2]) }
-	blocked := stage8Col{head: "READY with WebSocket blocked, from the first dial (s)", cell: func(v []float64) string { return secs(v[0]) }}
-	back := stage8Col{head: fmt.Sprintf("back on WebSocket after unblocking, re-probe every %v (s, lost/dup)", reprobe), cell: lostDup}
-	tabs := stage8Col{head: "connections with 3 tabs (connections, handshakes)", cell: func(v []float64) string { return fmt.Sprintf("%.0f, %.0f", v[0], v[1]) }}
-	take := stage8Col{head: "takeover after the leader closes (s, lost/dup)", cell: lostDup}
-	long := stage8Col{head: "READY after a 40 s page freeze, from resume (s)", cell: func(v []float64) string { return secs(v[0]) }}
-	short := stage8Col{head: "reconnects after a 5 s freeze", cell: func(v []float64) string { return fmt.Sprintf("%.0f", v[0]) }}
-	stall := stage8Col{head: "send stall detected after, from the bytes' last drain (s)", cell: func(v []float64) string { return secs(v[0]) }}
+	oneSec := func(v []float64) string { return secs(v[0]) }
+	// within a time bound in ms with 0 lost and 0 duplicated (lostDup's figures)
+	noLossWithin := func(ms float64) func(v []float64) bool {
+		return func(v []float64) bool { return v[0] <= ms && v[1] == 0 && v[2] == 0 }
+	}
+	atMost := func(ms float64) func(v []float64) bool { return func(v []float64) bool { return v[0] <= ms } }
+	blocked := stage8Col{head: "READY with WebSocket blocked, from the first dial (s)", cell: oneSec, bound: "5 s", within: atMost(5000)}
+	back := stage8Col{head: fmt.Sprintf("back on WebSocket after unblocking, re-probe every %v (s, lost/dup)", reprobe), cell: lostDup,
+		bound: "one re-probe interval, 0 lost, 0 duplicated", within: noLossWithin(float64(reprobe.Milliseconds()))}
+	tabs := stage8Col{head: "connections with 3 tabs (connections, handshakes)", cell: func(v []float64) string { return fmt.Sprintf("%.0f, %.0f", v[0], v[1]) },
+		bound: "1 connection, 1 handshake", within: func(v []float64) bool { return v[0] == 1 && v[1] == 1 }}
+	take := stage8Col{head: "takeover after the leader closes (s, lost/dup)", cell: lostDup, bound: "1.5 s, 0 lost, 0 duplicated", within: noLossWithin(1500)}
+	long := stage8Col{head: "READY after a 40 s page freeze, from resume (s)", cell: oneSec, bound: "1.5 s", within: atMost(1500)}
+	// Chromium drops a frozen page's sockets: one reconnect is that; the
+	// issue's "no reconnect" assumed the socket survives (docs/stages.md).
+	short := stage8Col{head: "reconnects after a 5 s freeze", cell: func(v []float64) string { return fmt.Sprintf("%.0f", v[0]) },
+		bound: "at most 1, Chromium having dropped the socket", within: atMost(1)}
+	stall := stage8Col{head: "send stall detected after, from the bytes' last drain (s; from Deaf on)", cell: func(v []float64) string { return fmt.Sprintf("%s (%s)", secs(v[0]), secs(v[1])) },
+		bound: "6.1 s: the 5 s deadline, the 0.25 s report period, the 0.75 s probe, 0.1 s", within: atMost(6100)}
 
 	for i := range stage8Runs {
 		var b1, b2 []float64
@@ -168,16 +209,18 @@ func TestMeasureStage8(t *testing.T) {
 			if d.left < 0 {
 				t.Fatalf("still READY 20 s into Deaf: the stalled send path was not noticed")
 			}
-			s = []float64{float64(d.left - d.drained)}
+			s = []float64{float64(d.left - d.drained), float64(d.left - d.t0)}
 			t.Logf("Deaf: the bytes last drained %d ms after Deaf went on; READY left %d ms after that; events %s", d.drained-d.t0, d.left-d.drained, d.events)
 		})
 		stall.runs = append(stall.runs, s)
 	}
 
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Stage 8\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureStage8 -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work (a 2-core machine other builds and tests run on at the same time). Each measurement ran %d times, every run against a fresh server and a fresh headless Chromium, through the functions e2e/stage8_test.go asserts the issue's bounds with (docs/stages.md, \"Stage 8 in Chromium\", says what each does). Lost/dup: updates lost and delivered twice over every topic, as the page counted them. READY with WebSocket blocked: from the client's first dial, as the issue's 5 s bound (the page's load before it is the page load section's). Back on WebSocket: the demo's `reprobeMs=3000` (the library's default is 10 minutes). 3 tabs: one browser profile, the server's open connections and handshakes once every tab is READY. Takeover: the leader's tab closed, until another is READY on its own connection; lost/dup summed over the remaining tabs. The freezes: `Page.setWebLifecycleState`; Chromium drops a frozen page's sockets, so the client reconnects (1 reconnect is that, not a failure), and a page that held READY across the freeze counts 0 s. Send stall: Deaf on under a page publishing 640 KB/s, from when the socket's `bufferedAmount` last drained to the page leaving READY (the 5 s send deadline, the 250 ms report period, the probe's answer). Bounds (issue 21): 5 s; one re-probe interval (3 s), 0/0; 1 connection and 1 handshake; 1.5 s, 0/0; 1.5 s; 6.1 s for the send stall.\n\n",
+	fmt.Fprintf(&md, "## Stage 8\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureStage8 -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work (a 2-core machine other builds and tests run on at the same time). Each measurement ran %d times, every run against a fresh server and a fresh headless Chromium, through the functions e2e/stage8_test.go asserts the issue's bounds with (docs/stages.md, \"Stage 8 in Chromium\", says what each does). Lost/dup: updates lost and delivered twice over every topic, as the page counted them. READY with WebSocket blocked: from the client's first dial, as the issue's 5 s bound (the page's load before it is the page load section's). Back on WebSocket: the demo's `reprobeMs=3000` (the library's default is 10 minutes). 3 tabs: one browser profile, the server's open connections and handshakes once every tab is READY. Takeover: the leader's tab closed, until another is READY on its own connection; lost/dup summed over the remaining tabs. The freezes: `Page.setWebLifecycleState`; Chromium drops a frozen page's sockets, so the client reconnects (1 reconnect is that, not a failure), and a page that held READY across the freeze counts 0 s. Send stall: Deaf on under a page publishing 640 KB/s, from when the socket's `bufferedAmount` last drained (sampled every 20 ms by the page) to the page leaving READY (the 5 s send deadline, the 250 ms report period, the probe's answer), and in brackets from Deaf on (the kernel's buffers on loopback take seconds to fill first); the first figure can be well under 5 s when the queue shrank once more while the client's probe was already out, a drain that does not cancel the probe. The bounds are issue 21's, as make test asserts them; runs outside them are named below the table.\n\n",
 		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), stage8Runs)
-	md.WriteString(stage8Table([]stage8Col{blocked, back, tabs, take, long, short, stall}, stage8Runs))
+	cols := []stage8Col{blocked, back, tabs, take, long, short, stall}
+	md.WriteString(stage8Table(cols, stage8Runs))
+	fmt.Fprintf(&md, "\nRuns outside issue 21's bounds: %s.\n", outside(cols))
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended: with more than about 2 (its CPUs) every figure above is stretched by the wait for a CPU.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())
 	if err := writeStage8Section("../docs/measurements.md", md.String()); err != nil {
@@ -248,6 +291,14 @@ func TestStage8Table(t *testing.T) {
 	want := "| run | h |\n|---|---|\n| 1 | 3/0 |\n| 2 | failed |\n| 3 | 1/2 |\n| 4 | 2/1 |\n| median | 2/1 |\n| worst | 3/2 |\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	c.bound, c.within = "2", func(v []float64) bool { return v[0] <= 2 }
+	if got := outside([]stage8Col{c}); got != "h: 1 of 3 runs (bound: 2)" {
+		t.Errorf("outside: %q", got)
+	}
+	c.runs = [][]float64{{1, 0}}
+	if got := outside([]stage8Col{c}); got != "none" {
+		t.Errorf("outside, every run within: %q", got)
 	}
 	if secs(250) != "0.25" {
 		t.Errorf("secs(250) = %s", secs(250))
