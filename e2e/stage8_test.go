@@ -203,24 +203,12 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 	env, b := stage8Env(t)
 	env.Set("blockWebSocket", true)
 	openStage8(t, env, b, fmt.Sprintf("&reprobeMs=%d", reprobe.Milliseconds()))
-	if err := WaitJS(b, "wsreadyDemo.state.ready", 15*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	// firstReadyMs is from navigation start; the client's part starts at
-	// its first dial (before it the page loads and compiles the wasm:
-	// make measure's page load row, about 0.5 s on an idle machine).
-	first, err := Eval[map[string]any](b, `({ ms: wsreadyDemo.firstReadyMs, via: wsreadyDemo.state.via, dials: wsreadyDemo.client.stats().dials,
-		dial: wsreadyDemo.log.find((e) => e.kind === 'dial').t - performance.timeOrigin })`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, _ := first["ms"].(float64)
-	dial, _ := first["dial"].(float64)
+	first := measureBlockedReady(t, b)
 	t.Logf("Block WebSocket from page load: READY over %v %.0f ms after the first dial (%.0f ms after navigation start, the wasm loaded and the first dial at %.0f ms), %v dials",
-		first["via"], ms-dial, ms, dial, first["dials"])
-	if first["via"] != "http" || ms-dial > 5000 {
+		first.via, first.readyMs-first.dialMs, first.readyMs, first.dialMs, first.dials)
+	if first.via != "http" || first.readyMs-first.dialMs > 5000 {
 		logEvents(t, b, int64(0))
-		t.Fatalf("READY %.0f ms after the first dial over %v; want over http within 5000 ms", ms-dial, first["via"])
+		t.Fatalf("READY %.0f ms after the first dial over %v; want over http within 5000 ms", first.readyMs-first.dialMs, first.via)
 	}
 	if tr := serverTransports(env); tr["sse"] != 1 || tr["ws"] != 0 {
 		t.Fatalf("server connections by transport %v; want 1 sse", tr)
@@ -276,20 +264,14 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 	}
 
 	// Unblock: the next re-probe moves the client to WebSocket.
-	if err := WaitJS(b, "wsreadyDemo.state.ready", 15*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	t0 = time.Now().UnixMilli()
-	env.Set("blockWebSocket", false)
-	moved := waitState(t, b, "s.ready && s.via === 'websocket'", t0, 2*reprobe+10*time.Second)
-	flicker, _ := readyAt(b, "!s.ready", t0)
-	moreUpdates(t, b, 4, 5*time.Second)
-	t.Logf("unblocked: on WebSocket %d ms after (re-probe every %v), READY left meanwhile: %v", moved-t0, reprobe, flicker >= 0)
+	u := measureUnblock(t, env, b)
+	t0, moved := u.t0, u.moved
+	t.Logf("unblocked: on WebSocket %d ms after (re-probe every %v), READY left meanwhile: %v; %d lost, %d duplicated across the move", moved-t0, reprobe, u.flicker >= 0, u.lost, u.dups)
 	if d := time.Duration(moved-t0) * time.Millisecond; d > reprobe {
 		t.Errorf("back on WebSocket %v after the switch; want within one re-probe interval (%v)", d, reprobe)
 	}
-	if flicker >= 0 {
-		t.Errorf("READY left during the move back to WebSocket (at %d ms)", flicker-t0)
+	if u.flicker >= 0 {
+		t.Errorf("READY left during the move back to WebSocket (at %d ms)", u.flicker-t0)
 	}
 	if t.Failed() {
 		logEvents(t, b, t0)
@@ -306,6 +288,75 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("the server dropped the HTTP session %v after the move; 1 WebSocket connection remains", time.Since(time.UnixMilli(moved)).Round(100*time.Millisecond))
+}
+
+// blockedReady is when a page opened with WebSocket blocked became READY
+// (ms from navigation start: the page's firstReadyMs) and over what.
+type blockedReady struct {
+	readyMs float64 // navigation start to the first READY
+	dialMs  float64 // navigation start to the client's first dial
+	via     string
+	dials   float64
+}
+
+// measureBlockedReady waits (15 s at most) for the page opened with
+// WebSocket blocked to be READY and reads when. The client's part starts
+// at its first dial (before it the page loads and compiles the wasm:
+// make measure's page load row, about 0.5 s on an idle machine).
+func measureBlockedReady(t *testing.T, b *Browser) blockedReady {
+	t.Helper()
+	if err := WaitJS(b, "wsreadyDemo.state.ready", 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	first, err := Eval[map[string]any](b, `({ ms: wsreadyDemo.firstReadyMs, via: wsreadyDemo.state.via, dials: wsreadyDemo.client.stats().dials,
+		dial: wsreadyDemo.log.find((e) => e.kind === 'dial').t - performance.timeOrigin })`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r blockedReady
+	r.readyMs, _ = first["ms"].(float64)
+	r.dialMs, _ = first["dial"].(float64)
+	r.via, _ = first["via"].(string)
+	r.dials, _ = first["dials"].(float64)
+	return r
+}
+
+// unblocked is what turning Block WebSocket off did to a READY page on
+// HTTP: times in ms since the epoch.
+type unblocked struct {
+	t0, moved  int64 // the switch; READY over WebSocket
+	flicker    int64 // the first state not READY after t0, -1: none
+	lost, dups int64 // across the move, every topic (jsAudit)
+}
+
+// measureUnblock turns Block WebSocket off under a READY page on HTTP and
+// waits (two re-probe intervals + 10 s at most) for it to be READY on
+// WebSocket, then for 4 more feed updates.
+func measureUnblock(t *testing.T, env *Env, b *Browser) unblocked {
+	t.Helper()
+	if err := WaitJS(b, "wsreadyDemo.state.ready", 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	lost, dups := lossTotals(t, b)
+	r := unblocked{t0: time.Now().UnixMilli()}
+	env.Set("blockWebSocket", false)
+	r.moved = waitState(t, b, "s.ready && s.via === 'websocket'", r.t0, 2*reprobe+10*time.Second)
+	r.flicker, _ = readyAt(b, "!s.ready", r.t0)
+	moreUpdates(t, b, 4, 5*time.Second)
+	l, d := lossTotals(t, b)
+	r.lost, r.dups = l-lost, d-dups
+	return r
+}
+
+// lossTotals sums the page's lost and duplicated updates over every topic
+// (jsAudit) since it was installed.
+func lossTotals(t *testing.T, b *Browser) (lost, dups int64) {
+	t.Helper()
+	for _, a := range audit(t, b) {
+		lost += a.Lost
+		dups += a.Dups
+	}
+	return lost, dups
 }
 
 // Stage 7 with WebSocket blocked never connects (it has no HTTP
@@ -424,30 +475,15 @@ func waitTakeover(t *testing.T, tabs []*Browser, skip int, t0 int64) (int, int64
 // without opening a second connection.
 func TestStage8TabsShareOneConnection(t *testing.T) {
 	env, b := stage8Env(t)
-	tabs := make([]*Browser, 3)
-	for i := range tabs {
-		tabs[i] = newTab(t, b)
-		defer func(tb *Browser) {
-			if tb != nil {
-				tb.Close()
-			}
-		}(tabs[i])
-		openStage8(t, env, tabs[i], "")
-	}
-	for i, tb := range tabs {
-		if err := WaitJS(tb, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
-			t.Fatalf("tab %d: %v", i, err)
-		}
-	}
-	srv := env.Srv.Stats()
-	lead := leaderOf(tabs, -1)
-	t.Logf("3 tabs: the server counts %d open, %d handshakes; tab %d leads", srv.Open, srv.Handshakes, lead)
-	if srv.Open != 1 || srv.Handshakes != 1 || lead < 0 {
+	tabs, three := openTabs(t, env, b, 3)
+	lead := three.lead
+	t.Logf("3 tabs: the server counts %d open, %d handshakes; tab %d leads", three.open, three.handshakes, lead)
+	if three.open != 1 || three.handshakes != 1 || lead < 0 {
 		for i, tb := range tabs {
 			t.Logf("tab %d:", i)
 			logEvents(t, tb, 0)
 		}
-		t.Fatalf("3 tabs: %d open, %d handshakes, leader %d; want 1 connection, 1 handshake and a leader", srv.Open, srv.Handshakes, lead)
+		t.Fatalf("3 tabs: %d open, %d handshakes, leader %d; want 1 connection, 1 handshake and a leader", three.open, three.handshakes, lead)
 	}
 	follower := (lead + 1) % 3
 	res, err := Eval[map[string]any](tabs[follower], "wsreadyDemo.sendRequest('echo', {from: 'follower'})")
@@ -462,13 +498,11 @@ func TestStage8TabsShareOneConnection(t *testing.T) {
 
 	// Close the leader's tab.
 	hs := env.Srv.Stats().Handshakes
-	t0 := time.Now().UnixMilli()
-	tabs[lead].Close()
-	tabs[lead] = nil
-	next, at := waitTakeover(t, tabs, lead, t0)
-	t.Logf("leader tab closed: tab %d READY on its own connection %d ms after", next, at-t0)
-	if at-t0 > 1500 {
-		t.Errorf("takeover after the leader closed took %d ms; want within 1500", at-t0)
+	tk := measureLeaderClose(t, tabs, lead)
+	next := tk.next
+	t.Logf("leader tab closed: tab %d READY on its own connection %d ms after; %d lost, %d duplicated in the remaining tabs", next, tk.ms, tk.lost, tk.dups)
+	if tk.ms > 1500 {
+		t.Errorf("takeover after the leader closed took %d ms; want within 1500", tk.ms)
 	}
 	settleOne(t, env, hs+1)
 	for i, tb := range tabs {
@@ -481,9 +515,9 @@ func TestStage8TabsShareOneConnection(t *testing.T) {
 	// Freeze the new leader; resume it 3 s later.
 	frozen := next
 	hs = env.Srv.Stats().Handshakes
-	t0 = time.Now().UnixMilli()
+	t0 := time.Now().UnixMilli()
 	setLifecycle(t, tabs[frozen], page.SetWebLifecycleStateStateFrozen)
-	next, at = waitTakeover(t, tabs, frozen, t0)
+	next, at := waitTakeover(t, tabs, frozen, t0)
 	t.Logf("leader tab frozen: tab %d READY on its own connection %d ms after", next, at-t0)
 	if at-t0 > 1500 {
 		t.Errorf("takeover after the leader froze took %d ms; want within 1500", at-t0)
@@ -501,6 +535,66 @@ func TestStage8TabsShareOneConnection(t *testing.T) {
 			assertNoLoss(t, tb, fmt.Sprintf("after the leader froze and resumed, tab %d", i))
 		}
 	}
+}
+
+// tabsOpen is what the server and the tabs say once every tab is READY.
+type tabsOpen struct {
+	open       int
+	handshakes uint64
+	lead       int // the tab holding the connection, -1: none
+}
+
+// openTabs opens n tabs of b's browser (one profile) at stage 8, each
+// closed when the test ends, waits (20 s at most each) until every one is
+// READY with feed updates, and reads the server's counts.
+func openTabs(t *testing.T, env *Env, b *Browser, n int) ([]*Browser, tabsOpen) {
+	t.Helper()
+	tabs := make([]*Browser, n)
+	for i := range tabs {
+		tabs[i] = newTab(t, b)
+		t.Cleanup(tabs[i].Close)
+		openStage8(t, env, tabs[i], "")
+	}
+	for i, tb := range tabs {
+		if err := WaitJS(tb, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
+			t.Fatalf("tab %d: %v", i, err)
+		}
+	}
+	srv := env.Srv.Stats()
+	return tabs, tabsOpen{open: srv.Open, handshakes: srv.Handshakes, lead: leaderOf(tabs, -1)}
+}
+
+// takeover is what closing the leader's tab did.
+type takeover struct {
+	next       int   // the tab that took over
+	ms         int64 // from the close to its READY on its own connection
+	lost, dups int64 // in the remaining tabs, until 2 more feed updates each
+}
+
+// measureLeaderClose closes tabs[lead] (and sets it nil) and waits for a
+// takeover (15 s at most), then for 2 more feed updates in every
+// remaining tab.
+func measureLeaderClose(t *testing.T, tabs []*Browser, lead int) takeover {
+	t.Helper()
+	var lost, dups int64
+	for i, tb := range tabs {
+		if i != lead && tb != nil {
+			l, d := lossTotals(t, tb)
+			lost, dups = lost-l, dups-d
+		}
+	}
+	t0 := time.Now().UnixMilli()
+	tabs[lead].Close()
+	tabs[lead] = nil
+	next, at := waitTakeover(t, tabs, lead, t0)
+	for _, tb := range tabs {
+		if tb != nil {
+			moreUpdates(t, tb, 2, 10*time.Second)
+			l, d := lossTotals(t, tb)
+			lost, dups = lost+l, dups+d
+		}
+	}
+	return takeover{next: next, ms: at - t0, lost: lost, dups: dups}
 }
 
 // settleOne waits (10 s at most) until the server holds exactly one
@@ -753,6 +847,36 @@ func deafRun(t *testing.T, env *Env, b *Browser, d time.Duration) (t0, left int6
 	return t0, left
 }
 
+// deafStall is what Deaf did to a stage 8 page that keeps publishing.
+type deafStall struct {
+	t0, left, drained int64   // ms since the epoch: Deaf on; READY left (-1: never); the socket's bytes last drained
+	probe, closed     int64   // ms from Deaf: the send-stall probe, the 4409 close after it (stallAt)
+	maxBuf            float64 // the most bytes the socket held queued
+	events            string  // the page's send-stall and close events, JSON, ms from Deaf
+}
+
+// measureDeaf turns Deaf on under a READY stage 8 page (opened with
+// jsWatchSockets) that then keeps publishing (jsSender, left running:
+// sender8.stop()), waits up to d for it to leave READY, and reads the
+// page's figures.
+func measureDeaf(t *testing.T, env *Env, b *Browser, d time.Duration) deafStall {
+	t.Helper()
+	var r deafStall
+	r.t0, r.left = deafRun(t, env, b, d)
+	ev, err := Eval[string](b, fmt.Sprintf("JSON.stringify(wsreadyDemo.log.filter((e) => (e.kind === 'send-stall' || e.kind === 'close') && e.t >= %[1]d).map((e) => [e.t - %[1]d, e.kind, e.detail]))", r.t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.events = ev
+	buf, err := Eval[map[string]float64](b, "sender8.buf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.drained, r.maxBuf = int64(buf["drainedAt"]), buf["max"]
+	r.probe, r.closed = stallAt(ev)
+	return r
+}
+
 // stallAt finds the send-stall probe and the close after it in the
 // page's events (as logged by TestStage8DeafServerIsNoticed), in ms from
 // Deaf; -1 for either missing.
@@ -793,11 +917,8 @@ func TestStage8DeafServerIsNoticed(t *testing.T) {
 	if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	t0, left := deafRun(t, env, b, 20*time.Second)
-	ev, err := Eval[string](b, fmt.Sprintf("JSON.stringify(wsreadyDemo.log.filter((e) => (e.kind === 'send-stall' || e.kind === 'close') && e.t >= %[1]d).map((e) => [e.t - %[1]d, e.kind, e.detail]))", t0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := measureDeaf(t, env, b, 20*time.Second)
+	t0, left, ev, drained, probe, closed := d.t0, d.left, d.events, d.drained, d.probe, d.closed
 	t.Logf("Deaf on under a page publishing 640 KB/s: left READY %d ms after; events %s", left-t0, ev)
 	if left < 0 {
 		t.Fatalf("still READY 20 s into Deaf: the stalled send path was not noticed")
@@ -807,14 +928,8 @@ func TestStage8DeafServerIsNoticed(t *testing.T) {
 	// Deaf's own instant is not it): the 5 s deadline, the driver's 250 ms
 	// report period, the probe's answer time (at most 0.75 s), 100 ms for
 	// the 20 ms sampling and the steps.
-	buf, err := Eval[map[string]float64](b, "sender8.buf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	drained := int64(buf["drainedAt"])
-	probe, closed := stallAt(ev)
 	t.Logf("Deaf: the socket's bytes last drained %d ms after Deaf went on (at most %.0f bytes queued); the send-stall probe %d ms and the 4409 close %d ms after that; READY left %d ms after",
-		drained-t0, buf["max"], probe-(drained-t0), closed-(drained-t0), left-drained)
+		drained-t0, d.maxBuf, probe-(drained-t0), closed-(drained-t0), left-drained)
 	if left-drained > 6100 {
 		t.Errorf("left READY %d ms after the bytes stopped draining; want within 6100 (5 s deadline + 0.25 s report period + 0.75 s probe + 0.1 s)", left-drained)
 	}
