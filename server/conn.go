@@ -20,8 +20,9 @@ import (
 // conn is one connection, over a WebSocket or an HTTP session (its
 // transport). Its reader goroutine reads; one writer at a time owns the
 // send queue's writes (pings, feed, replies), so frames never interleave:
-// on a WebSocket over TCP it is whoever queued into an idle queue, writing
-// in its own goroutine (the transport never blocks it); elsewhere a
+// on a WebSocket over TCP or an HTTP session it is whoever queued into an
+// idle queue, writing in its own goroutine (the transport never blocks it;
+// an HTTP session's stream handler takes each frame on); over TLS a
 // flusher goroutine while frames wait.
 type conn struct {
 	id       uint64
@@ -364,7 +365,7 @@ func (c *conn) writeInline() {
 }
 
 // flush is a connection's writer goroutine over a transport whose writes
-// block (an HTTP session, a WebSocket over TLS): started by the queue when
+// block (a WebSocket over TLS): started by the queue when
 // frames arrive and none is running, it writes everything queued, in
 // order, and ends when the queue is empty.
 func (c *conn) flush() {

@@ -30,11 +30,11 @@ func closeEvent(code int, reason string) []byte {
 }
 
 // sseStream is one GET <mount>/sse. Its handler goroutine alone writes the
-// response: the session's writer hands it frames (reqs) and waits for each
-// to be written.
+// response: the frames the session's writer parks (writeParked), and the
+// close event close hands it (reqs).
 type sseStream struct {
-	reqs    chan *writeReq
-	end     chan struct{} // closed to stop it (endOnce)
+	reqs    chan *writeReq // the close event
+	end     chan struct{}  // closed to stop it (endOnce)
 	endOnce sync.Once
 	exited  chan struct{} // closed once its handler will write no more
 	w       http.ResponseWriter
@@ -43,16 +43,50 @@ type sseStream struct {
 	buf     []byte
 }
 
-// writeReq is one frame (or the close event) for a stream to write.
+// writeReq is the close event for a stream to write.
 type writeReq struct {
-	frame  []byte
-	close  bool
 	code   int
 	reason string
 	done   chan error // cap 1
 }
 
 func (st *sseStream) stop() { st.endOnce.Do(func() { close(st.end) }) }
+
+// writeParked writes the frames the session's writer parks, one at a
+// time, running the writer on after each (conn.writeInline parks the next
+// or ends), until none is parked; false when the stream must end (it was
+// stopped, or a write failed: the frame stays parked for the next stream,
+// unless the session has ended, which releases the writer).
+func (st *sseStream) writeParked(s *Server, t *httpTransport) bool {
+	for {
+		select {
+		case <-st.end:
+			return false
+		default:
+		}
+		t.mu.Lock()
+		if t.wstate != parkParked {
+			t.mu.Unlock()
+			return true
+		}
+		f := t.parked
+		t.wstate = parkWriting
+		t.mu.Unlock()
+		if err := st.writeFrame(s, t, f); err != nil {
+			t.mu.Lock()
+			t.wstate = parkParked
+			t.mu.Unlock()
+			if t.c.ctx.Err() != nil {
+				t.releaseParked() // the session's AfterFunc may have run while this wrote
+			}
+			return false
+		}
+		t.mu.Lock()
+		t.parked, t.wstate = nil, parkIdle
+		t.mu.Unlock()
+		t.c.writeInline()
+	}
+}
 
 // writeRaw writes b and flushes it, once Freeze lets it, within
 // WriteTimeout (time frozen does not count); a write that makes no

@@ -35,9 +35,10 @@ import (
 //
 // A session is a conn like a WebSocket's, with an httpTransport: the same
 // reader (frames from POSTs, handed over one at a time), the same send
-// queue and writer (the writer hands each frame to the stream's handler,
-// which alone writes the response), the same pings, switches, drain and
-// sweep. The session id is the welcome frame's: 16 random bytes, a
+// queue and writer (the writer parks each frame with the transport and the
+// stream's handler, which alone writes the response, writes it and runs
+// the writer on: no flusher goroutine), the same pings, switches, drain
+// and sweep. The session id is the welcome frame's: 16 random bytes, a
 // capability for this session only; it is never logged. A session with no
 // stream attached for two ping intervals plus SweepGrace is dropped.
 
@@ -468,18 +469,15 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for {
+		if !st.writeParked(s, t) {
+			return
+		}
 		select {
-		case req := <-st.reqs:
-			var err error
-			if req.close {
-				err = st.writeRaw(s, closeEvent(req.code, req.reason))
-			} else {
-				err = st.writeFrame(s, t, req.frame)
-			}
+		case <-t.kick: // a frame was parked: the loop's top writes it
+		case req := <-st.reqs: // the close event
+			err := st.writeRaw(s, closeEvent(req.code, req.reason))
 			req.done <- err
-			if err != nil || req.close {
-				return
-			}
+			return
 		case <-st.end:
 			return
 		case <-st.reqDone:
@@ -499,22 +497,43 @@ type httpTransport struct {
 	sendMu   sync.Mutex // one POST's frames at a time, in order
 	attachMu sync.Mutex // one attach at a time
 
+	// kick tells the attached stream's handler a frame is parked (cap 1;
+	// a kick with no stream waits for the next one, which looks anyway).
+	kick chan struct{}
+
 	mu       sync.Mutex
-	stream   *sseStream    // the attached stream, or nil
-	attached chan struct{} // closed when a stream attaches (then replaced)
-	detachT  *time.Timer   // drops the session when no stream comes
-	detached time.Time     // since when no stream is attached (zero while one is)
-	closed   bool          // close was called: code and reason are set
+	parked   []byte      // the send queue's writer's frame, waiting for a stream's handler (parkParked)
+	wstate   writerState // where the send queue's writer is
+	stream   *sseStream  // the attached stream, or nil
+	detachT  *time.Timer // drops the session when no stream comes
+	detached time.Time   // since when no stream is attached (zero while one is)
+	closed   bool        // close was called: code and reason are set
 	code     int
 	reason   string
 	cursors  cursors // what the client has, per topic, as the stream's ids say
 }
 
+// writerState is where an HTTP session's send queue writer is. The queue
+// runs its writer inline (conn.writeInline): write parks the frame here
+// and the writer stops; the stream's handler takes it (parkWriting),
+// writes it, and runs the writer on (writeParked). A session that ends
+// with a frame parked releases the writer (releaseParked), so conn.run's
+// wait for it ends without a stream.
+type writerState uint8
+
+const (
+	parkIdle    writerState = iota // no frame parked: the writer is idle or running elsewhere
+	parkParked                     // a frame waits in parked for a stream
+	parkWriting                    // a stream's handler is writing parked
+)
+
 func newHTTPTransport(c *conn) transport {
-	t := &httpTransport{c: c, in: make(chan []byte), gone: make(chan struct{}), attached: make(chan struct{})}
+	t := &httpTransport{c: c, in: make(chan []byte), gone: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
 	t.mu.Lock()
 	t.armDetachLocked()
 	t.mu.Unlock()
+	context.AfterFunc(c.ctx, t.releaseParked) // no goroutine until the session ends
 	return t
 }
 
@@ -549,50 +568,39 @@ func (t *httpTransport) hand(ctx context.Context, frames [][]byte) error {
 	return nil
 }
 
-// write hands frame to the attached stream, waiting for one to attach; a
-// stream that ends before it is written passes it to the next. It fails
-// only when the session ends.
+// write parks frame for the stream's handler, which writes it (the
+// attached stream's, or the next one's: a stream that ends before it is
+// written passes it to the next) and runs the queue's writer on; park
+// then stops the writer. It never blocks, and fails only when the session
+// has ended.
 func (t *httpTransport) write(ctx context.Context, frame []byte) error {
-	req := &writeReq{frame: frame, done: make(chan error, 1)}
-	for {
-		st, err := t.waitStream(ctx)
-		if err != nil {
-			return err
-		}
-		select {
-		case st.reqs <- req:
-		case <-st.exited:
-			continue
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		select {
-		case err := <-req.done:
-			if err == nil {
-				return nil
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	t.mu.Lock()
+	if err := ctx.Err(); err != nil {
+		t.mu.Unlock()
+		return err
 	}
+	t.parked, t.wstate = frame, parkParked
+	t.mu.Unlock()
+	select {
+	case t.kick <- struct{}{}:
+	default: // a kick is already waiting
+	}
+	return nil
 }
 
-// waitStream returns the attached stream, waiting for one.
-func (t *httpTransport) waitStream(ctx context.Context) (*sseStream, error) {
-	for {
-		t.mu.Lock()
-		st, ch := t.stream, t.attached
-		t.mu.Unlock()
-		if st != nil {
-			return st, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.gone:
-			return nil, errSessionGone
-		}
+// releaseParked ends the writer's wait for a stream once the session's
+// context ends (context.AfterFunc): a parked frame is dropped and the
+// writer counted done. A frame a handler is writing is left to it
+// (writeParked sees the end).
+func (t *httpTransport) releaseParked() {
+	t.mu.Lock()
+	release := t.wstate == parkParked
+	if release {
+		t.parked, t.wstate = nil, parkIdle
+	}
+	t.mu.Unlock()
+	if release {
+		t.c.flushWG.Done()
 	}
 }
 
@@ -606,7 +614,7 @@ func (t *httpTransport) close(code int, reason string) error {
 	t.mu.Unlock()
 	var err error
 	if st != nil {
-		req := &writeReq{close: true, code: code, reason: reason, done: make(chan error, 1)}
+		req := &writeReq{code: code, reason: reason, done: make(chan error, 1)}
 		timeout := time.NewTimer(closeTimeout)
 		select {
 		case st.reqs <- req:
@@ -652,10 +660,11 @@ func (t *httpTransport) liveness() { t.expire() }
 
 func (t *httpTransport) peerGone() bool { return false }
 
-// An HTTP session's writes wait for its stream: a flusher goroutine writes
-// them (conn.flush).
-func (t *httpTransport) inline() bool { return false }
-func (t *httpTransport) park() bool   { return false }
+// An HTTP session's writes never block: write parks each frame, and the
+// stream's handler writes it and runs the writer on (writeParked), so a
+// frame costs no goroutine.
+func (t *httpTransport) inline() bool { return true }
+func (t *httpTransport) park() bool   { return true }
 
 // detachLimit is how long a session lives without a stream.
 func (t *httpTransport) detachLimit() time.Duration {
@@ -748,8 +757,6 @@ func (t *httpTransport) attach(st *sseStream, last map[string]int64) ([][]byte, 
 	}
 	t.cursors.list = next
 	t.stream = st
-	close(t.attached)
-	t.attached = make(chan struct{})
 	if t.detachT != nil {
 		t.detachT.Stop()
 	}

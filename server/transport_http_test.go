@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -757,5 +759,45 @@ func TestHTTPAStalledStreamIsDroppedByTheWriteDeadline(t *testing.T) {
 	waitFor(t, 3*time.Second, "the session dropped", func() bool { return f.srv.Stats().Open == 0 })
 	if st := f.srv.Stats(); st.Limits.SlowConsumer != 0 || st.Limits.SweepClosed != 1 {
 		t.Fatalf("limits %+v: want the stream stalled and the session swept", st.Limits)
+	}
+}
+
+// An HTTP session's frames cost no goroutine: the stream's handler writes
+// what the send queue's writer parks. While Freeze holds every stream's
+// handler with an update in hand and more queued, the server has no more
+// goroutines than before (a flusher goroutine per session, waiting for its
+// handler, was the cost before); once it lifts, every update arrives, in
+// order.
+func TestHTTPFramesWaitingForTheStreamCostNoGoroutine(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	const sessions, updates = 16, 5
+	peers := make([]*httpPeer, sessions)
+	for i := range peers {
+		p := f.httpDial(t)
+		p.next(protocol.TypeWelcome, time.Second)
+		p.send(http.StatusNoContent, protocol.Message{Type: protocol.TypeSubscribe, Topic: "room"})
+		p.next(protocol.TypeSubscribed, time.Second)
+		peers[i] = p
+	}
+	time.Sleep(50 * time.Millisecond) // the POSTs' server goroutines end
+	before := runtime.NumGoroutine()
+	f.set("freeze", true)
+	for n := range updates {
+		if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":`+strconv.Itoa(n)+`}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // every handler holds its first update at the gate
+	if during := runtime.NumGoroutine(); during-before >= sessions/2 {
+		t.Fatalf("%d goroutines with %d sessions' updates held, %d before: a goroutine per session waits", during, sessions, before)
+	}
+	f.set("freeze", false)
+	for i, p := range peers {
+		for n := range updates {
+			m := p.next(protocol.TypeUpdate, 2*time.Second)
+			if string(m.Data) != `{"n":`+strconv.Itoa(n)+`}` {
+				t.Fatalf("session %d, update %d: %s", i, n, m.Data)
+			}
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -156,6 +157,12 @@ func runServer(args []string) error {
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, r *http.Request) {
 		runtime.GC()
 		_ = pprof.Lookup("heap").WriteTo(w, 0)
+	})
+	// The goroutines' stacks (?debug=1 groups them by stack, 2 lists each),
+	// for counting what a connection keeps alive (docs/bench.md).
+	mux.HandleFunc("/debug/pprof/goroutine", func(w http.ResponseWriter, r *http.Request) {
+		debug, _ := strconv.Atoi(r.URL.Query().Get("debug"))
+		_ = pprof.Lookup("goroutine").WriteTo(w, debug)
 	})
 	mux.Handle("/", h)
 	ln, err := net.Listen("tcp", *addr)
