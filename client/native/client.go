@@ -30,6 +30,12 @@ type Client struct {
 	core *client.Core
 	subs map[string]map[uint64]func(client.Update) // the loop's
 	subN uint64
+	// subWait holds the answers of Subscribe calls waiting for the
+	// server to take their topic (the loop's; at most one per call in
+	// flight, so bounded by the callers): answered when the topic is
+	// subscribed, refused (OnTopicError), or the connection is not up.
+	subWait  map[string][]subWaiter
+	topicErr map[string]bool // topics refused since the loop last looked (the loop's)
 
 	events chan event
 	ctx    context.Context // ends when the client is closed
@@ -225,10 +231,17 @@ func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 // reconnects (stage 7 resumes without gaps). since, when not nil, asks for
 // a replay of what followed that seq on the first subscribe. The returned
 // function unsubscribes (the topic is left when its last subscriber goes).
-// The error is for an invalid topic name (errors.Is(err,
-// protocol.ErrBadTopic)), a negative since, ctx's end or a closed client
-// (ErrClosed); a refusal by the server (unknown_topic, ...) reaches
-// OnTopicError and is retried.
+// On a connected client it returns once the server has taken the
+// subscribe, so everything published after it returns is delivered (a
+// topic joined while READY does not take READY away: WaitReady alone would
+// not say so); while not connected it returns at once and the subscribe
+// goes out with the connection (WaitReady waits for that). The error is
+// for an invalid topic name (errors.Is(err, protocol.ErrBadTopic)), a
+// negative since, a closed client (ErrClosed), or ctx's end, before the
+// subscribe was taken in (no func) or while waiting for the server (the
+// func is returned: the subscription stands). A refusal by the server
+// (forbidden, too_many_subscriptions, unknown_topic, ...) reaches
+// OnTopicError, ends the wait, and is retried.
 func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
 	var o client.SubscribeOptions
 	if since != nil {
@@ -245,7 +258,7 @@ func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.Subsc
 	if onUpdate == nil {
 		onUpdate = func(client.Update) {}
 	}
-	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1), subOpts: o}
+	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1), subOpts: o, taken: make(subWaiter)}
 	if !c.post(ctx, e) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -262,10 +275,21 @@ func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.Subsc
 		return nil, r.err
 	}
 	var once sync.Once
-	return func() {
+	stop := func() {
 		once.Do(func() { c.post(context.Background(), event{kind: evUnsubscribe, topic: topic, id: r.id}) })
-	}, nil
+	}
+	select {
+	case <-e.taken:
+		return stop, nil
+	case <-c.done:
+		return stop, nil // closed: nothing more will be delivered anyway
+	case <-ctx.Done():
+		return stop, fmt.Errorf("failed to wait for the server to take the subscribe to %s (the subscription stands; call the returned func to leave it): %w", topic, ctx.Err())
+	}
 }
+
+// subWaiter is a Subscribe call waiting for the server to take its topic.
+type subWaiter chan struct{}
 
 // Publish appends data (JSON) to topic and returns the seq the server gave
 // it. Errors are Request's; the server's codes include forbidden (publish

@@ -51,6 +51,7 @@ type event struct {
 	topics   chan []client.TopicStats
 	opts     client.RequestOptions   // evRequest, evPublish
 	subOpts  client.SubscribeOptions // evSubscribe
+	taken    subWaiter               // evSubscribe: closed once the server took the topic (answerSubscribes)
 }
 
 // requestReply answers a caller: first the request's id (so a cancel can
@@ -86,6 +87,7 @@ func (c *Client) loop() {
 	var stopping <-chan time.Time // set once Stop: the bound on the close handshakes
 	for {
 		c.apply(sockets, waiters, timer)
+		c.answerSubscribes()
 		if stopping != nil && len(sockets) == 0 {
 			break
 		}
@@ -128,6 +130,10 @@ func (c *Client) loop() {
 				}
 				c.subs[e.topic][c.subN] = e.onUpdate
 				e.reply <- requestReply{id: c.subN}
+				if c.subWait == nil {
+					c.subWait = map[string][]subWaiter{}
+				}
+				c.subWait[e.topic] = append(c.subWait[e.topic], e.taken)
 			case evUnsubscribe:
 				if m := c.subs[e.topic]; m != nil {
 					delete(m, e.id)
@@ -238,6 +244,12 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 				c.opts.OnPresence(e.Presence)
 			}
 		case client.EffTopicError:
+			if c.subWait[e.TopicError.Topic] != nil {
+				if c.topicErr == nil {
+					c.topicErr = map[string]bool{}
+				}
+				c.topicErr[e.TopicError.Topic] = true
+			}
 			if c.opts.OnTopicError != nil {
 				c.opts.OnTopicError(e.TopicError.Topic, e.TopicError.Code)
 			}
@@ -267,4 +279,38 @@ func (c *Client) askToken(force bool) {
 		tok, err := c.opts.Token(c.ctx, force)
 		c.post(c.ctx, event{kind: evToken, token: tok, err: err})
 	}()
+}
+
+// answerSubscribes lets the Subscribe calls go whose topic the server has
+// taken (subscribed), or refused (OnTopicError heard it), and every one
+// while the client has no working connection (the subscribe goes out when
+// it has: waiting for that is WaitReady's). So a Subscribe that returns nil
+// on a connected client is followed by every update published after it.
+func (c *Client) answerSubscribes() {
+	if len(c.subWait) == 0 {
+		return
+	}
+	c.mu.Lock()
+	up := c.state.Protocol == client.Up && c.state.Ended == client.NotEnded
+	c.mu.Unlock()
+	if f := c.core.Config().Features; !f.Service || !f.Heartbeat {
+		up = false // no service layer (or no ping to say the peer is up): nothing to wait for
+	}
+	var taken map[string]bool
+	if up {
+		taken = map[string]bool{}
+		for _, t := range c.core.Topics() {
+			taken[t.Topic] = t.Subscribed
+		}
+	}
+	for topic, ws := range c.subWait {
+		if up && !taken[topic] && !c.topicErr[topic] {
+			continue
+		}
+		for _, w := range ws {
+			close(w)
+		}
+		delete(c.subWait, topic)
+	}
+	clear(c.topicErr)
 }
