@@ -302,6 +302,12 @@ type fleet []*child
 // three addresses, so phases that give different srcBase never share a
 // source address (and its ephemeral ports).
 func startFleet(self, url, proto string, n, srcBase int, subscribe bool) (fleet, error) {
+	return startFleetWith(self, n, srcBase, "-url", url, "-proto", proto, "-subscribe="+strconv.FormatBool(subscribe))
+}
+
+// startFleetWith is startFleet for any clients child flags (args): it
+// adds -n, -conc and -src per process.
+func startFleetWith(self string, n, srcBase int, args ...string) (fleet, error) {
 	var f fleet
 	for left, i := n, 0; left > 0; i++ {
 		k := min(left, maxClientsPerProcess)
@@ -309,8 +315,8 @@ func startFleet(self, url, proto string, n, srcBase int, subscribe bool) (fleet,
 		for j := range 4 {
 			srcs = append(srcs, fmt.Sprintf("127.0.%d.%d", 1+i, 2+srcBase+j))
 		}
-		c, err := startChild(self, "clients", "-url", url, "-proto", proto, "-n", strconv.Itoa(k), "-conc", "200",
-			"-src", strings.Join(srcs, ","), "-subscribe="+strconv.FormatBool(subscribe))
+		c, err := startChild(self, append(append([]string{"clients"}, args...), "-n", strconv.Itoa(k), "-conc", "200",
+			"-src", strings.Join(srcs, ","))...)
 		if err != nil {
 			f.stop()
 			return nil, err

@@ -462,23 +462,7 @@ func (b *sseBody) read(st *counters) error {
 // most 9,000 each, from the source addresses startFleet would give
 // srcBase.
 func startSSEFleet(self, base string, n, srcBase int, subscribe bool) (fleet, error) {
-	var f fleet
-	for left, i := n, 0; left > 0; i++ {
-		k := min(left, maxClientsPerProcess)
-		var srcs []string
-		for j := range 4 {
-			srcs = append(srcs, fmt.Sprintf("127.0.%d.%d", 1+i, 2+srcBase+j))
-		}
-		c, err := startChild(self, "clients", "-transport", transportSSE, "-url", base, "-n", strconv.Itoa(k), "-conc", "200",
-			"-src", strings.Join(srcs, ","), "-subscribe="+strconv.FormatBool(subscribe))
-		if err != nil {
-			f.stop()
-			return nil, err
-		}
-		f = append(f, c)
-		left -= k
-	}
-	return f, nil
+	return startFleetWith(self, n, srcBase, "-transport", transportSSE, "-url", base, "-subscribe="+strconv.FormatBool(subscribe))
 }
 
 // sessionsPerSec reads an SSE fleet's sessions made and their span: the
