@@ -238,13 +238,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.handshake(outAccepted)
-	switch late {
-	case lateRestart:
-		// Accepted while Restart began: it goes the way of the others.
-		c.closeAsync(protocol.CloseServiceRestart, s.slotReason(s.restartEnd()))
-	case lateDrain:
-		c.closeAsync(protocol.CloseGoingAway, s.slotReason(s.drainEnd()))
-	}
+	s.closeIfLate(c, late)
 	// The connection's reader is a goroutine of its own and the handler
 	// returns: net/http's goroutine ends, and with it what it held for the
 	// connection's life (the request, the response and its buffer, a stack
@@ -347,4 +341,15 @@ func (s *Server) unregister(c *conn) {
 	s.mu.Unlock()
 	s.tenants.leave(c.id, s.opts.Now())
 	s.log.Debug("connection closed", "conn", c.id, "open", n)
+}
+
+// closeIfLate closes c, accepted (over either transport) while a Restart
+// or a drain began, the way the others went: with a slot to come back in.
+func (s *Server) closeIfLate(c *conn, late lateKind) {
+	switch late {
+	case lateRestart:
+		c.closeAsync(protocol.CloseServiceRestart, s.slotReason(s.restartEnd()))
+	case lateDrain:
+		c.closeAsync(protocol.CloseGoingAway, s.slotReason(s.drainEnd()))
+	}
 }

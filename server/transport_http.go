@@ -231,12 +231,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	switch late {
-	case lateRestart:
-		c.closeAsync(protocol.CloseServiceRestart, s.slotReason(s.restartEnd()))
-	case lateDrain:
-		c.closeAsync(protocol.CloseGoingAway, s.slotReason(s.drainEnd()))
-	}
+	s.closeIfLate(c, late)
 	go func() {
 		defer s.wg.Done() // register counted this session
 		c.run()
