@@ -35,7 +35,7 @@ type Client struct {
 	// flight, so bounded by the callers): answered when the topic is
 	// subscribed, refused (OnTopicError), or the connection is not up.
 	subWait  map[string][]subWaiter
-	topicErr map[string]bool // topics refused since the loop last looked (the loop's)
+	topicErr map[string]string // topics refused since the loop last looked, with the server's code (the loop's)
 
 	events chan event
 	ctx    context.Context // ends when the client is closed
@@ -240,8 +240,10 @@ func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 // negative since, a closed client (ErrClosed), or ctx's end, before the
 // subscribe was taken in (no func) or while waiting for the server (the
 // func is returned: the subscription stands). A refusal by the server
-// (forbidden, too_many_subscriptions, unknown_topic, ...) reaches
-// OnTopicError, ends the wait, and is retried.
+// (forbidden, too_many_subscriptions, unknown_topic, ...) ends the wait
+// with a *SubscribeError (its Code is the server's) and the func: the
+// subscription stands and is asked for again on the next connection, as
+// OnTopicError also hears; call the func to give it up.
 func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
 	var o client.SubscribeOptions
 	if since != nil {
@@ -258,7 +260,7 @@ func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.Subsc
 	if onUpdate == nil {
 		onUpdate = func(client.Update) {}
 	}
-	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1), subOpts: o, taken: make(subWaiter)}
+	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1), subOpts: o, taken: make(subWaiter, 1)}
 	if !c.post(ctx, e) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -279,8 +281,8 @@ func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.Subsc
 		once.Do(func() { c.post(context.Background(), event{kind: evUnsubscribe, topic: topic, id: r.id}) })
 	}
 	select {
-	case <-e.taken:
-		return stop, nil
+	case err := <-e.taken:
+		return stop, err
 	case <-c.done:
 		return stop, nil // closed: nothing more will be delivered anyway
 	case <-ctx.Done():
@@ -288,8 +290,9 @@ func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.Subsc
 	}
 }
 
-// subWaiter is a Subscribe call waiting for the server to take its topic.
-type subWaiter chan struct{}
+// subWaiter is a Subscribe call waiting for the server to take its topic:
+// it is sent nil (taken, or no connection to wait on) or the refusal, once.
+type subWaiter chan error
 
 // Publish appends data (JSON) to topic and returns the seq the server gave
 // it. Errors are Request's; the server's codes include forbidden (publish

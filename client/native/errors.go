@@ -39,6 +39,20 @@ func (e *NotReadyError) Unwrap() []error {
 	return []error{e.Err, e.LastDial}
 }
 
+// SubscribeError is Subscribe's error when the server refused the
+// subscribe. Code is the server's stable code (forbidden, unknown_topic,
+// too_many_subscriptions, too_many_topics, unavailable); its message is
+// not kept. The subscription stands (it is asked for again on the next
+// connection) until the func Subscribe returned with it is called.
+type SubscribeError struct {
+	Topic string
+	Code  string
+}
+
+func (e *SubscribeError) Error() string {
+	return "failed to subscribe to " + e.Topic + ": the server refused it (" + e.Code + ")"
+}
+
 // EndedError is WaitReady's error for a session in a terminal state
 // (ended, forbidden, refresh_exhausted, gave_up): only Reconnect starts it
 // again.

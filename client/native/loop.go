@@ -51,7 +51,7 @@ type event struct {
 	topics   chan []client.TopicStats
 	opts     client.RequestOptions   // evRequest, evPublish
 	subOpts  client.SubscribeOptions // evSubscribe
-	taken    subWaiter               // evSubscribe: closed once the server took the topic (answerSubscribes)
+	taken    subWaiter               // evSubscribe: answered once the server took or refused the topic (answerSubscribes)
 }
 
 // requestReply answers a caller: first the request's id (so a cancel can
@@ -246,9 +246,9 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 		case client.EffTopicError:
 			if c.subWait[e.TopicError.Topic] != nil {
 				if c.topicErr == nil {
-					c.topicErr = map[string]bool{}
+					c.topicErr = map[string]string{}
 				}
-				c.topicErr[e.TopicError.Topic] = true
+				c.topicErr[e.TopicError.Topic] = e.TopicError.Code
 			}
 			if c.opts.OnTopicError != nil {
 				c.opts.OnTopicError(e.TopicError.Topic, e.TopicError.Code)
@@ -304,11 +304,16 @@ func (c *Client) answerSubscribes() {
 		}
 	}
 	for topic, ws := range c.subWait {
-		if up && !taken[topic] && !c.topicErr[topic] {
+		code, refused := c.topicErr[topic]
+		if up && !taken[topic] && !refused {
 			continue
 		}
+		var err error
+		if refused {
+			err = &SubscribeError{Topic: topic, Code: code}
+		}
 		for _, w := range ws {
-			close(w)
+			w <- err // buffered (1) and answered once
 		}
 		delete(c.subWait, topic)
 	}

@@ -339,3 +339,52 @@ func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
 		t.Fatalf("publish with publishing off: %v, want forbidden", err)
 	}
 }
+
+// TestSubscribeRefusedReturnsTheCode: a subscribe the server refuses
+// (Authorize says forbidden) ends Subscribe's wait with a *SubscribeError
+// carrying the server's code and the func, and OnTopicError hears the
+// same; a topic allowed on the same client is taken (nil); the client is
+// READY with the refused topic settled.
+func TestSubscribeRefusedReturnsTheCode(t *testing.T) {
+	_, url := topicServer(t, server.Options{Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
+		if a.Kind == server.ActSubscribe && a.Topic == "secret" {
+			return &server.Error{Code: "forbidden", Message: "not yours"}
+		}
+		return nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	heard := make(chan string, 8)
+	c, err := Dial(ctx, url, &Options{Config: fastStage7(11), OnTopicError: func(topic, code string) { heard <- topic + " " + code }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Subscribe(ctx, "open", nil, nil); err != nil {
+		t.Fatalf("an allowed topic: %v", err)
+	}
+	stop, err := c.Subscribe(ctx, "secret", nil, nil)
+	var se *SubscribeError
+	if !errors.As(err, &se) || se.Topic != "secret" || se.Code != "forbidden" {
+		t.Fatalf("a refused topic: %v, want *SubscribeError secret forbidden", err)
+	}
+	if stop == nil {
+		t.Fatal("a refused Subscribe returned no func to give the subscription up")
+	}
+	select {
+	case h := <-heard:
+		if h != "secret forbidden" {
+			t.Fatalf("OnTopicError heard %q", h)
+		}
+	case <-ctx.Done():
+		t.Fatal("OnTopicError never heard the refusal")
+	}
+	// A refusal settles the topic: the client is READY with it refused.
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("READY after a refused topic: %v", err)
+	}
+	stop()
+}
