@@ -13,7 +13,7 @@ import (
 )
 
 // The sweep pings only what is silent: a peer that sends a message every
-// half interval is never pinged, and a silent one that answers the pings
+// quarter interval is never pinged, and a silent one that answers the pings
 // (a browser at stage 0 or 1, which sends nothing of its own) is pinged
 // every other tick, its pong being what it was heard from. Both stay open.
 // Before the rule every connection was pinged every tick.
@@ -54,7 +54,7 @@ func TestSweepPingsOnlyPeersItHasNotHeardFrom(t *testing.T) {
 		if err != nil {
 			t.Fatalf("write: %v", err)
 		}
-		time.Sleep(interval / 2)
+		time.Sleep(interval / 4)
 	}
 	ticks := float64(time.Since(start) / interval)
 	silent, talked := float64(silentPings.Load()), talkerPings.Load()
@@ -65,7 +65,7 @@ func TestSweepPingsOnlyPeersItHasNotHeardFrom(t *testing.T) {
 	// The first tick may find the talker not yet heard from; a loaded
 	// machine may stretch one gap between its messages past a tick.
 	if talked > 3 {
-		t.Errorf("a peer that sends every half interval was pinged %d times in %.0f ticks", talked, ticks)
+		t.Errorf("a peer that sends every quarter interval was pinged %d times in %.0f ticks", talked, ticks)
 	}
 	if st := f.srv.Stats(); st.Open != 2 || st.Limits.SweepClosed != 0 {
 		t.Fatalf("open %d, swept %d: a live peer was swept", st.Open, st.Limits.SweepClosed)
