@@ -109,10 +109,11 @@ func TestRestartHandsOutSpreadSlots(t *testing.T) {
 	}
 }
 
-// A client that completed its handshake and never reads is closed by the
-// sweep two intervals plus the grace after the first sweep ping, which goes
-// out at the server's next sweep tick (the sweep is one ticker for all):
-// between 2 and 3 intervals plus the grace after it connected.
+// A client that completed its handshake and never reads (nor sends) is
+// closed by the sweep one interval plus the grace after the first sweep
+// ping, which goes out at the server's next sweep tick (the sweep is one
+// ticker for all): between 1 and 2 intervals plus the grace after it
+// connected.
 func TestSweepClosesAPeerThatNeverAnswers(t *testing.T) {
 	const interval, grace = 200 * time.Millisecond, 100 * time.Millisecond
 	f := newFixture(t, &Options{SweepInterval: interval, SweepGrace: grace})
@@ -126,7 +127,7 @@ func TestSweepClosesAPeerThatNeverAnswers(t *testing.T) {
 	waitFor(t, time.Second, "the silent peer registered", func() bool { return f.srv.Stats().Open == 2 })
 	waitFor(t, 3*time.Second, "the silent peer swept", func() bool { return f.srv.Stats().Open == 1 })
 	took := time.Since(start)
-	lo, hi := 2*interval+grace, 3*interval+grace
+	lo, hi := interval+grace, 2*interval+grace
 	if took < lo*9/10 || took > hi*11/10+50*time.Millisecond {
 		t.Fatalf("swept after %v, want between %v and %v", took, lo, hi)
 	}

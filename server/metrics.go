@@ -48,7 +48,7 @@ func newMetrics() *metrics {
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wsready_closes_total",
 			Help: "Connection closes by who started them (server, client), close code and transport."}, []string{"by", "code", "transport"}),
 		sweep: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wsready_sweep_closes_total",
-			Help: "Connections closed by the liveness sweep (no pong, or no stream attached, within two intervals plus the grace), by transport."}, []string{"transport"}),
+			Help: "Connections closed by the liveness sweep (WebSocket: silent, no pong within one interval plus the grace; HTTP: no stream attached within two ping intervals plus the grace), by transport."}, []string{"transport"}),
 		drained: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_drain_closed_total",
 			Help: "Connections closed by drains."}),
 		requests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wsready_request_seconds",

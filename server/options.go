@@ -133,10 +133,16 @@ type Options struct {
 	// which browsers can read) or RefuseHTTP (503 or 429 with Retry-After).
 	RefuseWith RefuseMode
 	// SweepInterval and SweepGrace are the liveness sweep (sweep.go): one
-	// ticker sends every connection a WebSocket ping every SweepInterval and
-	// closes a connection whose pong has not come within two intervals plus
-	// the grace (a connection's first sweep ping goes at the next tick).
-	// Browsers answer these pings themselves. Default 10s and 5s.
+	// ticker, every SweepInterval, sends a WebSocket ping to each
+	// connection from which no frame (a message, a pong) was read since
+	// the previous tick, and closes one that neither answers nor sends
+	// anything within one interval plus the grace. Browsers answer these
+	// pings themselves. A peer that goes silent is closed 2 to 3 intervals
+	// plus the grace after the last frame read from it (25 to 35 s at the
+	// defaults; up to another grace if the grace is not shorter than the
+	// interval); a connection that never sends is pinged at the first tick
+	// after it is served, and a live one that only answers pings is pinged
+	// every other tick. Default 10s and 5s (0: the default).
 	SweepInterval time.Duration
 	SweepGrace    time.Duration
 	// DrainWindow is how long a drain (drain.go) spreads its closes over.

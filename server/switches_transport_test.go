@@ -76,7 +76,7 @@ func TestDeafStopsReadingWebSocketsWhilePingsGoOn(t *testing.T) {
 	p.next(protocol.TypeWelcome, time.Second)
 	f.set("deaf", true)
 	p.send(protocol.Message{Type: protocol.TypeProbe, ID: 1})
-	deadline := time.After(700 * time.Millisecond) // past the sweep's 300 ms
+	deadline := time.After(700 * time.Millisecond) // past the sweep's 200 to 300 ms
 	pings := 0
 	for waiting := true; waiting; {
 		select {

@@ -35,6 +35,13 @@ type wsTransport struct {
 	// the pong (coder/websocket's OnPongReceived, on the reader goroutine).
 	pingT     *time.Timer
 	pingHolds atomic.Uint64 // s.holds() when the ping went out
+	pingHeard atomic.Uint64 // heard when the ping went out
+
+	// heard counts the frames read from the peer (a message begun, or a
+	// pong): proof of life the sweep need not ask for. heardTick is heard
+	// at the sweep's previous tick (the heartbeat goroutine's only).
+	heard     atomic.Uint64
+	heardTick uint64
 }
 
 // livenessPing is the sweep's WebSocket ping as a server sends it (FIN,
@@ -127,6 +134,7 @@ func (t *wsTransport) readMessage(ctx context.Context) (websocket.MessageType, [
 	if err != nil {
 		return 0, nil, err
 	}
+	t.heard.Add(1)
 	t.reading.Store(true)
 	if t.msgT == nil {
 		t.msgT = time.AfterFunc(t.c.s.opts.MessageTimeout, t.messageExpired)
@@ -189,35 +197,53 @@ func (t *wsTransport) closeNow() {
 	t.ws.CloseNow()
 }
 
-// liveness sends a WebSocket protocol ping (sweep.go). Through the gate it
-// is queued like any frame (livenessPing) and its pong comes to pong:
-// no goroutine waits for it. Without the gate (tests) a goroutine pings
-// and ends with the pong, or with the connection.
+// liveness is the sweep's tick for this connection (sweep.go). A peer
+// heard from since the previous tick is alive: nothing is sent. A silent
+// one is sent a WebSocket protocol ping, unless one is outstanding. Through
+// the gate it is queued like any frame (livenessPing) and its pong comes to
+// pong: no goroutine waits for it. Without the gate (tests) a goroutine
+// pings and ends with the pong, or with the connection.
 func (t *wsTransport) liveness() {
 	c := t.c
 	s := c.s
-	if s.holding() || !c.pinging.CompareAndSwap(false, true) {
+	if s.holding() {
 		return
 	}
+	if h := t.heard.Load(); h != t.heardTick {
+		t.heardTick = h
+		return
+	}
+	if !c.pinging.CompareAndSwap(false, true) {
+		return
+	}
+	t.pingHeard.Store(t.heard.Load())
 	if t.gc != nil {
 		t.pingHolds.Store(s.holds())
-		t.pingT.Reset(2*s.opts.SweepInterval + s.opts.SweepGrace)
+		t.pingT.Reset(s.pongWithin())
 		c.offer(livenessPing)
 		return
 	}
 	holds := s.holds()
 	done := make(chan struct{})
-	deadline := time.AfterFunc(2*s.opts.SweepInterval+s.opts.SweepGrace, func() {
+	var deadline *time.Timer
+	deadline = time.AfterFunc(time.Hour, func() {
 		select {
 		case <-done:
 			return
 		default:
 		}
-		if s.holding() || s.holds() != holds {
-			return // frozen or deaf meanwhile: not the peer's fault; the next ping decides
+		if s.holding() || s.holds() != holds || t.heard.Load() != t.pingHeard.Load() {
+			// A switch held the traffic, or the peer spoke: not dead.
+			// The ping stays outstanding, so the deadline starts again.
+			holds = s.holds()
+			t.pingHeard.Store(t.heard.Load())
+			deadline.Reset(s.pongWithin())
+			return
 		}
 		c.sweepClose()
 	})
+	deadline.Reset(s.pongWithin()) // deadline is set before its func can run
+
 	s.wg.Add(1) // the connection's handler is counted while this runs: no Add from zero
 	go func() {
 		defer s.wg.Done()
@@ -241,22 +267,26 @@ func (p *pongTo) pong(context.Context, []byte) {
 }
 
 // pong is coder/websocket's OnPongReceived (the reader goroutine): the
-// peer is alive.
+// peer is alive. Any pong counts, the sweep's or one the peer sends
+// unasked.
 func (t *wsTransport) pong() {
+	t.heard.Add(1)
 	if t.gc != nil && t.c.pinging.CompareAndSwap(true, false) {
 		t.pingT.Stop()
 	}
 }
 
-// pongLate is the liveness ping's deadline: no pong within two sweep
-// intervals plus SweepGrace closes the connection at once, unless a switch
-// held the traffic meanwhile (not the peer's fault: the next ping decides).
+// pongLate is the liveness ping's deadline: no pong within one sweep
+// interval plus SweepGrace closes the connection at once, unless the peer
+// was heard from meanwhile (a message: it is alive, its pong is late) or a
+// switch held the traffic (not the peer's fault). Either way the next
+// tick decides.
 func (t *wsTransport) pongLate() {
 	c, s := t.c, t.c.s
 	if !c.pinging.Load() {
 		return
 	}
-	if s.holding() || s.holds() != t.pingHolds.Load() {
+	if s.holding() || s.holds() != t.pingHolds.Load() || t.heard.Load() != t.pingHeard.Load() {
 		c.pinging.Store(false)
 		return
 	}

@@ -7,6 +7,7 @@
 //
 //	go run ./cmd/wsready-bench run [-conns 10000] [-connect 19000] [-steady 10s]
 //	    [-idle 19500] [-idle-window 60s] [-sse 5000] [-trials 3] [-model PATH] [-out docs]
+//	    [-only idle|connect [-profile DIR]]
 //	go run ./cmd/wsready-bench sim [-trials 3] [-model PATH] [-json FILE]
 //	go run ./cmd/wsready-bench sse [-conns 2000] [-steady 10s] [-trials 3] [-json FILE]
 //

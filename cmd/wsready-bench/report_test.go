@@ -156,6 +156,8 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"-steady", "0s"}, {"-idle-window", "0s"}, {"-idle-ping", "500ms"}, {"-ping", "500ms"}, {"-ping", "2h"}, {"-sample", "5ms"}, {"-trials", "0"}, {"-trials", "10"},
 		{"-servers", "lean"}, {"-servers", "wsready"}, {"-servers", "wsready,nginx"}, {"-out", filepath.Join(t.TempDir(), "none")},
 		{"extra"}, {"-nosuchflag"},
+		{"-only", "sse"}, {"-only", "idle", "-idle", "0"}, {"-only", "connect", "-connect", "0"},
+		{"-profile", t.TempDir()}, {"-only", "idle", "-profile", t.TempDir()}, {"-only", "connect", "-profile", filepath.Join(t.TempDir(), "none")},
 	} {
 		err := runBench(args)
 		var ue *usageError

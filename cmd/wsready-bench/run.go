@@ -67,6 +67,8 @@ func runBench(args []string) error {
 	servers := fs.String("servers", strings.Join(allServers, ","), "the servers to run, comma-separated: wsready and at least one of lean, centrifuge")
 	out := fs.String("out", "docs", "directory for bench.md and bench.json (it must exist)")
 	model := fs.String("model", "", "the Python fleet model (fleet_model.py); empty or missing: the report says the model was not measured")
+	only := fs.String("only", "", "run one row alone, -trials times: idle (the wsready serve idle row) or connect (the time to connect -connect clients, wsready beside lean, the ratio's median); its runs, with the load average around each, go to stdout and -out/bench-only.json, and bench.md and bench.json are not written (empty: the whole benchmark)")
+	profiles := fs.String("profile", "", "with -only connect: a directory where the wsready server of each run writes its CPU profile, connect-N.prof (empty: none)")
 	findings := fs.String("findings", "", "a JSON object of findings by row key, printed beside each figure (empty: none; a path that does not exist: none, and the report says so)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -102,6 +104,19 @@ func runBench(args []string) error {
 		return usagef("run: -sse must be 0..%d, not %d", maxClientsPerProcess, p.SSEConns)
 	case p.Trials < 1 || p.Trials > 9:
 		return usagef("run: -trials must be 1..9, not %d", p.Trials)
+	case *only != "" && *only != "idle" && *only != "connect":
+		return usagef("run: -only takes idle or connect, not %q", *only)
+	case *only == "idle" && p.Idle == 0:
+		return usagef("run: -only idle needs -idle above 0")
+	case *only == "connect" && p.Connect == 0:
+		return usagef("run: -only connect needs -connect above 0")
+	case *profiles != "" && *only != "connect":
+		return usagef("run: -profile is for -only connect")
+	}
+	if *profiles != "" {
+		if st, err := os.Stat(*profiles); err != nil || !st.IsDir() {
+			return usagef("run: -profile %q is not a directory", *profiles)
+		}
 	}
 	seen := map[string]bool{}
 	for _, s := range strings.Split(*servers, ",") {
@@ -141,6 +156,9 @@ func runBench(args []string) error {
 	}
 	defer cleanup()
 	logf("built in %v", time.Since(started).Round(time.Second))
+	if *only != "" {
+		return runOnly(e, args, *only, *out, *profiles)
+	}
 
 	// The servers take turns, their order turning by one every trial, so
 	// the machine's drift falls on each alike.
@@ -316,14 +334,15 @@ type liveServer struct {
 }
 
 // startServer starts one server of the kind with the ping interval and the
-// feed on (updates) or silent.
-func (e *env) startServer(kind string, ping time.Duration, updates bool) (*liveServer, error) {
+// feed on (updates) or silent; extra are more server child flags (wsready
+// and lean only).
+func (e *env) startServer(kind string, ping time.Duration, updates bool, extra ...string) (*liveServer, error) {
 	var c *child
 	var err error
 	s := &liveServer{proto: protoWsready}
 	switch kind {
 	case "wsready", "lean":
-		c, err = startChild(e.self, "server", "-kind", kind, "-ping", ping.String(), "-updates="+strconv.FormatBool(updates))
+		c, err = startChild(e.self, append([]string{"server", "-kind", kind, "-ping", ping.String(), "-updates=" + strconv.FormatBool(updates)}, extra...)...)
 		s.ws = "/ws"
 	case "centrifuge":
 		c, err = startChild(e.peerBin, "-ping", ping.String(), "-pong", (ping * 4 / 5).String(), "-updates="+strconv.FormatBool(updates))
@@ -493,24 +512,41 @@ func (e *env) measureServer(kind string, trial int) (ServerRun, error) {
 	// Connecting many: a fresh server (the feed running), every client
 	// dialling as fast as its process lets it.
 	if p.Connect > 0 {
-		srv, err := e.startServer(kind, p.ping, true)
+		took, err := e.connectMany(kind, "")
 		if err != nil {
 			return r, err
-		}
-		defer srv.stop()
-		time.Sleep(serverSettle)
-		f, err := startFleet(e.self, srv.ws, srv.proto, p.Connect, 8, true)
-		if err != nil {
-			return r, err
-		}
-		took, err := f.waitReady(p.Connect, true, manyWithin)
-		f.stop()
-		if err != nil {
-			return r, fmt.Errorf("connecting %d: %w", p.Connect, err)
 		}
 		r.ConnectManySeconds = took.Seconds()
 	}
 	return r, nil
+}
+
+// connectMany is the time to connect and subscribe p.Connect clients to a
+// fresh server of the kind (the feed running), every client dialling as
+// fast as its process lets it. With profile set, a wsready or lean
+// server writes its CPU profile there (its life: start, connect, stop).
+func (e *env) connectMany(kind, profile string) (time.Duration, error) {
+	p := e.p
+	var extra []string
+	if profile != "" {
+		extra = []string{"-cpuprofile", profile}
+	}
+	srv, err := e.startServer(kind, p.ping, true, extra...)
+	if err != nil {
+		return 0, err
+	}
+	defer srv.stop()
+	time.Sleep(serverSettle)
+	f, err := startFleet(e.self, srv.ws, srv.proto, p.Connect, 8, true)
+	if err != nil {
+		return 0, err
+	}
+	took, err := f.waitReady(p.Connect, true, manyWithin)
+	f.stop()
+	if err != nil {
+		return 0, fmt.Errorf("connecting %d: %w", p.Connect, err)
+	}
+	return took, nil
 }
 
 // measureIdle is the idle row: the wsready binary's serve command at

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
@@ -164,6 +165,9 @@ func runServer(args []string) error {
 		debug, _ := strconv.Atoi(r.URL.Query().Get("debug"))
 		_ = pprof.Lookup("goroutine").WriteTo(w, debug)
 	})
+	// A CPU profile of a window (?seconds=N, default 30), for where an
+	// idle or a connecting server's CPU goes (docs/bench.md).
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 	mux.Handle("/", h)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
