@@ -104,15 +104,19 @@ func (st *sseStream) writeBlocking(s *Server, b []byte) error {
 
 // send writes b (an event) to a live hijacked stream without blocking: to
 // the socket at once if it takes it (never during a freeze), else into the
-// backlog, which serve writes. With wait, a channel that is closed once b
-// is on the socket (nil: it is already). An error: the stream has failed
-// (b is not written); the stream is ended.
-func (st *sseStream) send(s *Server, b []byte, wait bool) (chan struct{}, error) {
+// backlog, which serve writes. last (the close event): a channel that is
+// closed once b is on the socket (nil: it is already), and no event is
+// sent after it. An error: the stream has failed (b is not written); the
+// stream is ended.
+func (st *sseStream) send(s *Server, b []byte, last bool) (chan struct{}, error) {
 	st.wmu.Lock()
 	if st.werr != nil {
 		err := st.werr
 		st.wmu.Unlock()
 		return nil, err
+	}
+	if last {
+		st.werr = errStreamEnded // set before the write: the backlog, if any, is still written
 	}
 	n := 0
 	if len(st.backlog) == 0 && st.raw != nil && !s.gate.isFrozen() {
@@ -137,7 +141,7 @@ func (st *sseStream) send(s *Server, b []byte, wait bool) (chan struct{}, error)
 	}
 	st.backlog = append(st.backlog, b[n:]...)
 	var ch chan struct{}
-	if wait {
+	if last {
 		if st.flushed == nil {
 			st.flushed = make(chan struct{})
 		}
