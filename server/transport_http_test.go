@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -956,4 +957,70 @@ func TestHTTPStreamOverHTTP2KeepsTheHandlerPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	readRawUntil(t, br, `{"n":2}`)
+}
+
+// A hijacked stream whose client reads slowly gets every event, in order:
+// what the socket does not take waits in the stream's backlog, the
+// stream's goroutine writes it, and the send queue's writer goes on after
+// it (nothing is lost, nothing stalls within WriteTimeout).
+func TestHTTPStreamBacklogIsWrittenInOrder(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second, MaxQueuedBytes: 64 << 20})
+	id := f.newSession(t, `{}`)
+	u, _ := url.Parse(f.hs.URL)
+	// A small receive buffer set before the connect (set after it, Linux
+	// keeps the window it advertised and drops what overflows: the sender
+	// then waits out retransmission backoffs, whatever the server does).
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 8<<10) })
+		return nil
+	}}
+	nc, err := d.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprintf(nc, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, u.Host)
+	br := bufio.NewReaderSize(nc, 1<<20)
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	readRawUntil(t, br, `"type":"welcome"`)
+	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)
+	readRawUntil(t, br, `"type":"subscribed"`)
+	f.srv.mu.Lock()
+	tr := f.srv.sessions[id].tr.(*httpTransport)
+	f.srv.mu.Unlock()
+	backlog := func() int {
+		tr.mu.Lock()
+		st := tr.stream
+		tr.mu.Unlock()
+		st.wmu.Lock()
+		defer st.wmu.Unlock()
+		return len(st.backlog)
+	}
+	// Publish, the client reading nothing, until the socket's buffers are
+	// full and an event waits in the backlog; then a few more, queued
+	// behind it.
+	pad := strings.Repeat("x", 48<<10)
+	updates := 0
+	publish := func() {
+		if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":`+strconv.Itoa(updates)+`,"pad":"`+pad+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		updates++
+	}
+	for backlog() == 0 {
+		if updates == 400 {
+			t.Fatal("no backlog after 400 updates of 48 KiB")
+		}
+		publish()
+		time.Sleep(time.Millisecond)
+	}
+	for range 8 {
+		publish()
+	}
+	for n := range updates {
+		readRawUntil(t, br, `{"n":`+strconv.Itoa(n)+`,`)
+	}
+	if st := f.srv.Stats(); st.Limits.Stalled != 0 || st.Open != 1 {
+		t.Fatalf("stalled %d, open %d: want the stream kept", st.Limits.Stalled, st.Open)
+	}
 }
