@@ -1024,3 +1024,37 @@ func TestHTTPStreamBacklogIsWrittenInOrder(t *testing.T) {
 		t.Fatalf("stalled %d, open %d: want the stream kept", st.Limits.Stalled, st.Open)
 	}
 }
+
+// A client that leaves while Freeze holds an event for its stream is
+// noticed during the freeze (the stream's goroutine polls the socket while
+// it holds a backlog): the stream detaches, and the session waits for
+// another, as the sweep's rule for HTTP sessions says.
+func TestHTTPStreamLeftDuringAFreezeDetaches(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	id := f.newSession(t, `{}`)
+	nc, br := rawStream(t, f, id)
+	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)
+	readRawUntil(t, br, `"type":"subscribed"`)
+	f.srv.mu.Lock()
+	tr := f.srv.sessions[id].tr.(*httpTransport)
+	f.srv.mu.Unlock()
+	attached := func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.stream != nil
+	}
+	f.set("freeze", true)
+	if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if !attached() {
+		t.Fatal("a frozen stream detached")
+	}
+	nc.Close()
+	waitFor(t, 2*time.Second, "the stream detached during the freeze", func() bool { return !attached() })
+	f.set("freeze", false)
+	if st := f.srv.Stats(); st.Open != 1 || st.Limits.Stalled != 0 {
+		t.Fatalf("open %d, stalled %d: the session waits for another stream", st.Open, st.Limits.Stalled)
+	}
+}
