@@ -35,10 +35,12 @@ import (
 //
 // A session is a conn like a WebSocket's, with an httpTransport: the same
 // reader (frames from POSTs, handed over one at a time), the same send
-// queue and writer (the writer parks each frame with the transport and the
-// stream's handler, which alone writes the response, writes it and runs
-// the writer on: no flusher goroutine), the same pings, switches, drain
-// and sweep. The session id is the welcome frame's: 16 random bytes, a
+// queue and writer (over HTTP/1.1 without TLS the stream's connection is
+// hijacked and the writer sends each event to its socket itself, as on a
+// WebSocket: sse_raw.go; over HTTP/2 or TLS the writer parks each frame
+// with the transport and the stream's handler, which alone writes the
+// response, writes it and runs the writer on: no flusher goroutine either
+// way), the same pings, switches, drain and sweep. The session id is the welcome frame's: 16 random bytes, a
 // capability for this session only; it is never logged. A session with no
 // stream attached for two ping intervals plus SweepGrace is dropped.
 
