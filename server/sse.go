@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
@@ -29,18 +31,37 @@ func closeEvent(code int, reason string) []byte {
 	return append(append([]byte("event: close\ndata: "), b...), '\n', '\n')
 }
 
-// sseStream is one GET <mount>/sse. Its handler goroutine alone writes the
-// response: the frames the session's writer parks (writeParked), and the
-// close event close hands it (reqs).
+// sseStream is one GET <mount>/sse. On the handler path (HTTP/2, TLS)
+// its handler goroutine alone writes the response: the frames the
+// session's writer parks (writeParked), and the close event close hands
+// it (reqs). On a hijacked connection (sse_raw.go) the handler writes the
+// preamble and returns; then the session's writer writes each event
+// itself (send), and the stream's one goroutine (serve) writes what the
+// socket did not take.
 type sseStream struct {
 	reqs    chan *writeReq // the close event
 	end     chan struct{}  // closed to stop it (endOnce)
 	endOnce sync.Once
-	exited  chan struct{} // closed once its handler will write no more
+	exited  chan struct{} // closed once its handler (or serve) will write no more
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	reqDone <-chan struct{} // the request's context: the client went away
 	buf     []byte
+
+	// A hijacked stream (nc set before attach; the rest sse_raw.go's).
+	nc       net.Conn
+	raw      syscall.RawConn       // nil: every event waits in the backlog for serve
+	writeFn  func(fd uintptr) bool // tryWriteFd, bound once: no allocation per write
+	ready    bool                  // under t.mu: the preamble is written, the writer sends straight to nc
+	closeReq *writeReq             // under t.mu: a close that came during the preamble
+	wmu      sync.Mutex
+	backlog  []byte        // accepted, not yet on the socket, in order
+	parked   bool          // the send queue's writer waits for the backlog (parkWriter)
+	werr     error         // the stream failed or ended: every later send fails
+	flushed  chan struct{} // closed once the backlog is written (a close waits for its event)
+	wbuf     []byte        // the write in progress under wmu (tryWrite)
+	wn       int
+	wsys     error
 }
 
 // writeReq is the close event for a stream to write.
@@ -50,7 +71,15 @@ type writeReq struct {
 	done   chan error // cap 1
 }
 
-func (st *sseStream) stop() { st.endOnce.Do(func() { close(st.end) }) }
+// stop ends the stream; a hijacked one's socket is closed.
+func (st *sseStream) stop() {
+	st.endOnce.Do(func() {
+		close(st.end)
+		if st.nc != nil {
+			st.nc.Close()
+		}
+	})
+}
 
 // writeParked writes the frames the session's writer parks, one at a
 // time, running the writer on after each (conn.writeInline parks the next
@@ -92,6 +121,9 @@ func (st *sseStream) writeParked(s *Server, t *httpTransport) bool {
 // WriteTimeout (time frozen does not count); a write that makes no
 // progress within it drops the stream.
 func (st *sseStream) writeRaw(s *Server, b []byte) error {
+	if st.nc != nil {
+		return st.writeBlocking(s, b)
+	}
 	if !waitGate(&s.gate, st.end, st.reqDone) {
 		return errStreamEnded
 	}
@@ -125,10 +157,17 @@ func (st *sseStream) writeFrame(s *Server, t *httpTransport, frame []byte) error
 		b = t.cursors.appendWith(b, ev.topic, ev.seq)
 		b = append(b, '\n')
 	}
+	live := st.ready
 	t.mu.Unlock()
 	b = appendData(b, frame)
 	st.buf = b
-	if err := st.writeRaw(s, b); err != nil {
+	var err error
+	if live {
+		_, err = st.send(s, b, false) // on the socket, or in the backlog: written as far as the writer is concerned
+	} else {
+		err = st.writeRaw(s, b)
+	}
+	if err != nil {
 		return err
 	}
 	t.mu.Lock()

@@ -35,10 +35,12 @@ import (
 //
 // A session is a conn like a WebSocket's, with an httpTransport: the same
 // reader (frames from POSTs, handed over one at a time), the same send
-// queue and writer (the writer parks each frame with the transport and the
-// stream's handler, which alone writes the response, writes it and runs
-// the writer on: no flusher goroutine), the same pings, switches, drain
-// and sweep. The session id is the welcome frame's: 16 random bytes, a
+// queue and writer (over HTTP/1.1 without TLS the stream's connection is
+// hijacked and the writer sends each event to its socket itself, as on a
+// WebSocket: sse_raw.go; over HTTP/2 or TLS the writer parks each frame
+// with the transport and the stream's handler, which alone writes the
+// response, writes it and runs the writer on: no flusher goroutine either
+// way), the same pings, switches, drain and sweep. The session id is the welcome frame's: 16 random bytes, a
 // capability for this session only; it is never logged. A session with no
 // stream attached for two ping intervals plus SweepGrace is dropped.
 
@@ -434,8 +436,12 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, closeBody{Error: err.Error()})
 		return
 	}
-	st := &sseStream{reqs: make(chan *writeReq), end: make(chan struct{}), exited: make(chan struct{}),
-		w: w, rc: http.NewResponseController(w), reqDone: r.Context().Done()}
+	st := &sseStream{reqs: make(chan *writeReq), end: make(chan struct{}), exited: make(chan struct{})}
+	if st.hijackStream(w, r) {
+		s.serveRawSSE(st, t, cursors, rawHead(w.Header()))
+		return
+	}
+	st.w, st.rc, st.reqDone = w, http.NewResponseController(w), r.Context().Done()
 	pre, ok := t.attach(st, cursors)
 	if !ok {
 		close(st.exited)
@@ -481,6 +487,51 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveRawSSE is serveSSE on a hijacked connection (sse_raw.go): it
+// attaches st, writes the head, retry: and what the resume replays (as the
+// handler path does, blocking, from the handler's goroutine), then makes
+// the stream live (the session's writer sends to it from then on), starts
+// its goroutine and writes what was parked meanwhile; then the handler
+// returns, and net/http's request and buffers go with it. A close that
+// came during the preamble is written in place of going live.
+func (s *Server) serveRawSSE(st *sseStream, t *httpTransport, cursors map[string]int64, head []byte) {
+	pre, ok := t.attach(st, cursors)
+	if !ok {
+		close(st.exited)
+		b, _ := json.Marshal(closeBody{Error: "unknown or expired session: start another (POST session)",
+			Close: &closeInfo{Code: closeUnknownSession, Reason: "unknown session"}}) // plain fields: it cannot fail
+		st.nc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		st.nc.Write([]byte("HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+			strconv.Itoa(len(b)+1) + "\r\n\r\n" + string(b) + "\n"))
+		st.nc.Close()
+		return
+	}
+	fail := func() { t.detach(st) } // closes the socket
+	if st.writeHead(s, head) != nil ||
+		st.writeRaw(s, []byte("retry: "+itoa64(s.opts.PingInterval.Milliseconds())+"\n\n")) != nil {
+		fail()
+		return
+	}
+	for _, f := range pre {
+		if st.writeFrame(s, t, f) != nil {
+			fail()
+			return
+		}
+	}
+	t.mu.Lock()
+	req := st.closeReq
+	st.ready = req == nil
+	t.mu.Unlock()
+	if req != nil {
+		req.done <- st.writeRaw(s, closeEvent(req.code, req.reason))
+		fail()
+		return
+	}
+	st.nc.SetWriteDeadline(time.Time{}) // the preamble's: send must not meet it
+	go st.serve(s, t)                   // ends when the socket closes (stop): the stream's end, or the session's
+	st.writeParked(s, t)                // a failure ends the stream, and serve with it
+}
+
 // httpTransport is an HTTP session's I/O: frames in from POST <mount>/send,
 // out through the attached stream.
 type httpTransport struct {
@@ -497,6 +548,7 @@ type httpTransport struct {
 	kick chan struct{}
 
 	mu       sync.Mutex
+	sentTo   *sseStream  // write sent its frame to this hijacked stream: park asks it
 	parked   []byte      // the send queue's writer's frame, waiting for a stream's handler (parkParked)
 	wstate   writerState // where the send queue's writer is
 	stream   *sseStream  // the attached stream, or nil
@@ -568,11 +620,25 @@ func (t *httpTransport) hand(ctx context.Context, frames [][]byte) error {
 // written passes it to the next) and runs the queue's writer on; park
 // then stops the writer. It never blocks, and fails only when the session
 // has ended.
+//
+// A live hijacked stream is written here instead, in the writer's own
+// goroutine (send never blocks: what the socket does not take waits in the
+// stream's backlog, and park stops the writer until it is written). If it
+// fails, the frame is parked for the next stream, as above.
 func (t *httpTransport) write(ctx context.Context, frame []byte) error {
 	t.mu.Lock()
 	if err := ctx.Err(); err != nil {
 		t.mu.Unlock()
 		return err
+	}
+	if st := t.stream; st != nil && st.ready {
+		t.sentTo = st
+		t.mu.Unlock()
+		if st.writeFrame(t.c.s, t, frame) == nil {
+			return nil
+		}
+		t.mu.Lock()
+		t.sentTo = nil
 	}
 	t.parked, t.wstate = frame, parkParked
 	t.mu.Unlock()
@@ -587,13 +653,21 @@ func (t *httpTransport) write(ctx context.Context, frame []byte) error {
 // context ends (context.AfterFunc): a parked frame is dropped and the
 // writer counted done. A frame a handler is writing is left to it
 // (writeParked sees the end).
+//
+// A hijacked stream is ended with the session here (its goroutine then
+// runs on a writer parked on its backlog, which finds the session ended):
+// conn.run waits for the writer before it calls closeNow.
 func (t *httpTransport) releaseParked() {
 	t.mu.Lock()
 	release := t.wstate == parkParked
 	if release {
 		t.parked, t.wstate = nil, parkIdle
 	}
+	st := t.stream
 	t.mu.Unlock()
+	if st != nil && st.nc != nil {
+		st.stop()
+	}
 	if release {
 		t.c.flushWG.Done()
 	}
@@ -608,7 +682,9 @@ func (t *httpTransport) close(code int, reason string) error {
 	st := t.stream
 	t.mu.Unlock()
 	var err error
-	if st != nil {
+	if st != nil && st.nc != nil {
+		err = t.closeRaw(st, code, reason)
+	} else if st != nil {
 		req := &writeReq{code: code, reason: reason, done: make(chan error, 1)}
 		timeout := time.NewTimer(closeTimeout)
 		select {
@@ -626,6 +702,42 @@ func (t *httpTransport) close(code int, reason string) error {
 	}
 	t.closeNow()
 	return err
+}
+
+// closeRaw writes the close event on a hijacked stream, after what it
+// has sent, within closeTimeout: a live stream sends it as a frame; one
+// still writing its preamble is handed it (closeReq) and writes it last.
+func (t *httpTransport) closeRaw(st *sseStream, code int, reason string) error {
+	timeout := time.NewTimer(closeTimeout)
+	defer timeout.Stop()
+	late := errors.New("close event not written within " + closeTimeout.String())
+	t.mu.Lock()
+	if !st.ready {
+		req := &writeReq{code: code, reason: reason, done: make(chan error, 1)}
+		st.closeReq = req
+		t.mu.Unlock()
+		select {
+		case err := <-req.done:
+			return err
+		case <-st.exited:
+			return nil
+		case <-timeout.C:
+			return late
+		}
+	}
+	t.mu.Unlock()
+	flushed, err := st.send(t.c.s, closeEvent(code, reason), true)
+	if err != nil || flushed == nil {
+		return err
+	}
+	select {
+	case <-flushed:
+		return nil
+	case <-st.exited:
+		return errStreamEnded
+	case <-timeout.C:
+		return late
+	}
 }
 
 // closedWith is the code and reason close was given.
@@ -659,7 +771,19 @@ func (t *httpTransport) peerGone() bool { return false }
 // stream's handler writes it and runs the writer on (writeParked), so a
 // frame costs no goroutine.
 func (t *httpTransport) inline() bool { return true }
-func (t *httpTransport) park() bool   { return true }
+
+// park: a frame parked for a stream's handler stops the writer; one sent to
+// a hijacked stream stops it while the stream has a backlog.
+func (t *httpTransport) park() bool {
+	t.mu.Lock()
+	st := t.sentTo
+	t.sentTo = nil
+	t.mu.Unlock()
+	if st == nil {
+		return true
+	}
+	return st.parkWriter()
+}
 
 // detachLimit is how long a session lives without a stream.
 func (t *httpTransport) detachLimit() time.Duration {

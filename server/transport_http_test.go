@@ -9,13 +9,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -674,6 +677,9 @@ func TestHTTPTransportBounds(t *testing.T) {
 	if ci := p.closeEvent(time.Second); ci.Code != protocol.CloseMessageTooBig {
 		t.Fatalf("closed with %+v", ci)
 	}
+	// The close event goes out before the session is unregistered: its
+	// slot is free once it is gone (the WebSocket's remains).
+	waitFor(t, 2*time.Second, "the closed session gone", func() bool { return f.srv.Stats().Open == 1 })
 	q := f.httpDial(t)
 	huge := strings.Repeat(" ", maxSendBody+1)
 	if a := f.post(t, "/send?session="+q.session, "application/json", huge); a.status != http.StatusRequestEntityTooLarge {
@@ -799,5 +805,256 @@ func TestHTTPFramesWaitingForTheStreamCostNoGoroutine(t *testing.T) {
 				t.Fatalf("session %d, update %d: %s", i, n, m.Data)
 			}
 		}
+	}
+}
+
+// rawStream opens session id's stream on a plain TCP connection (no
+// client goroutine) and reads its head and events up to the welcome.
+func rawStream(t *testing.T, f *fixture, id string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	u, _ := url.Parse(f.hs.URL)
+	nc, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	fmt.Fprintf(nc, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\n\r\n", id, u.Host, f.hs.URL)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(nc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := resp.Header
+	if resp.StatusCode != http.StatusOK || h.Get("Content-Type") != "text/event-stream" || h.Get("Cache-Control") != "no-store" ||
+		h.Get("X-Accel-Buffering") != "no" || h.Get("Access-Control-Allow-Origin") != f.hs.URL || !resp.Close {
+		t.Fatalf("stream head: %d %v (close %v)", resp.StatusCode, h, resp.Close)
+	}
+	readRawUntil(t, br, `"type":"welcome"`)
+	return nc, br
+}
+
+// readRawUntil reads lines until one holds want.
+func readRawUntil(t *testing.T, br *bufio.Reader, want string) {
+	t.Helper()
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", want, err)
+		}
+		if strings.Contains(line, want) {
+			return
+		}
+	}
+}
+
+// An HTTP/1.1 stream keeps no handler: its connection is hijacked, the
+// handler returns (net/http's goroutine, its background read, the request
+// and its buffers go), and one goroutine per stream stays, reading the
+// socket to notice the client leave. Before, a stream held two (the
+// handler under net/http's serve loop and its background read). Events
+// still arrive (written by the publisher's fan-out), a client that leaves
+// is noticed at once (the stream detaches, its goroutine ends), and the
+// head carries the stream's headers, CORS among them.
+func TestHTTPStreamHoldsOneGoroutineAndNoHandler(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	const streams = 24
+	ids := make([]string, streams)
+	for i := range ids {
+		ids[i] = f.newSession(t, `{}`)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	time.Sleep(50 * time.Millisecond) // the POSTs' server goroutines end
+	before := runtime.NumGoroutine()
+	conns := make([]net.Conn, streams)
+	readers := make([]*bufio.Reader, streams)
+	for i, id := range ids {
+		conns[i], readers[i] = rawStream(t, f, id)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if during := runtime.NumGoroutine(); during-before > streams+streams/4 {
+		t.Fatalf("%d goroutines with %d streams open, %d before: more than one per stream", during, streams, before)
+	}
+	for i, id := range ids {
+		f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)
+		readRawUntil(t, readers[i], `"type":"subscribed"`)
+	}
+	if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range readers {
+		readRawUntil(t, readers[i], `{"n":1}`)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	for _, nc := range conns {
+		nc.Close()
+	}
+	waitFor(t, 2*time.Second, "every stream detached", func() bool {
+		for _, id := range ids {
+			f.srv.mu.Lock()
+			c := f.srv.sessions[id]
+			f.srv.mu.Unlock()
+			tr := c.tr.(*httpTransport)
+			tr.mu.Lock()
+			st := tr.stream
+			tr.mu.Unlock()
+			if st != nil {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, 2*time.Second, "the streams' goroutines ended", func() bool { return runtime.NumGoroutine() <= before+2 })
+}
+
+// Over HTTP/2 (TLS) the stream cannot be hijacked: it keeps the handler
+// path, and works the same (events, the subscribe's answer, an update).
+func TestHTTPStreamOverHTTP2KeepsTheHandlerPath(t *testing.T) {
+	srv := mustNew(t, &Options{NoFeed: true, PingInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.EnableHTTP2 = true
+	hs.StartTLS()
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+	})
+	client := hs.Client()
+	post := func(pathQuery, body string) *http.Response {
+		t.Helper()
+		resp, err := client.Post(hs.URL+pathQuery, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	var sess struct{ Session string }
+	resp, err := client.Post(hs.URL+"/session", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL+"/sse?session="+sess.Session, nil)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %s %d %v", resp.Proto, resp.StatusCode, resp.Header)
+	}
+	br := bufio.NewReader(resp.Body)
+	readRawUntil(t, br, `"type":"welcome"`)
+	if r := post("/send?session="+sess.Session, `{"type":"subscribe","topic":"room"}`); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("send: %d", r.StatusCode)
+	}
+	readRawUntil(t, br, `"type":"subscribed"`)
+	if _, err := srv.Publish(context.Background(), "room", []byte(`{"n":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	readRawUntil(t, br, `{"n":2}`)
+}
+
+// A hijacked stream whose client reads slowly gets every event, in order:
+// what the socket does not take waits in the stream's backlog, the
+// stream's goroutine writes it, and the send queue's writer goes on after
+// it (nothing is lost, nothing stalls within WriteTimeout).
+func TestHTTPStreamBacklogIsWrittenInOrder(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second, MaxQueuedBytes: 64 << 20})
+	id := f.newSession(t, `{}`)
+	u, _ := url.Parse(f.hs.URL)
+	// A small receive buffer set before the connect (set after it, Linux
+	// keeps the window it advertised and drops what overflows: the sender
+	// then waits out retransmission backoffs, whatever the server does).
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 8<<10) })
+		return nil
+	}}
+	nc, err := d.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprintf(nc, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, u.Host)
+	br := bufio.NewReaderSize(nc, 1<<20)
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	readRawUntil(t, br, `"type":"welcome"`)
+	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)
+	readRawUntil(t, br, `"type":"subscribed"`)
+	f.srv.mu.Lock()
+	tr := f.srv.sessions[id].tr.(*httpTransport)
+	f.srv.mu.Unlock()
+	backlog := func() int {
+		tr.mu.Lock()
+		st := tr.stream
+		tr.mu.Unlock()
+		st.wmu.Lock()
+		defer st.wmu.Unlock()
+		return len(st.backlog)
+	}
+	// Publish, the client reading nothing, until the socket's buffers are
+	// full and an event waits in the backlog; then a few more, queued
+	// behind it.
+	pad := strings.Repeat("x", 48<<10)
+	updates := 0
+	publish := func() {
+		if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":`+strconv.Itoa(updates)+`,"pad":"`+pad+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		updates++
+	}
+	for backlog() == 0 {
+		if updates == 400 {
+			t.Fatal("no backlog after 400 updates of 48 KiB")
+		}
+		publish()
+		time.Sleep(time.Millisecond)
+	}
+	for range 8 {
+		publish()
+	}
+	for n := range updates {
+		readRawUntil(t, br, `{"n":`+strconv.Itoa(n)+`,`)
+	}
+	if st := f.srv.Stats(); st.Limits.Stalled != 0 || st.Open != 1 {
+		t.Fatalf("stalled %d, open %d: want the stream kept", st.Limits.Stalled, st.Open)
+	}
+}
+
+// A client that leaves while Freeze holds an event for its stream is
+// noticed during the freeze (the stream's goroutine polls the socket while
+// it holds a backlog): the stream detaches, and the session waits for
+// another, as the sweep's rule for HTTP sessions says.
+func TestHTTPStreamLeftDuringAFreezeDetaches(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	id := f.newSession(t, `{}`)
+	nc, br := rawStream(t, f, id)
+	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)
+	readRawUntil(t, br, `"type":"subscribed"`)
+	f.srv.mu.Lock()
+	tr := f.srv.sessions[id].tr.(*httpTransport)
+	f.srv.mu.Unlock()
+	attached := func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.stream != nil
+	}
+	f.set("freeze", true)
+	if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if !attached() {
+		t.Fatal("a frozen stream detached")
+	}
+	nc.Close()
+	waitFor(t, 2*time.Second, "the stream detached during the freeze", func() bool { return !attached() })
+	f.set("freeze", false)
+	if st := f.srv.Stats(); st.Open != 1 || st.Limits.Stalled != 0 {
+		t.Fatalf("open %d, stalled %d: the session waits for another stream", st.Open, st.Limits.Stalled)
 	}
 }
