@@ -160,7 +160,10 @@ function renderUpdate(u) {
 // The topics table: per topic the cursor, updates replayed, duplicates and
 // updates lost since the page loaded (the client's own accounting).
 function renderTopics() {
-  if (!demo.client) return;
+  // Not before the first READY: there is nothing to count yet, and each
+  // call below is a call into the wasm (compiled on its first call) on the
+  // main thread while the page is still on its way to READY.
+  if (!demo.client || demo.firstReadyMs === undefined) return;
   const st = demo.client.stats();
   $('missed').textContent = st.missedUpdates;
   $('dups').textContent = demo.stage >= 7 ? `${st.duplicatesDropped} dropped` : `${st.duplicates} delivered twice`;
