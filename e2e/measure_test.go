@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/web"
 )
 
 // stagesFromEnv reads WSREADY_STAGES (e.g. "2,5"); default all.
@@ -102,6 +103,11 @@ func TestMeasureLoad(t *testing.T) {
 		fmt.Fprintf(&md, "\n### Stage %d\n\nREADY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", stage, fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
 		md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
 	}
+	floor, err := measureFloorLoad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.WriteString(floor)
 	// make measure does not build the example: without it the section says so.
 	if _, err := os.Stat(viteDist + "/index.html"); err != nil {
 		md.WriteString("\n### The Vite example\n\nNot measured in this run: examples/vite/dist is missing (make example builds it).\n")
@@ -160,6 +166,72 @@ func measureViteLoad() (string, error) {
 	var md strings.Builder
 	fmt.Fprintf(&md, "\n### The Vite example\n\nexamples/vite built by `make example` (the npm tarball through Vite; the package's default stage, 8; no token; no preload links: the wasm is fetched when the bundle runs), served from its own origin with its .wasm and .js gzipped (a static host's usual compression; the demo server sends brotli), the demo server on another. READY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
 	md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
+	return md.String(), nil
+}
+
+// floorPage is the least a page can do to be READY: no UI, no token, no
+// other request; the wasm fetched and compiled from an inline script in
+// the head (as the demo's index.html does), then wsready.js's connect().
+const floorPage = `<!doctype html>
+<meta charset="utf-8">
+<title>wsready: the floor</title>
+<script>
+  window.wsreadyWasm = WebAssembly.compileStreaming(fetch('wsready.wasm').then((r) => { performance.mark('wsready:wasm-response'); return r; }));
+  window.wsreadyWasm.catch(() => {});
+</script>
+<script type="module">
+  import { load, connect } from './wsready.js';
+  const q = new URLSearchParams(location.search);
+  load({ module: window.wsreadyWasm });
+  await connect({ url: q.get('ws'), stage: Number(q.get('stage')), topic: 'feed' });
+</script>
+`
+
+// measureFloorLoad loads floorPage as TestMeasureLoad loads the demo, at
+// stage 7 and 8: the wsready files from StaticHandler (brotli, as the demo
+// server sends them) on one origin, the demo server's endpoint on another.
+// What the demo's rows spend beyond these is the demo page's own.
+func measureFloorLoad() (string, error) {
+	env, err := StartServer(&server.Options{OriginPatterns: []string{"127.0.0.1:*"}})
+	if err != nil {
+		return "", err
+	}
+	defer env.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/floor.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(floorPage))
+	})
+	mux.Handle("/", env.Srv.StaticHandler(web.FS()))
+	app := &http.Server{Handler: mux}
+	go app.Serve(ln)
+	defer app.Close()
+	var md strings.Builder
+	md.WriteString("\n### The floor\n\nAn empty page (e2e's floorPage: no UI, no token, no other request): an inline script in its head fetches and compiles the wasm (streaming) as the demo's index.html does, then a module imports wsready.js and calls connect() with the demo's topic; the files from StaticHandler (brotli) on one origin, the demo server's endpoint on another. The \"Go started\" row is the floor of the wasm alone, the READY row the floor of READY: what the demo spends beyond them is its own page.\n")
+	for _, stage := range []int{7, 8} {
+		url := fmt.Sprintf("http://%s/floor.html?stage=%d&ws=ws%s/ws", ln.Addr().String(), stage, env.Base[len("http"):])
+		fast, err := LoadBreakdownURL(url, Link{}, loadTrials)
+		if err != nil {
+			return "", err
+		}
+		slow, err := LoadBreakdownURL(url, TenMbit40ms, loadTrials)
+		if err != nil {
+			return "", err
+		}
+		for _, l := range append(slices.Clone(fast), slow...) {
+			if err := l.check(); err != nil {
+				return "", fmt.Errorf("the floor page: %w", err)
+			}
+		}
+		fm, fw := medianWorst(readyMs(fast))
+		sm, sw := medianWorst(readyMs(slow))
+		fmt.Fprintf(&md, "\nStage %d: READY on loopback: median %d ms, worst %d ms (%v); on 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v).\n\n", stage, fm, fw, readyMs(fast), sm, sw, readyMs(slow))
+		md.WriteString(BreakdownTable(LoadRun{fmt.Sprintf("floor, stage %d, loopback", stage), fast}) + "\n" + BreakdownTable(LoadRun{fmt.Sprintf("floor, stage %d, 10 Mbit/s, 40 ms", stage), slow}))
+	}
 	return md.String(), nil
 }
 

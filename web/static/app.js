@@ -160,7 +160,10 @@ function renderUpdate(u) {
 // The topics table: per topic the cursor, updates replayed, duplicates and
 // updates lost since the page loaded (the client's own accounting).
 function renderTopics() {
-  if (!demo.client) return;
+  // Not before the first READY: there is nothing to count yet, and each
+  // call below is a call into the wasm (compiled on its first call) on the
+  // main thread while the page is still on its way to READY.
+  if (!demo.client || demo.firstReadyMs === undefined) return;
   const st = demo.client.stats();
   $('missed').textContent = st.missedUpdates;
   $('dups').textContent = demo.stage >= 7 ? `${st.duplicatesDropped} dropped` : `${st.duplicates} delivered twice`;
@@ -217,10 +220,12 @@ demo.sendRequest = async function sendRequest(method = 'echo', params = { at: Da
   return rec;
 };
 
-async function api(path, body) {
-  const resp = await fetch(path, body === undefined ? {} : {
+// api calls the server's JSON API; sent, when given, is that request's
+// response already on its way (index.html starts the first stats request).
+async function api(path, body, sent) {
+  const resp = await (sent ?? fetch(path, body === undefined ? {} : {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
-  });
+  }));
   const json = await resp.json();
   if (!resp.ok) throw new Error(json.error || resp.statusText);
   return json;
@@ -348,12 +353,13 @@ demo.publish = async function publish(text = `hello at ${stamp()}`) {
 async function main() {
   const { stage, error } = stageFromURL();
   // The wasm compiles while the page asks the server for its switches and
-  // stats below, not after: connect() then finds it loaded.
-  if (error === undefined) load().catch(() => { /* connect() loads again and reports it */ });
+  // stats below, not after: connect() then finds it loaded. index.html's
+  // inline script started its fetch and compile (window.wsreadyWasm).
+  if (error === undefined) load({ module: window.wsreadyWasm }).catch(() => { /* connect() loads again and reports it */ });
   renderStageNav(stage);
   wireSwitches();
   // Both asked at once; the stats are drawn after the switches they light.
-  const stats = api('/api/stats?connections=false');
+  const stats = api('/api/stats?connections=false', undefined, window.demoStats);
   const firstStats = api('/api/faults')
     .then((f) => renderSwitches(f.switches), (e) => { $('s-status').textContent = `no switches: ${e.message}`; })
     .then(() => stats);

@@ -374,7 +374,11 @@ export interface Client {
   close(): Promise<void>;
 }
 
-export interface LoadOptions { base?: URL | string; wasmURL?: URL | string; wasmExecURL?: URL | string; }
+export interface LoadOptions {
+  base?: URL | string; wasmURL?: URL | string; wasmExecURL?: URL | string;
+  /** The wasm already compiling (e.g. WebAssembly.compileStreaming(fetch(...)) in an inline script in the page's head): used instead of a fetch; if it rejects, the wasm is fetched as usual. */
+  module?: WebAssembly.Module | Promise<WebAssembly.Module>;
+}
 /** Loads the wasm once (connect calls it). Rejects with "unsupported environment" in Node.js, or without WebAssembly and a global WebSocket. */
 export declare function load(opts?: LoadOptions | URL | string): Promise<unknown>;
 /** This package's version. */

@@ -31,7 +31,11 @@ const defaultWasmExecURL = () => new URL('./wasm_exec.js', import.meta.url);
 /**
  * Loads wasm_exec.js and wsready.wasm once; later calls share the promise.
  * opts: { wasmURL, wasmExecURL } to load them from elsewhere (a CDN), or a
- * base URL (the directory holding both).
+ * base URL (the directory holding both); module: the wasm already being
+ * compiled (a WebAssembly.Module or a promise of one, e.g. from
+ * WebAssembly.compileStreaming in an inline script in the page's head, so
+ * the compile starts before any module script runs), used instead of
+ * fetching it; if that promise rejects, the wasm is fetched as usual.
  */
 export function load(opts = {}) {
   if (opts instanceof URL || typeof opts === 'string') opts = { base: opts };
@@ -45,24 +49,47 @@ export function load(opts = {}) {
       if (typeof WebAssembly === 'undefined' || typeof globalThis.WebSocket === 'undefined') {
         throw new Error('wsready: unsupported environment: it needs WebAssembly and a global WebSocket');
       }
+      // The first Web Locks call of a page waits for the browser's lock
+      // manager (about 50 ms in a fresh headless Chromium, measured): asked
+      // now, a query (it takes no lock) pays that while the wasm compiles,
+      // and stage 8's election, right after connect(), does not.
+      globalThis.navigator?.locks?.query?.().catch(() => {});
       const base = opts.base !== undefined ? new URL(opts.base, globalThis.location?.href) : undefined;
       const execURL = opts.wasmExecURL ?? (base ? new URL('wasm_exec.js', base) : defaultWasmExecURL());
       const url = opts.wasmURL ?? (base ? new URL('wsready.wasm', base) : defaultWasmURL());
+      // The wasm is fetched and compiled (streaming: compiled as its bytes
+      // arrive) while wasm_exec.js is imported, not after: compiling needs
+      // no imports, only instantiating does.
+      const fetchAndCompile = async () => {
+        const resp = fetch(url).then((r) => { mark('wasm-response'); return r; });
+        try {
+          return await WebAssembly.compileStreaming(resp);
+        } catch {
+          // A server without application/wasm: a plain fetch, then compile.
+          const r = await fetch(url);
+          if (!r.ok) throw new Error(`wsready: cannot load ${url}: HTTP ${r.status}`);
+          return WebAssembly.compile(await r.arrayBuffer());
+        }
+      };
+      const given = opts.module;
+      const notModule = 'wsready: load: module must be a WebAssembly.Module or a promise of one';
+      if (given !== undefined && !(given instanceof WebAssembly.Module) && typeof given?.then !== 'function') throw new TypeError(notModule);
+      const compiled = given === undefined ? fetchAndCompile()
+        // A rejected promise (the page's early fetch or compile failed) is
+        // not the end: the wasm is fetched as usual. A promise of anything
+        // but a Module is the page's mistake: said so.
+        : Promise.resolve(given).then((m) => m, fetchAndCompile).then((m) => {
+          if (!(m instanceof WebAssembly.Module)) throw new TypeError(notModule);
+          return m;
+        });
+      compiled.catch(() => {}); // awaited below; not unhandled while wasm_exec.js loads
       if (!globalThis.Go) await import(/* @vite-ignore */ String(execURL));
       mark('wasm-exec');
       const go = new globalThis.Go();
       const registered = new Promise((resolve) => { globalThis.__wsreadyLoaded = resolve; });
-      let result;
-      try {
-        result = await WebAssembly.instantiateStreaming(fetch(url).then((r) => { mark('wasm-response'); return r; }), go.importObject);
-      } catch (e) {
-        // A server without application/wasm: fall back to a plain fetch.
-        const resp = await fetch(url);
-        if (!resp.ok) throw new Error(`wsready: cannot load ${url}: HTTP ${resp.status}`);
-        result = await WebAssembly.instantiate(await resp.arrayBuffer(), go.importObject);
-      }
+      const instance = await WebAssembly.instantiate(await compiled, go.importObject);
       mark('instantiated');
-      go.run(result.instance); // resolves when the Go program exits; it does not
+      go.run(instance); // resolves when the Go program exits; it does not
       await registered;
       mark('go-started');
       return globalThis.__wsready;
