@@ -122,6 +122,21 @@ func TestApp(t *testing.T) {
 	// socket stays READY (the same socket: one open).
 	evalPage[bool](t, bob, "app.trySubscribe('user:alice.cart'), true")
 	waitPage(t, bob, "bob", "appState.topicErrors.some(e => e.topic === 'user:alice.cart' && e.code === 'forbidden') && appState.lastError.code === 'forbidden'", 10*time.Second)
+	// subscribed() says the same: Bob's own cart is taken; Alice's (refused
+	// already) and Carol's (asked now) are refused with the server's code.
+	r = evalPage[map[string]any](t, bob, `(async () => {
+		const c = app.client, out = {};
+		const name = async (p) => { try { await p; return 'taken'; } catch (e) { return e.name + ':' + (e.code ?? ''); } };
+		out.own = await name(c.subscribed('user:bob.cart', { timeoutMs: 5000 }));
+		out.alice = await name(c.subscribed('user:alice.cart', { timeoutMs: 5000 }));
+		c.subscribe('user:carol.cart', () => {});
+		out.carol = await name(c.subscribed('user:carol.cart', { timeoutMs: 5000 }));
+		out.never = await name(c.subscribed('never-asked'));
+		return out;
+	})()`)
+	if r["own"] != "taken" || r["alice"] != "TopicRefused:forbidden" || r["carol"] != "TopicRefused:forbidden" || r["never"] != "TypeError:" {
+		t.Fatalf("bob's subscribed(): %v", r)
+	}
 	r = evalPage[map[string]any](t, alice, "app.addToCart('pear', 2)")
 	if r["ok"] != true {
 		t.Fatalf("alice's second cart.add: %v", r)

@@ -273,7 +273,7 @@ export interface ConnectOptions {
   onEvent?: (e: ClientEvent) => void;
 }
 
-export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'ServerError' | 'InvalidRequest' | 'Aborted' | 'Timeout' | 'SessionEnded';
+export type ErrorName = 'NotReady' | 'RequestTimeout' | 'ConnectionClosed' | 'ServerError' | 'InvalidRequest' | 'Aborted' | 'Timeout' | 'SessionEnded' | 'TopicRefused';
 
 /** What on(kind, fn) listens to. */
 export interface EventMap {
@@ -317,7 +317,8 @@ export interface SubscribeOptions {
  * - ServerError: the server refused it; `code` says why.
  * - InvalidRequest: never sent (an empty method, params that are not JSON).
  * - Aborted: its AbortSignal fired; never sent if it had not been yet.
- * - Timeout, SessionEnded: from ready().
+ * - Timeout, SessionEnded: from ready() and subscribed().
+ * - TopicRefused: from subscribed(): the server refused the subscribe; `code` says why.
  */
 export declare class WsreadyError extends Error {
   name: ErrorName;
@@ -345,6 +346,16 @@ export interface Client {
    * function that unsubscribes.
    */
   subscribe<T = unknown>(topic: string, onUpdate: (u: Update<T>) => void, options?: SubscribeOptions): () => void;
+  /**
+   * Resolves once the server has taken topic's subscribe, so what is
+   * published after it is delivered (at once if it already has). Rejects
+   * with TopicRefused (err.code: forbidden, too_many_subscriptions, ...;
+   * the subscription stands and is asked for again on the next connection
+   * until subscribe()'s function is called), SessionEnded, Aborted when
+   * that function is called first, Timeout after timeoutMs, and a TypeError
+   * for a topic subscribe() has not asked for.
+   */
+  subscribed(topic: string, options?: { timeoutMs?: number }): Promise<void>;
   /**
    * Appends data (JSON-encoded) to topic; resolves with its seq. Rejects
    * like request(), and with a TypeError for an invalid topic name (the

@@ -155,6 +155,7 @@ export async function connect(opts = {}) {
   // Each kind of event goes to the constructor's callback and to on() listeners.
   const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set(), continuityLost: new Set(), topicError: new Set(), presence: new Set() };
   const topicSubs = new Map(); // topic -> Map of entry -> {presence}
+  const refusals = new Map(); // topic -> the server's code of its last refusal, while subscribed (for subscribed())
   let saveTimer;
   const save = () => {
     saveTimer = undefined;
@@ -226,9 +227,15 @@ export async function connect(opts = {}) {
       saveSoon();
     },
     onContinuityLost: (l) => { emit('continuityLost', opts.onContinuityLost, l); saveSoon(); },
-    onTopicError: (e) => emit('topicError', opts.onTopicError, e),
+    onTopicError: (e) => { if (topicSubs.has(e.topic)) refusals.set(e.topic, e.code); emit('topicError', opts.onTopicError, e); },
     onPresence: (p) => emit('presence', opts.onPresence, p),
-    onEvent: (e) => { markOnce(`event:${e.kind}`); emit('event', opts.onEvent, e); },
+    onEvent: (e) => {
+      markOnce(`event:${e.kind}`);
+      if (e.kind === 'subscribed' && refusals.size > 0) {
+        for (const t of h.topics()) if (t.subscribed) refusals.delete(t.topic); // taken since: the refusal is old news
+      }
+      emit('event', opts.onEvent, e);
+    },
   });
   if (h.error) throw new TypeError(h.error);
   if (storeKey) globalThis.addEventListener?.('pagehide', save);
@@ -329,11 +336,44 @@ export async function connect(opts = {}) {
         entries.delete(entry);
         if (entries.size === 0) {
           topicSubs.delete(topic);
+          refusals.delete(topic);
           h.unsubscribe(topic);
         } else if (wanted() !== before) {
           h.subscribe(topic, undefined, wanted());
         }
       };
+    },
+    /**
+     * Resolves once the server has taken topic's subscribe (what follows is
+     * delivered; at once if it already has). Rejects with TopicRefused (code:
+     * the server's) when the server refuses it, or refused it last (the subscription stands and is
+     * asked for again on the next connection: call subscribe()'s function to
+     * give it up), SessionEnded on a terminal state, Timeout after timeoutMs,
+     * and a TypeError for a topic subscribe() has not asked for.
+     */
+    subscribed(topic, { timeoutMs } = {}) {
+      if (!topicSubs.has(topic)) return Promise.reject(new TypeError(`wsready: subscribed(${JSON.stringify(topic)}): subscribe() to it first`));
+      if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) return Promise.reject(new TypeError('wsready: subscribed timeoutMs must be a positive whole number'));
+      return new Promise((resolve, reject) => {
+        let timer;
+        let settled = false;
+        const fail = (err) => { done(); reject(err); };
+        const check = () => {
+          if (settled) return;
+          if (h.topics().some((t) => t.topic === topic && t.subscribed)) { done(); resolve(); return; }
+          const s = h.state();
+          if (refusals.has(topic)) fail(new WsreadyError('TopicRefused', `wsready: the server refused the subscribe to ${topic}: ${refusals.get(topic)}`, refusals.get(topic)));
+          else if (s.ended) fail(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended }));
+          else if (!topicSubs.has(topic)) fail(new WsreadyError('Aborted', `wsready: the subscribe to ${topic} was given up`));
+        };
+        const done = () => { settled = true; listeners.event.delete(check); listeners.state.delete(check); listeners.topicError.delete(check); clearTimeout(timer); };
+        check();
+        if (settled) return;
+        listeners.event.add(check);
+        listeners.state.add(check);
+        listeners.topicError.add(check);
+        if (timeoutMs !== undefined) timer = setTimeout(() => fail(new WsreadyError('Timeout', `wsready: the subscribe to ${topic} was not taken within ${timeoutMs} ms`)), timeoutMs);
+      });
     },
     /** Appends data to topic; resolves with the seq the server gave it. */
     publish(topic, data, options = {}) {
