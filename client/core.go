@@ -161,12 +161,25 @@ func (c *Core) Effects() []Effect {
 	return e
 }
 
+// emit queues e. It is kept out of line (go:noinline): inlined, the
+// append of the large Effect was copied into every one of its callers
+// (issue 22: the browser client's size); one call per effect costs
+// nothing next to the driver's handling of it.
+//
+//go:noinline
 func (c *Core) emit(e Effect) { c.effects = append(c.effects, e) }
 
+// trace emits a diagnostic event when Config.Trace is on. The check stays
+// inlined (it is on the per-frame path); the emission is out of line.
 func (c *Core) trace(kind string, s SocketID, detail string) {
 	if c.cfg.Trace {
-		c.emit(Effect{Kind: EffLog, Event: Event{Kind: kind, Socket: s, Detail: detail}})
+		c.emitTrace(kind, s, detail)
 	}
+}
+
+//go:noinline
+func (c *Core) emitTrace(kind string, s SocketID, detail string) {
+	c.emit(Effect{Kind: EffLog, Event: Event{Kind: kind, Socket: s, Detail: detail}})
 }
 
 // Start opens the first socket (a follower tab's core opens none until
