@@ -24,7 +24,7 @@ type driver struct {
 	nextURL int
 	cfg     client.Config
 	core    *client.Core
-	q       *bridge.Queue[func(now time.Time)]
+	q       *bridge.Queue
 	cb      callbacks
 	token   string // the token hook's last answer, until a socket opens (the core's ticket)
 
@@ -62,7 +62,7 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 	cfg = o.Config(cfg)
 	cfg.Trace = isFunc(cb.onEvent)
 	cfg.Auth = isFunc(cb.token)
-	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue[func(time.Time)](),
+	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue(),
 		open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
 		tickets: map[float64]uint64{}, aborted: map[float64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}

@@ -63,7 +63,7 @@ type socketEvents struct {
 	opened  func()
 	message func(frame []byte)
 	closed  func(code int, reason string)
-	run     func(step func(now time.Time))
+	run     func(step func())
 }
 
 // eventsOf binds socket id's events to the driver's queue.
@@ -84,7 +84,7 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 				d.core.Closed(id, code, reason, now)
 			})
 		},
-		run: func(step func(now time.Time)) { d.q.Push(step) },
+		run: func(step func()) { d.q.Push(func(time.Time) { step() }) },
 	}
 }
 

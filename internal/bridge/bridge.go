@@ -16,20 +16,27 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Queue is an unbounded FIFO. Push never blocks, so a js.FuncOf callback
-// can call it; the driver loop waits on Ready and drains with Take.
-type Queue[T any] struct {
+// Job is what the driver's queue holds: work for the driver loop, called
+// with the time it runs at.
+type Job = func(now time.Time)
+
+// Queue is an unbounded FIFO of Jobs. Push never blocks, so a js.FuncOf
+// callback can call it; the driver loop waits on Ready and drains with
+// Take. It is not generic: a generic queue's dictionary marks its element
+// type as put in an interface, and that kept time.Time's formatting in
+// the wasm (issue 22).
+type Queue struct {
 	mu     sync.Mutex
-	items  []T
+	items  []Job
 	ready  chan struct{}
 	closed bool
 }
 
 // NewQueue returns an empty queue.
-func NewQueue[T any]() *Queue[T] { return &Queue[T]{ready: make(chan struct{}, 1)} }
+func NewQueue() *Queue { return &Queue{ready: make(chan struct{}, 1)} }
 
 // Push appends v and wakes the consumer. It reports false after Close.
-func (q *Queue[T]) Push(v T) bool {
+func (q *Queue) Push(v Job) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -45,10 +52,10 @@ func (q *Queue[T]) Push(v T) bool {
 }
 
 // Ready is signalled (at least once) after a Push.
-func (q *Queue[T]) Ready() <-chan struct{} { return q.ready }
+func (q *Queue) Ready() <-chan struct{} { return q.ready }
 
 // Take removes and returns everything queued.
-func (q *Queue[T]) Take() []T {
+func (q *Queue) Take() []Job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	items := q.items
@@ -57,7 +64,7 @@ func (q *Queue[T]) Take() []T {
 }
 
 // Close makes later Pushes fail and returns what was still queued.
-func (q *Queue[T]) Close() []T {
+func (q *Queue) Close() []Job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/protocol"
@@ -91,20 +92,24 @@ func TestURLsTopicAndCursors(t *testing.T) {
 }
 
 func TestQueueNeverBlocksAndKeepsOrder(t *testing.T) {
-	q := NewQueue[int]()
+	q := NewQueue()
+	var ran []int
 	for i := range 1000 { // far more than any channel buffer: Push must not block
-		q.Push(i)
+		q.Push(func(time.Time) { ran = append(ran, i) })
 	}
 	<-q.Ready()
 	got := q.Take()
-	if len(got) != 1000 || got[0] != 0 || got[999] != 999 {
+	for _, job := range got {
+		job(time.Time{})
+	}
+	if len(got) != 1000 || ran[0] != 0 || ran[999] != 999 {
 		t.Fatalf("len %d", len(got))
 	}
 	if len(q.Take()) != 0 {
 		t.Fatal("Take did not empty the queue")
 	}
-	q.Push(1)
-	if left := q.Close(); len(left) != 1 || q.Push(2) {
+	q.Push(func(time.Time) {})
+	if left := q.Close(); len(left) != 1 || q.Push(func(time.Time) {}) {
 		t.Fatalf("close: %v", left)
 	}
 }
