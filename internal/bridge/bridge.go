@@ -527,3 +527,36 @@ func splitLines(s string) []string {
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// SortStrings sorts s in increasing order: a heapsort, for the keys of the
+// objects the driver hands to JS and the tabs' topic lists. It is what the
+// wasm uses instead of slices.Sort on strings, whose generic pdqsort
+// instantiation cost about 15 KB of wasm code (issue 22); O(n log n) like
+// it, and the lists are short.
+func SortStrings(s []string) {
+	for i := len(s)/2 - 1; i >= 0; i-- {
+		siftDown(s, i, len(s))
+	}
+	for end := len(s) - 1; end > 0; end-- {
+		s[0], s[end] = s[end], s[0]
+		siftDown(s, 0, end)
+	}
+}
+
+// siftDown restores the max-heap property of s[:n] below root.
+func siftDown(s []string, root, n int) {
+	for {
+		child := 2*root + 1
+		if child >= n {
+			return
+		}
+		if child+1 < n && s[child] < s[child+1] {
+			child++
+		}
+		if s[root] >= s[child] {
+			return
+		}
+		s[root], s[child] = s[child], s[root]
+		root = child
+	}
+}

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +180,18 @@ func TestTopicRuleIsProtocols(t *testing.T) {
 		_, err := ParseOptions(fakeGetter{"url": "ws://h", "topic": bad})
 		if err == nil || !strings.HasSuffix(err.Error(), protocol.ErrBadTopic.Error()) {
 			t.Errorf("topic %q: %v", bad, err)
+		}
+	}
+}
+
+func TestSortStrings(t *testing.T) {
+	for _, in := range [][]string{nil, {"a"}, {"b", "a"}, {"c", "a", "b", "a", "", "zz", "z"}, strings.Fields("the quick brown fox jumps over the lazy dog again and again")} {
+		got := append([]string(nil), in...)
+		SortStrings(got)
+		want := append([]string(nil), in...)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("SortStrings(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

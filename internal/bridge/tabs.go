@@ -3,7 +3,6 @@ package bridge
 import (
 	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -81,7 +80,7 @@ func FormatSubs(subs map[string]TabSub) string {
 	for t := range subs {
 		topics = append(topics, t)
 	}
-	slices.Sort(topics)
+	SortStrings(topics)
 	var b []byte
 	for _, t := range topics {
 		s := subs[t]
@@ -225,7 +224,7 @@ func DiffTopics(have map[string]bool, want map[string]TabSub) (sub []TopicChange
 	for t := range want {
 		topics = append(topics, t)
 	}
-	slices.Sort(topics) // strings: the wasm has that sort already, not one per struct
+	SortStrings(topics)
 	for _, t := range topics {
 		w := want[t]
 		p, ok := have[t]
@@ -241,7 +240,7 @@ func DiffTopics(have map[string]bool, want map[string]TabSub) (sub []TopicChange
 			unsub = append(unsub, t)
 		}
 	}
-	slices.Sort(unsub)
+	SortStrings(unsub)
 	return sub, unsub
 }
 
