@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
@@ -229,8 +228,7 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 	if err != nil {
 		c.stats.BadFrames++
 		code := "bad_json"
-		var de *protocol.DecodeError
-		if errors.As(err, &de) {
+		if de, ok := err.(*protocol.DecodeError); ok { // Decode's errors are never wrapped
 			code = de.Code // a stable code: the detail may quote the peer
 		}
 		c.trace("bad-frame", s, "frame refused: "+code)

@@ -290,8 +290,7 @@ func fieldsOf(s string) []string {
 func SettleValue(result []byte, err error) map[string]any {
 	if err != nil {
 		v := map[string]any{"ok": false, "name": client.ErrorName(err), "message": err.Error()}
-		var se *client.ServerError
-		if errors.As(err, &se) {
+		if se, ok := client.AsServerError(err); ok {
 			v["code"] = se.Code
 		}
 		return v

@@ -334,15 +334,13 @@ func isFailure(f client.FailureClass) bool {
 // SettleValue's fields, and a rate_limited error's retryAfterMs.
 func ReplyValue(result []byte, err error) map[string]any {
 	v := SettleValue(result, err)
-	var se *client.ServerError
-	if errors.As(err, &se) {
+	if se, ok := client.AsServerError(err); ok {
 		v["message"] = se.Message // the server's own words, without the leader's request id
 		if se.RetryAfter > 0 {
 			v["retryAfterMs"] = float64(se.RetryAfter.Milliseconds())
 		}
 	}
-	var re *client.RequestError
-	if errors.As(err, &re) {
+	if re, ok := client.AsRequestError(err); ok {
 		v["message"] = re.Detail // the leader's request id means nothing in the follower
 	}
 	return v
