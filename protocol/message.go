@@ -795,8 +795,8 @@ func (f *fields) asString(field string, val []byte) (string, *DecodeError) {
 }
 
 func asInt(field string, val []byte) (int64, *DecodeError) {
-	n, err := strconv.ParseInt(string(val), 10, 64)
-	if err != nil {
+	n, ok := ParseInt64(string(val))
+	if !ok {
 		return 0, &DecodeError{Code: ErrWrongType, Field: field, Detail: "must be an integer"}
 	}
 	return n, nil

@@ -253,8 +253,8 @@ func ParseCursors(s string) []client.Cursor {
 		if len(f) != 3 || len(f[1]) > maxStreamBytes {
 			continue
 		}
-		seq, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || seq < 0 || !protocol.ValidTopic(f[0]) {
+		seq, ok := protocol.ParseInt64(f[2])
+		if !ok || seq < 0 || !protocol.ValidTopic(f[0]) {
 			continue
 		}
 		out = append(out, client.Cursor{Topic: f[0], Stream: f[1], Seq: seq})

@@ -114,8 +114,8 @@ func ParseSubs(s string) map[string]TabSub {
 		}
 		sub := TabSub{Presence: f[1] == "1"}
 		if f[2] != "-" {
-			n, err := strconv.ParseInt(f[2], 10, 64)
-			if err != nil || n < 0 {
+			n, ok := protocol.ParseInt64(f[2])
+			if !ok || n < 0 {
 				continue
 			}
 			sub.Since, sub.HasSince = n, true
