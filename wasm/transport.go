@@ -58,7 +58,10 @@ func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 // already bound to the socket's id. Each only pushes a step onto the
 // driver's queue, so a js.FuncOf callback may call it: none blocks. run
 // pushes a step of the transport's own (a fetch answered), so that its
-// state changes only on the driver's loop, like the core's.
+// state changes only on the driver's loop, like the core's. Its step takes
+// no time: socketEvents is held by the transports, which are put in an
+// interface, and a time.Time reachable from one keeps time's formatting in
+// the wasm (issue 22, docs/performance.md).
 type socketEvents struct {
 	opened  func()
 	message func(frame []byte)
