@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
@@ -161,12 +160,25 @@ func (c *Core) Effects() []Effect {
 	return e
 }
 
+// emit queues e. It is kept out of line (go:noinline): inlined, the
+// append of the large Effect was copied into every one of its callers
+// (issue 22: the browser client's size); one call per effect costs
+// nothing next to the driver's handling of it.
+//
+//go:noinline
 func (c *Core) emit(e Effect) { c.effects = append(c.effects, e) }
 
+// trace emits a diagnostic event when Config.Trace is on. The check stays
+// inlined (it is on the per-frame path); the emission is out of line.
 func (c *Core) trace(kind string, s SocketID, detail string) {
 	if c.cfg.Trace {
-		c.emit(Effect{Kind: EffLog, Event: Event{Kind: kind, Socket: s, Detail: detail}})
+		c.emitTrace(kind, s, detail)
 	}
+}
+
+//go:noinline
+func (c *Core) emitTrace(kind string, s SocketID, detail string) {
+	c.emit(Effect{Kind: EffLog, Event: Event{Kind: kind, Socket: s, Detail: detail}})
 }
 
 // Start opens the first socket (a follower tab's core opens none until
@@ -216,8 +228,7 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 	if err != nil {
 		c.stats.BadFrames++
 		code := "bad_json"
-		var de *protocol.DecodeError
-		if errors.As(err, &de) {
+		if de, ok := err.(*protocol.DecodeError); ok { // Decode's errors are never wrapped
 			code = de.Code // a stable code: the detail may quote the peer
 		}
 		c.trace("bad-frame", s, "frame refused: "+code)

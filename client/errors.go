@@ -75,20 +75,104 @@ func (e *ServerError) Error() string {
 // demo show: NotReady, RequestTimeout, ConnectionClosed, InvalidRequest,
 // ServerError, or Error for anything else.
 func ErrorName(err error) string {
-	var se *ServerError
 	switch {
-	case errors.Is(err, ErrNotReady):
+	case is(err, ErrNotReady):
 		return "NotReady"
-	case errors.Is(err, ErrRequestTimeout):
+	case is(err, ErrRequestTimeout):
 		return "RequestTimeout"
-	case errors.Is(err, ErrConnectionClosed):
+	case is(err, ErrConnectionClosed):
 		return "ConnectionClosed"
-	case errors.Is(err, ErrInvalidRequest):
+	case is(err, ErrInvalidRequest):
 		return "InvalidRequest"
-	case errors.Is(err, ErrAborted):
+	case is(err, ErrAborted):
 		return "Aborted"
-	case errors.As(err, &se):
+	}
+	if _, ok := AsServerError(err); ok {
 		return "ServerError"
 	}
 	return "Error"
+}
+
+// The browser client finds its errors in a chain without the errors
+// package's Is and As: they reach the runtime's type information through
+// internal/reflectlite, about 30 KB of wasm (issue 22). These follow the
+// same rules (Unwrap() error and Unwrap() []error, depth first; an Is or an
+// As method) for the targets the client has: sentinel errors, which are
+// comparable, and its two error types.
+
+// is is errors.Is(err, target) for a comparable target.
+func is(err, target error) bool {
+	for err != nil {
+		if err == target { // target's type is comparable: this cannot panic
+			return true
+		}
+		if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(target) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if is(e, target) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// AsServerError is errors.As(err, &se) for se a *ServerError: the first
+// *ServerError in err's chain.
+func AsServerError(err error) (*ServerError, bool) {
+	var se *ServerError
+	ok := as(err, func(e error) bool {
+		x, ok := e.(*ServerError)
+		se = x
+		return ok
+	}, &se)
+	return se, ok
+}
+
+// AsRequestError is errors.As(err, &re) for re a *RequestError: the first
+// *RequestError in err's chain.
+func AsRequestError(err error) (*RequestError, bool) {
+	var re *RequestError
+	ok := as(err, func(e error) bool {
+		x, ok := e.(*RequestError)
+		re = x
+		return ok
+	}, &re)
+	return re, ok
+}
+
+// as walks err's chain like errors.As: match sets the target when e is of
+// its type; an As method is offered target (a pointer to it).
+func as(err error, match func(error) bool, target any) bool {
+	for err != nil {
+		if match(err) {
+			return true
+		}
+		if x, ok := err.(interface{ As(any) bool }); ok && x.As(target) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if as(e, match, target) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }

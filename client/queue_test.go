@@ -165,3 +165,31 @@ func TestAQueuedRequestOnTheDrainingSocketGoesToTheNewOne(t *testing.T) {
 		t.Fatalf("sent on the new socket: %+v", reqs)
 	}
 }
+
+// The requeued requests merge into those already waiting in id order
+// (rejectOn keeps the waiting queue in id order without a sort).
+func TestMergeByIDKeepsIDOrder(t *testing.T) {
+	req := func(ids ...uint64) []*pendingRequest {
+		var out []*pendingRequest
+		for _, id := range ids {
+			out = append(out, &pendingRequest{id: id})
+		}
+		return out
+	}
+	for _, c := range []struct{ a, b, want []uint64 }{
+		{[]uint64{1, 4, 9}, []uint64{2, 3, 10}, []uint64{1, 2, 3, 4, 9, 10}},
+		{nil, []uint64{5, 6}, []uint64{5, 6}},
+		{[]uint64{7}, nil, []uint64{7}},
+		{[]uint64{8, 9}, []uint64{1, 2}, []uint64{1, 2, 8, 9}},
+	} {
+		got := mergeByID(req(c.a...), req(c.b...))
+		if len(got) != len(c.want) {
+			t.Fatalf("merge %v %v: %d requests, want %v", c.a, c.b, len(got), c.want)
+		}
+		for i, p := range got {
+			if p.id != c.want[i] {
+				t.Fatalf("merge %v %v: id %d at %d, want %v", c.a, c.b, p.id, i, c.want)
+			}
+		}
+	}
+}

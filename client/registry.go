@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -119,14 +118,24 @@ func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now ti
 				timeout = c.cfg.RequestTimeout
 			}
 			p.deadline = now.Add(timeout)
-			// Kept in deadline order: requests may have timeouts of their own.
-			i, _ := slices.BinarySearchFunc(c.queue, p.deadline, func(q *pendingRequest, t time.Time) int {
-				if q.deadline.After(t) {
-					return 1
+			// Kept in deadline order: requests may have timeouts of their
+			// own. p goes after every one due at or before it. (A loop,
+			// not slices.BinarySearchFunc and slices.Insert: the generic
+			// functions' dictionaries put *pendingRequest, and with it
+			// time.Time, in an interface, which kept time's formatting in
+			// the browser client; issue 22.)
+			i, j := 0, len(c.queue)
+			for i < j {
+				h := int(uint(i+j) >> 1)
+				if c.queue[h].deadline.After(p.deadline) {
+					j = h
+				} else {
+					i = h + 1
 				}
-				return -1
-			})
-			c.queue = slices.Insert(c.queue, i, p)
+			}
+			c.queue = append(c.queue, nil)
+			copy(c.queue[i+1:], c.queue[i:])
+			c.queue[i] = p
 		}
 		c.pending[id] = p
 		if ready {
@@ -224,7 +233,14 @@ func (c *Core) expireRequests(now time.Time) {
 // pruneWaiting drops settled requests from the queue of those waiting for
 // READY, so a client that stays down does not keep them.
 func (c *Core) pruneWaiting() {
-	c.waiting = slices.DeleteFunc(c.waiting, func(p *pendingRequest) bool { return p.done })
+	w := c.waiting[:0]
+	for _, p := range c.waiting {
+		if !p.done {
+			w = append(w, p)
+		}
+	}
+	clear(c.waiting[len(w):]) // the settled ones are not kept alive
+	c.waiting = w
 }
 
 // rejectOn settles the requests in flight on socket s (0: every one) with
@@ -245,7 +261,7 @@ func (c *Core) rejectOn(s SocketID, detail string, stopping bool) {
 		}
 	}
 	slices.Sort(ids)
-	requeued := false
+	requeued, waited := false, len(c.waiting)
 	for _, id := range ids {
 		p := c.pending[id]
 		if p.queued && !stopping {
@@ -263,7 +279,9 @@ func (c *Core) rejectOn(s SocketID, detail string, stopping bool) {
 		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: uint64(p.epoch), Detail: detail})
 	}
 	if requeued {
-		slices.SortFunc(c.waiting, func(a, b *pendingRequest) int { return cmp.Compare(a.id, b.id) })
+		// Both runs are in id order (those that waited already, then the
+		// requeued ones, taken in id order): merged, the queue is too.
+		c.waiting = mergeByID(c.waiting[:waited], c.waiting[waited:])
 	}
 	if stopping || len(c.pending) == 0 {
 		c.queue, c.waiting = nil, nil
@@ -291,4 +309,18 @@ func timeoutMs(left time.Duration) int64 {
 
 func (c *Core) settleErr(id uint64, err error) {
 	c.emit(Effect{Kind: EffSettle, ID: id, Err: err})
+}
+
+// mergeByID merges two runs of requests, each in id order, into one.
+func mergeByID(a, b []*pendingRequest) []*pendingRequest {
+	out := make([]*pendingRequest, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].id < b[0].id {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	out = append(out, a...)
+	return append(out, b...)
 }

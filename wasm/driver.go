@@ -24,7 +24,7 @@ type driver struct {
 	nextURL int
 	cfg     client.Config
 	core    *client.Core
-	q       *bridge.Queue[func(now time.Time)]
+	q       *bridge.Queue
 	cb      callbacks
 	token   string // the token hook's last answer, until a socket opens (the core's ticket)
 
@@ -62,7 +62,7 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 	cfg = o.Config(cfg)
 	cfg.Trace = isFunc(cb.onEvent)
 	cfg.Auth = isFunc(cb.token)
-	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue[func(time.Time)](),
+	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue(),
 		open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
 		tickets: map[float64]uint64{}, aborted: map[float64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
@@ -155,8 +155,9 @@ func (d *driver) apply() {
 				if d.tabs != nil && d.tabs.leading {
 					d.tabs.update(e.Update)
 				}
-				if d.wants(e.Update.Topic) {
-					d.call(d.cb.onUpdate, bridge.UpdateValue(e.Update))
+				if d.wants(e.Update.Topic) && isFunc(d.cb.onUpdate) {
+					v, err := updateObject(e.Update)
+					d.invoke(d.cb.onUpdate, v, err)
 				}
 			case client.EffPresence:
 				if d.tabs != nil && d.tabs.leading {
@@ -297,12 +298,43 @@ func (d *driver) call(fn safejs.Value, arg map[string]any) {
 		return
 	}
 	v, err := jsObject(arg)
+	d.invoke(fn, v, err)
+}
+
+// invoke calls fn with v, unless making v failed (err); a failure is
+// reported on the console.
+func (d *driver) invoke(fn safejs.Value, v safejs.Value, err error) {
 	if err == nil {
 		_, err = fn.Invoke(v)
 	}
 	if err != nil {
 		consoleError("wsready: callback failed: " + err.Error())
 	}
+}
+
+// updateObject is jsObject(bridge.UpdateValue(u)) built straight into the
+// JS object, its keys in the same (sorted) order: an update is the
+// per-frame path, and this makes no map and sorts nothing.
+func updateObject(u client.Update) (safejs.Value, error) {
+	ctor, err := safejs.Global().Get("Object")
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	obj, err := ctor.New()
+	if err != nil {
+		return safejs.Undefined(), err
+	}
+	for _, err := range [...]error{
+		obj.Set("data", string(u.Data)),
+		obj.Set("epoch", float64(u.Epoch)),
+		obj.Set("seq", float64(u.Seq)),
+		obj.Set("topic", u.Topic),
+	} {
+		if err != nil {
+			return safejs.Undefined(), err
+		}
+	}
+	return obj, nil
 }
 
 // release runs after Stop: it closes every socket the driver still knows

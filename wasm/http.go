@@ -79,9 +79,9 @@ func openHTTP(spec dialSpec, ev socketEvents) (transport, error) {
 		return nil, err
 	}
 	if err := then(resp, func(r safejs.Value) {
-		ev.run(func(time.Time) { t.sessionAnswered(r) })
+		ev.run(func() { t.sessionAnswered(r) })
 	}, func(safejs.Value) {
-		ev.run(func(time.Time) { t.fail(protocol.CloseAbnormal, "") })
+		ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
 	}); err != nil {
 		return nil, err
 	}
@@ -150,9 +150,9 @@ func (t *httpTransport) sessionAnswered(resp safejs.Value) {
 		body, err := resp.Call("json")
 		if err == nil {
 			err = then(body, func(v safejs.Value) {
-				t.ev.run(func(time.Time) { t.sessionBody(code, retryAfter, v) })
+				t.ev.run(func() { t.sessionBody(code, retryAfter, v) })
 			}, func(safejs.Value) {
-				t.ev.run(func(time.Time) { t.refused(code, retryAfter, safejs.Null()) })
+				t.ev.run(func() { t.refused(code, retryAfter, safejs.Null()) })
 			})
 		}
 		if err != nil {
@@ -253,10 +253,10 @@ func (t *httpTransport) openStream() error {
 			}
 		}
 		c, r := bridge.StreamClose(code, reason)
-		t.ev.run(func(time.Time) { t.fail(c, r) })
+		t.ev.run(func() { t.fail(c, r) })
 	})
 	on("error", func(safejs.Value) {
-		t.ev.run(func(time.Time) { t.fail(protocol.CloseAbnormal, "") })
+		t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
 	})
 	return nil
 }
@@ -302,9 +302,9 @@ func (t *httpTransport) flush() {
 	if err == nil {
 		err = then(resp, func(r safejs.Value) {
 			status, _ := getNumber(r, "status")
-			t.ev.run(func(time.Time) { t.posted(int(status)) })
+			t.ev.run(func() { t.posted(int(status)) })
 		}, func(safejs.Value) {
-			t.ev.run(func(time.Time) { t.fail(protocol.CloseAbnormal, "") })
+			t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
 		})
 	}
 	if err != nil {

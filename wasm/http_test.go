@@ -113,7 +113,7 @@ func (r *recorder) events() socketEvents {
 		opened:  func() { r.got = append(r.got, "opened") },
 		message: func(f []byte) { r.got = append(r.got, "message "+string(f)) },
 		closed:  func(code int, reason string) { r.got = append(r.got, "closed "+strconv.Itoa(code)+" "+reason) },
-		run:     func(step func(time.Time)) { step(time.Now()) },
+		run:     func(step func()) { step() },
 	}
 }
 
@@ -395,7 +395,7 @@ func testDriver(t *testing.T, cfg client.Config) *driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &driver{urls: []string{"ws://a.test/ws"}, cfg: cfg, core: core, q: bridge.NewQueue[func(time.Time)](),
+	d := &driver{urls: []string{"ws://a.test/ws"}, cfg: cfg, core: core, q: bridge.NewQueue(),
 		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
 	d.buf.on = cfg.Features.WhereUsersAre

@@ -3,9 +3,8 @@
 package main
 
 import (
-	"slices"
-
 	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/internal/bridge"
 )
 
 // Helpers for every JS call the driver makes, all through safejs.
@@ -63,7 +62,7 @@ func jsObject(m map[string]any) (safejs.Value, error) {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	bridge.SortStrings(keys)
 	for _, k := range keys {
 		if err := obj.Set(k, m[k]); err != nil {
 			return safejs.Undefined(), err

@@ -58,12 +58,15 @@ func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 // already bound to the socket's id. Each only pushes a step onto the
 // driver's queue, so a js.FuncOf callback may call it: none blocks. run
 // pushes a step of the transport's own (a fetch answered), so that its
-// state changes only on the driver's loop, like the core's.
+// state changes only on the driver's loop, like the core's. Its step takes
+// no time: socketEvents is held by the transports, which are put in an
+// interface, and a time.Time reachable from one keeps time's formatting in
+// the wasm (issue 22, docs/performance.md).
 type socketEvents struct {
 	opened  func()
 	message func(frame []byte)
 	closed  func(code int, reason string)
-	run     func(step func(now time.Time))
+	run     func(step func())
 }
 
 // eventsOf binds socket id's events to the driver's queue.
@@ -84,7 +87,7 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 				d.core.Closed(id, code, reason, now)
 			})
 		},
-		run: func(step func(now time.Time)) { d.q.Push(step) },
+		run: func(step func()) { d.q.Push(func(time.Time) { step() }) },
 	}
 }
 

@@ -205,7 +205,7 @@ func TestDriverDrivesATransport(t *testing.T) {
 	var opened []*fakeTransport
 	var tried []string // every URL the driver opened, or tried to
 	failNext := false
-	d := &driver{urls: []string{"ws://a.test/ws", "ws://b.test/ws"}, core: core, q: bridge.NewQueue[func(time.Time)](),
+	d := &driver{urls: []string{"ws://a.test/ws", "ws://b.test/ws"}, core: core, q: bridge.NewQueue(),
 		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
 	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
 		url := spec.url

@@ -16,20 +16,27 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Queue is an unbounded FIFO. Push never blocks, so a js.FuncOf callback
-// can call it; the driver loop waits on Ready and drains with Take.
-type Queue[T any] struct {
+// Job is what the driver's queue holds: work for the driver loop, called
+// with the time it runs at.
+type Job = func(now time.Time)
+
+// Queue is an unbounded FIFO of Jobs. Push never blocks, so a js.FuncOf
+// callback can call it; the driver loop waits on Ready and drains with
+// Take. It is not generic: a generic queue's dictionary marks its element
+// type as put in an interface, and that kept time.Time's formatting in
+// the wasm (issue 22).
+type Queue struct {
 	mu     sync.Mutex
-	items  []T
+	items  []Job
 	ready  chan struct{}
 	closed bool
 }
 
 // NewQueue returns an empty queue.
-func NewQueue[T any]() *Queue[T] { return &Queue[T]{ready: make(chan struct{}, 1)} }
+func NewQueue() *Queue { return &Queue{ready: make(chan struct{}, 1)} }
 
 // Push appends v and wakes the consumer. It reports false after Close.
-func (q *Queue[T]) Push(v T) bool {
+func (q *Queue) Push(v Job) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -45,10 +52,10 @@ func (q *Queue[T]) Push(v T) bool {
 }
 
 // Ready is signalled (at least once) after a Push.
-func (q *Queue[T]) Ready() <-chan struct{} { return q.ready }
+func (q *Queue) Ready() <-chan struct{} { return q.ready }
 
 // Take removes and returns everything queued.
-func (q *Queue[T]) Take() []T {
+func (q *Queue) Take() []Job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	items := q.items
@@ -57,7 +64,7 @@ func (q *Queue[T]) Take() []T {
 }
 
 // Close makes later Pushes fail and returns what was still queued.
-func (q *Queue[T]) Close() []T {
+func (q *Queue) Close() []Job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
@@ -246,8 +253,8 @@ func ParseCursors(s string) []client.Cursor {
 		if len(f) != 3 || len(f[1]) > maxStreamBytes {
 			continue
 		}
-		seq, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || seq < 0 || !protocol.ValidTopic(f[0]) {
+		seq, ok := protocol.ParseInt64(f[2])
+		if !ok || seq < 0 || !protocol.ValidTopic(f[0]) {
 			continue
 		}
 		out = append(out, client.Cursor{Topic: f[0], Stream: f[1], Seq: seq})
@@ -283,8 +290,7 @@ func fieldsOf(s string) []string {
 func SettleValue(result []byte, err error) map[string]any {
 	if err != nil {
 		v := map[string]any{"ok": false, "name": client.ErrorName(err), "message": err.Error()}
-		var se *client.ServerError
-		if errors.As(err, &se) {
+		if se, ok := client.AsServerError(err); ok {
 			v["code"] = se.Code
 		}
 		return v
@@ -520,3 +526,36 @@ func splitLines(s string) []string {
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// SortStrings sorts s in increasing order: a heapsort, for the keys of the
+// objects the driver hands to JS and the tabs' topic lists. It is what the
+// wasm uses instead of slices.Sort on strings, whose generic pdqsort
+// instantiation cost about 15 KB of wasm code (issue 22); O(n log n) like
+// it, and the lists are short.
+func SortStrings(s []string) {
+	for i := len(s)/2 - 1; i >= 0; i-- {
+		siftDown(s, i, len(s))
+	}
+	for end := len(s) - 1; end > 0; end-- {
+		s[0], s[end] = s[end], s[0]
+		siftDown(s, 0, end)
+	}
+}
+
+// siftDown restores the max-heap property of s[:n] below root.
+func siftDown(s []string, root, n int) {
+	for {
+		child := 2*root + 1
+		if child >= n {
+			return
+		}
+		if child+1 < n && s[child] < s[child+1] {
+			child++
+		}
+		if s[root] >= s[child] {
+			return
+		}
+		s[root], s[child] = s[child], s[root]
+		root = child
+	}
+}

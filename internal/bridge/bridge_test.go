@@ -2,8 +2,10 @@ package bridge
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/protocol"
@@ -91,20 +93,24 @@ func TestURLsTopicAndCursors(t *testing.T) {
 }
 
 func TestQueueNeverBlocksAndKeepsOrder(t *testing.T) {
-	q := NewQueue[int]()
+	q := NewQueue()
+	var ran []int
 	for i := range 1000 { // far more than any channel buffer: Push must not block
-		q.Push(i)
+		q.Push(func(time.Time) { ran = append(ran, i) })
 	}
 	<-q.Ready()
 	got := q.Take()
-	if len(got) != 1000 || got[0] != 0 || got[999] != 999 {
+	for _, job := range got {
+		job(time.Time{})
+	}
+	if len(got) != 1000 || ran[0] != 0 || ran[999] != 999 {
 		t.Fatalf("len %d", len(got))
 	}
 	if len(q.Take()) != 0 {
 		t.Fatal("Take did not empty the queue")
 	}
-	q.Push(1)
-	if left := q.Close(); len(left) != 1 || q.Push(2) {
+	q.Push(func(time.Time) {})
+	if left := q.Close(); len(left) != 1 || q.Push(func(time.Time) {}) {
 		t.Fatalf("close: %v", left)
 	}
 }
@@ -174,6 +180,18 @@ func TestTopicRuleIsProtocols(t *testing.T) {
 		_, err := ParseOptions(fakeGetter{"url": "ws://h", "topic": bad})
 		if err == nil || !strings.HasSuffix(err.Error(), protocol.ErrBadTopic.Error()) {
 			t.Errorf("topic %q: %v", bad, err)
+		}
+	}
+}
+
+func TestSortStrings(t *testing.T) {
+	for _, in := range [][]string{nil, {"a"}, {"b", "a"}, {"c", "a", "b", "a", "", "zz", "z"}, strings.Fields("the quick brown fox jumps over the lazy dog again and again")} {
+		got := append([]string(nil), in...)
+		SortStrings(got)
+		want := append([]string(nil), in...)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("SortStrings(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

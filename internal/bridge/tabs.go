@@ -3,7 +3,6 @@ package bridge
 import (
 	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -81,7 +80,7 @@ func FormatSubs(subs map[string]TabSub) string {
 	for t := range subs {
 		topics = append(topics, t)
 	}
-	slices.Sort(topics)
+	SortStrings(topics)
 	var b []byte
 	for _, t := range topics {
 		s := subs[t]
@@ -115,8 +114,8 @@ func ParseSubs(s string) map[string]TabSub {
 		}
 		sub := TabSub{Presence: f[1] == "1"}
 		if f[2] != "-" {
-			n, err := strconv.ParseInt(f[2], 10, 64)
-			if err != nil || n < 0 {
+			n, ok := protocol.ParseInt64(f[2])
+			if !ok || n < 0 {
 				continue
 			}
 			sub.Since, sub.HasSince = n, true
@@ -225,7 +224,7 @@ func DiffTopics(have map[string]bool, want map[string]TabSub) (sub []TopicChange
 	for t := range want {
 		topics = append(topics, t)
 	}
-	slices.Sort(topics) // strings: the wasm has that sort already, not one per struct
+	SortStrings(topics)
 	for _, t := range topics {
 		w := want[t]
 		p, ok := have[t]
@@ -241,7 +240,7 @@ func DiffTopics(have map[string]bool, want map[string]TabSub) (sub []TopicChange
 			unsub = append(unsub, t)
 		}
 	}
-	slices.Sort(unsub)
+	SortStrings(unsub)
 	return sub, unsub
 }
 
@@ -335,15 +334,13 @@ func isFailure(f client.FailureClass) bool {
 // SettleValue's fields, and a rate_limited error's retryAfterMs.
 func ReplyValue(result []byte, err error) map[string]any {
 	v := SettleValue(result, err)
-	var se *client.ServerError
-	if errors.As(err, &se) {
+	if se, ok := client.AsServerError(err); ok {
 		v["message"] = se.Message // the server's own words, without the leader's request id
 		if se.RetryAfter > 0 {
 			v["retryAfterMs"] = float64(se.RetryAfter.Milliseconds())
 		}
 	}
-	var re *client.RequestError
-	if errors.As(err, &re) {
+	if re, ok := client.AsRequestError(err); ok {
 		v["message"] = re.Detail // the leader's request id means nothing in the follower
 	}
 	return v

@@ -6,7 +6,8 @@
 // product.
 //
 // How it counts. It builds the package for GOOS=js GOARCH=wasm with
-// -trimpath and the linker's -dumpdep (the symbols that survive dead-code
+// -trimpath (and GOFLAGS: make size sets make wasm's flags there) and the
+// linker's -dumpdep (the symbols that survive dead-code
 // elimination, and who reached each first), without -s so the wasm keeps its
 // name section. Code is exact: each function's body in the wasm's code
 // section, found by its name. Data is the size each surviving data symbol
@@ -165,7 +166,11 @@ func run(pkg string, top int, withBr bool, symsOf string) error {
 	if err != nil {
 		return fmt.Errorf("failed to read the wasm: %w", err)
 	}
-	fmt.Printf("%s for js/wasm (-trimpath, name section kept for this count: %d bytes; make wasm's -s drops it)\n", pkg, sections["name"])
+	flags := "-trimpath"
+	if gf := os.Getenv("GOFLAGS"); gf != "" {
+		flags += " " + gf // make size passes make wasm's WASM_FLAGS this way
+	}
+	fmt.Printf("%s for js/wasm (%s, name section kept for this count: %d bytes; make wasm's -s drops it)\n", pkg, flags, sections["name"])
 	fmt.Printf("%-52s %9s %9s %9s %8s\n", "package", "total", "code", "data", "br(code)")
 	var sTotal, sCode, sData int
 	for _, c := range shown {
