@@ -22,10 +22,6 @@ type Report struct {
 	CPUs     int    `json:"cpus"`
 	Plan     string `json:"plan"`
 	Rows     []Row  `json:"rows"`
-	// Page load to READY (?stage=7, a fresh profile each: a cold cache),
-	// in ms: on loopback and on an emulated 10 Mbit/s, 40 ms link.
-	LoadLoopbackMs []int64 `json:"loadLoopbackMs,omitempty"`
-	LoadSlowLinkMs []int64 `json:"loadSlowLinkMs,omitempty"`
 }
 
 // NewReport fills in the environment.
@@ -170,11 +166,6 @@ func (rep Report) Write(dir string) error {
 	md.WriteString(SessionTable(rep.Rows))
 	md.WriteString("\nUpdates of the feed lost and delivered twice across each scenario. \"lost\" is the client's own gap accounting (missedUpdates); \"checked\" counts, from the server's seqs, the ones between the page's last seq before the scenario and its last after it that the page never delivered; \"of N\" is how many the server published meanwhile (the feed pauses while frozen). Stage 7 resumes from its cursor: both must be 0.\n\n")
 	md.WriteString(LossTable(rep.Rows))
-	if len(rep.LoadLoopbackMs) > 0 && len(rep.LoadSlowLinkMs) > 0 {
-		fm, fw := medianWorst(rep.LoadLoopbackMs)
-		sm, sw := medianWorst(rep.LoadSlowLinkMs)
-		fmt.Fprintf(&md, "\nPage load to READY at `?stage=7`, cold cache (a fresh Chromium profile per load), from navigation start: on loopback median %d ms, worst %d ms (%v); on an emulated 10 Mbit/s, 40 ms link median %d ms, worst %d ms (%v).\n", fm, fw, rep.LoadLoopbackMs, sm, sw, rep.LoadSlowLinkMs)
-	}
 	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle (stages 2-5: a watchdog of two intervals; stage 6 and up probe after 1.25 intervals and give up 0.25 s later):\n\n")
 	md.WriteString(FreezeSamplesTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. docs/stages.md explains each column's result.\n")
