@@ -40,60 +40,88 @@ func connectJS(args []safejs.Value) any {
 	if err != nil {
 		return errorValue("wsready.connect: " + err.Error())
 	}
-	fn := func(f func(args []safejs.Value) any) safejs.Func {
-		jf, _ := funcOf(func(_ safejs.Value, a []safejs.Value) any { return f(a) })
+	// One Go function serves every method of the handle: a JS function per
+	// name, each calling d.method with its index. A Go function per method
+	// (each a closure wrapped by funcOf) cost the wasm about 1 KB of code
+	// apiece; a case of one switch costs what its body does (issue 22).
+	for i, name := range handleMethods {
+		jf, _ := funcOf(func(_ safejs.Value, a []safejs.Value) any { return d.method(i, a) })
 		d.handle = append(d.handle, jf)
-		return jf
+		h.Set(name, jf)
 	}
-	// request(method, params, timeoutMs, ticket, queue, key) and
-	// publish(topic, data, timeoutMs, ticket, queue, key): params and data
-	// are JSON strings.
-	h.Set("request", fn(func(a []safejs.Value) any {
-		method, params := argString(a, 0), []byte(nil)
+	return h
+}
+
+// handleMethods names the handle's methods, in d.method's order.
+var handleMethods = [...]string{"request", "publish", "subscribe", "unsubscribe", "topics", "cursors", "state", "stats", "close", "cancel", "reconnect", "dispose"}
+
+// The handle's methods, by their index in handleMethods.
+const (
+	mRequest = iota
+	mPublish
+	mSubscribe
+	mUnsubscribe
+	mTopics
+	mCursors
+	mState
+	mStats
+	mClose
+	mCancel
+	mReconnect
+	mDispose
+)
+
+// method runs the handle's method m with the page's arguments a.
+//
+// request(method, params, timeoutMs, ticket, queue, key) and
+// publish(topic, data, timeoutMs, ticket, queue, key): params and data are
+// JSON strings. subscribe(topic, since?, presence?) and unsubscribe(topic):
+// the JS wrapper keeps the per-topic callbacks and calls these for the
+// first, a change of presence, and the last.
+//
+// state and stats read the core from the JS thread. In WebAssembly Go and
+// JS share one thread, and the loop goroutine only runs while JS is not, so
+// the read cannot race a step. After close they keep returning the final
+// values (stopped: true).
+func (d *driver) method(m int, a []safejs.Value) any {
+	switch m {
+	case mRequest, mPublish:
+		what := handleMethods[m]
+		name, body := argString(a, 0), []byte(nil)
 		if s, ok := argStringOK(a, 1); ok {
-			params = []byte(s)
+			body = []byte(s)
 		}
-		if method == "" {
-			return errorValue("request: method must be a non-empty string")
-		}
-		if params != nil && !protocol.Valid(params) {
-			return errorValue("request: params must be a JSON string")
+		if m == mRequest {
+			if name == "" {
+				return errorValue("request: method must be a non-empty string")
+			}
+			if body != nil && !protocol.Valid(body) {
+				return errorValue("request: params must be a JSON string")
+			}
+		} else {
+			if !protocol.ValidTopic(name) {
+				return errorValue("publish: " + protocol.ErrBadTopic.Error())
+			}
+			if body == nil || !protocol.Valid(body) {
+				return errorValue("publish: data must be a JSON string")
+			}
 		}
 		ro, ticket, msg := callOptions(a)
 		if msg != "" {
-			return errorValue("request: " + msg)
+			return errorValue(what + ": " + msg)
 		}
-		p, err := d.request(method, params, ro, ticket)
+		var p safejs.Value
+		var err error
+		if m == mRequest {
+			p, err = d.request(name, body, ro, ticket)
+		} else {
+			p, err = d.publish(name, body, ro, ticket)
+		}
 		if err != nil {
-			return errorValue("request: " + err.Error())
+			return errorValue(what + ": " + err.Error())
 		}
 		return p
-	}))
-	h.Set("publish", fn(func(a []safejs.Value) any {
-		topic, data := argString(a, 0), []byte(nil)
-		if s, ok := argStringOK(a, 1); ok {
-			data = []byte(s)
-		}
-		if !protocol.ValidTopic(topic) {
-			return errorValue("publish: " + protocol.ErrBadTopic.Error())
-		}
-		if data == nil || !protocol.Valid(data) {
-			return errorValue("publish: data must be a JSON string")
-		}
-		ro, ticket, msg := callOptions(a)
-		if msg != "" {
-			return errorValue("publish: " + msg)
-		}
-		p, err := d.publish(topic, data, ro, ticket)
-		if err != nil {
-			return errorValue("publish: " + err.Error())
-		}
-		return p
-	}))
-	// subscribe(topic, since?, presence?) and unsubscribe(topic): the JS
-	// wrapper keeps the per-topic callbacks and calls these for the first,
-	// a change of presence, and the last.
-	h.Set("subscribe", fn(func(a []safejs.Value) any {
+	case mSubscribe:
 		topic := argString(a, 0)
 		if !protocol.ValidTopic(topic) {
 			return errorValue("subscribe: " + protocol.ErrBadTopic.Error())
@@ -110,15 +138,11 @@ func connectJS(args []safejs.Value) any {
 			s.Presence, _ = a[2].Bool()
 		}
 		d.q.Push(func(now time.Time) { d.subscribe(topic, s, now) })
-		return nil
-	}))
-	h.Set("unsubscribe", fn(func(a []safejs.Value) any {
+	case mUnsubscribe:
 		if topic, ok := argStringOK(a, 0); ok {
 			d.q.Push(func(now time.Time) { d.unsubscribe(topic, now) })
 		}
-		return nil
-	}))
-	h.Set("topics", fn(func([]safejs.Value) any {
+	case mTopics:
 		ts := d.core.Topics()
 		arr, err := safejs.Global().Get("Array")
 		if err == nil {
@@ -132,45 +156,31 @@ func connectJS(args []safejs.Value) any {
 			arr.Call("push", v)
 		}
 		return arr
-	}))
-	h.Set("cursors", fn(func([]safejs.Value) any {
+	case mCursors:
 		return bridge.FormatCursors(d.core.Cursors())
-	}))
-	// state and stats read the core from the JS thread. In WebAssembly Go
-	// and JS share one thread, and the loop goroutine only runs while JS is
-	// not, so the read cannot race a step. After close they keep returning
-	// the final values (stopped: true).
-	h.Set("state", fn(func([]safejs.Value) any {
+	case mState:
 		v, _ := jsObject(bridge.StateValue(d.core.State(), d.tabsMode))
 		return v
-	}))
-	h.Set("stats", fn(func([]safejs.Value) any {
+	case mStats:
 		v, _ := jsObject(bridge.StatsValue(d.core.Stats()))
 		return v
-	}))
-	h.Set("close", fn(func([]safejs.Value) any {
+	case mClose:
 		p, err := d.stop()
 		if err != nil {
 			return errorValue("close: " + err.Error())
 		}
 		return p
-	}))
-	h.Set("cancel", fn(func(a []safejs.Value) any {
+	case mCancel:
 		if len(a) > 0 && a[0].Type() == safejs.TypeNumber {
 			ticket, _ := a[0].Float()
 			d.q.Push(func(now time.Time) { d.cancel(ticket, now) })
 		}
-		return nil
-	}))
-	h.Set("reconnect", fn(func([]safejs.Value) any {
+	case mReconnect:
 		d.q.Push(func(now time.Time) { d.core.Reconnect(now) })
-		return nil
-	}))
-	h.Set("dispose", fn(func([]safejs.Value) any {
+	case mDispose:
 		d.dispose()
-		return nil
-	}))
-	return h
+	}
+	return nil
 }
 
 func argStringOK(a []safejs.Value, i int) (string, bool) {
