@@ -1,0 +1,122 @@
+//go:build !js
+
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Review tests of the hijacked event stream (sse_raw.go).
+
+// openRawStream opens session id's stream on a plain TCP connection and
+// returns it after the response head (a resumed stream has no welcome).
+func openRawStream(t *testing.T, f *fixture, id string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	u, _ := url.Parse(f.hs.URL)
+	nc, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	fmt.Fprintf(nc, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, u.Host)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(nc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	return nc, br
+}
+
+// A reply that waits in a hijacked stream's backlog when the stream is
+// lost is not lost with it: the session lives on, and the next stream the
+// client opens for it carries the reply (as the handler path, which keeps
+// a frame it failed to write parked for the next stream, did). Here Freeze
+// holds the reply in the backlog, and the client leaves meanwhile.
+func TestHTTPStreamLostWithAReplyInItsBacklogPassesItOn(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second, SlowReplyDelay: 300 * time.Millisecond})
+	id := f.newSession(t, `{}`)
+	nc, _ := rawStream(t, f, id)
+	f.srv.mu.Lock()
+	tr := f.srv.sessions[id].tr.(*httpTransport)
+	f.srv.mu.Unlock()
+	stream := func() *sseStream {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.stream
+	}
+	f.set("slowReplies", true)
+	if a := f.post(t, "/send?session="+id, "application/json", `{"type":"request","id":7,"method":"no.such.method"}`); a.status != http.StatusNoContent {
+		t.Fatalf("send: %d", a.status)
+	}
+	f.set("freeze", true) // before the reply comes: it waits in the backlog
+	waitFor(t, 3*time.Second, "the reply in the stream's backlog", func() bool {
+		st := stream()
+		if st == nil {
+			return false
+		}
+		st.wmu.Lock()
+		defer st.wmu.Unlock()
+		return strings.Contains(string(st.backlog), `"id":7`)
+	})
+	nc.Close()
+	waitFor(t, 3*time.Second, "the stream detached", func() bool { return stream() == nil })
+	f.set("freeze", false)
+	_, br := openRawStream(t, f, id)
+	readRawUntil(t, br, `"id":7`)
+}
+
+// An event reaches a client promptly through a reverse proxy that speaks
+// HTTP/1.1 keep-alive to the server (httputil.ReverseProxy): the hijacked
+// stream's Connection: close head, without chunking, is a body the proxy
+// streams as it comes.
+func TestHTTPStreamThroughAReverseProxy(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	backend, _ := url.Parse(f.hs.URL)
+	px := httptest.NewServer(httputil.NewSingleHostReverseProxy(backend))
+	t.Cleanup(px.Close)
+	resp, err := http.Post(px.URL+"/ws/session", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := readAnswer(t, resp)
+	resp.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, px.URL+"/ws/sse?session="+a.Session, nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream through the proxy: %d %v", resp.StatusCode, resp.Header)
+	}
+	br := bufio.NewReader(resp.Body)
+	readRawUntil(t, br, `"type":"welcome"`)
+	if r, err := http.Post(px.URL+"/ws/send?session="+a.Session, "application/json", strings.NewReader(`{"type":"subscribe","topic":"room"}`)); err != nil || r.StatusCode != http.StatusNoContent {
+		t.Fatalf("send through the proxy: %v %v", r, err)
+	}
+	readRawUntil(t, br, `"type":"subscribed"`)
+	start := time.Now()
+	if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	readRawUntil(t, br, `{"n":1}`)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("the update took %v through the proxy", d)
+	}
+}
