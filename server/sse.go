@@ -114,7 +114,16 @@ func (st *sseStream) writeParked(s *Server, t *httpTransport) bool {
 		}
 		t.mu.Lock()
 		t.parked, t.wstate = nil, parkIdle
+		live := st.ready
 		t.mu.Unlock()
+		// On a live hijacked stream the frame may wait in the backlog: the
+		// writer parks behind it, as after write (park), so the backlog
+		// holds one frame at a time (maxBacklog); serve runs it on.
+		if live {
+			if parked, lost := st.parkWriter(); parked || (lost != nil && t.rewrite(lost)) {
+				return true
+			}
+		}
 		t.c.writeInline()
 	}
 }

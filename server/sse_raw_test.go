@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,4 +120,94 @@ func TestHTTPStreamThroughAReverseProxy(t *testing.T) {
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Fatalf("the update took %v through the proxy", d)
 	}
+}
+
+// A stream that goes live with frames waiting for it (parked and queued
+// while the session had no stream) and a client slow to read keeps the
+// backlog's rule: one frame at a time in it, the send queue's writer
+// parked behind it. The frame the stream's handler writes last before it
+// returns did not park the writer, so the next frame went into the backlog
+// too: two large replies were over maxBacklog, and the stream failed
+// (errBacklogFull) with nothing wrong but a slow reader.
+func TestHTTPStreamGoingLiveWithFramesWaitingKeepsOneInTheBacklog(t *testing.T) {
+	big := strings.Repeat("x", 50<<10)
+	// Connections that are not a syscall.Conn (as behind a listener that
+	// wraps them, netutil.LimitListener's): every event goes through the
+	// backlog, and the client, reading nothing, holds it there.
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second, MaxQueuedBytes: 64 << 20,
+		Methods: map[string]Method{"big": func(context.Context, *Call) (any, error) { return big, nil }}})
+	f.hs.Close()
+	f.hs = httptest.NewUnstartedServer(f.demo.Handler())
+	f.hs.Listener = wrappedListener{f.hs.Listener}
+	f.hs.Start()
+	t.Cleanup(f.hs.Close)
+	id := f.newSession(t, `{}`)
+	nc, _ := rawStream(t, f, id)
+	f.srv.mu.Lock()
+	tr := f.srv.sessions[id].tr.(*httpTransport)
+	f.srv.mu.Unlock()
+	stream := func() *sseStream {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.stream
+	}
+	nc.Close()
+	waitFor(t, 3*time.Second, "the stream detached", func() bool { return stream() == nil })
+	const calls = 4
+	var body []string
+	for i := 1; i <= calls; i++ {
+		body = append(body, fmt.Sprintf(`{"type":"request","id":%d,"method":"big"}`, i))
+	}
+	if a := f.post(t, "/send?session="+id, "application/json", "["+strings.Join(body, ",")+"]"); a.status != http.StatusNoContent {
+		t.Fatalf("send: %d", a.status)
+	}
+	waitFor(t, 3*time.Second, "the replies waiting for a stream", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.wstate == parkParked
+	})
+	time.Sleep(100 * time.Millisecond) // the other replies queue behind the parked one
+	u, _ := url.Parse(f.hs.URL)
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+		return nil
+	}}
+	nc2, err := d.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	fmt.Fprintf(nc2, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, u.Host)
+	time.Sleep(300 * time.Millisecond) // the stream goes live and writes what waited, the client reading nothing
+	if st := stream(); st == nil {
+		t.Fatalf("the stream of a slow reader was dropped (stalled %d)", f.srv.Stats().Limits.Stalled)
+	}
+	nc2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReaderSize(nc2, 1<<20)
+	seen := map[string]bool{} // the calls run concurrently: their replies come in any order
+	for len(seen) < calls {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("replies %v, then: %v (stalled %d)", seen, err, f.srv.Stats().Limits.Stalled)
+		}
+		for i := 1; i <= calls; i++ {
+			if id := fmt.Sprintf(`"id":%d`, i); strings.Contains(line, id) {
+				seen[id] = true
+			}
+		}
+	}
+}
+
+// wrappedListener's connections hide their socket (no SyscallConn), as a
+// listener that wraps them does.
+type wrappedListener struct{ net.Listener }
+
+type wrappedConn struct{ net.Conn }
+
+func (l wrappedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return wrappedConn{c}, nil
 }
