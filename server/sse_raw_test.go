@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -210,4 +211,70 @@ func (l wrappedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return wrappedConn{c}, nil
+}
+
+// A stream that attaches while its session ends is closed with the
+// session. Its attach saw the session alive, then took its time (a
+// topic's resume); the session ended meanwhile (here the sweep drops it),
+// and its closeNow found no stream to stop: the stream was attached after
+// and stayed open on a session that no longer existed, its goroutine and
+// socket kept until the client left, even past Server.Close (net/http no
+// longer owns a hijacked connection).
+func TestHTTPStreamAttachingAsItsSessionEndsIsClosed(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	id := f.newSession(t, `{}`)
+	nc, br := rawStream(t, f, id)
+	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)
+	readRawUntil(t, br, `"type":"subscribed"`)
+	f.srv.mu.Lock()
+	c := f.srv.sessions[id]
+	f.srv.mu.Unlock()
+	tr := c.tr.(*httpTransport)
+	nc.Close()
+	waitFor(t, 3*time.Second, "the stream detached", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.stream == nil
+	})
+	c.subMu.Lock()
+	tp := c.subs["room"]
+	c.subMu.Unlock()
+	// The next stream's attach sees the session alive and stops at its
+	// topics (subMu held here); then it copies them (room among them) and
+	// stops at the cursors (tr.mu held here).
+	c.subMu.Lock()
+	u, _ := url.Parse(f.hs.URL)
+	nc2, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		c.subMu.Unlock()
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	fmt.Fprintf(nc2, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, u.Host)
+	time.Sleep(300 * time.Millisecond)
+	tr.mu.Lock()
+	c.subMu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	// room is given up (the session's end then does not need its lock),
+	// and its lock held: the attach stops in room's resume.
+	go f.post(t, "/send?session="+id, "application/json", `{"type":"unsubscribe","topic":"room"}`)
+	waitFor(t, 3*time.Second, "room given up", func() bool {
+		c.subMu.Lock()
+		defer c.subMu.Unlock()
+		return c.subs["room"] == nil
+	})
+	tp.mu.Lock()
+	tr.mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	c.sweepClose()
+	waitFor(t, 3*time.Second, "the session ended", func() bool {
+		f.srv.mu.Lock()
+		defer f.srv.mu.Unlock()
+		return f.srv.sessions[id] == nil
+	})
+	tp.mu.Unlock()
+	nc2.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err = io.Copy(io.Discard, nc2); err != nil {
+		t.Fatalf("the stream of an ended session stayed open: %v", err)
+	}
 }

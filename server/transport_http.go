@@ -887,6 +887,14 @@ func (t *httpTransport) attach(st *sseStream, last map[string]int64) ([][]byte, 
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// gone again: the session may have ended since the check above, and
+	// closeNow (which closes gone before it looks for a stream under t.mu)
+	// would not stop a stream attached after it looked.
+	select {
+	case <-t.gone:
+		return nil, false
+	default:
+	}
 	if t.closed {
 		return nil, false
 	}
