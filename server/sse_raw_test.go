@@ -257,7 +257,14 @@ func TestHTTPStreamAttachingAsItsSessionEndsIsClosed(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	// room is given up (the session's end then does not need its lock),
 	// and its lock held: the attach stops in room's resume.
-	go f.post(t, "/send?session="+id, "application/json", `{"type":"unsubscribe","topic":"room"}`)
+	posted := make(chan error, 1)
+	go func() {
+		resp, err := http.Post(f.base()+"/send?session="+id, "application/json", strings.NewReader(`{"type":"unsubscribe","topic":"room"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		posted <- err
+	}()
 	waitFor(t, 3*time.Second, "room given up", func() bool {
 		c.subMu.Lock()
 		defer c.subMu.Unlock()
@@ -273,6 +280,9 @@ func TestHTTPStreamAttachingAsItsSessionEndsIsClosed(t *testing.T) {
 		return f.srv.sessions[id] == nil
 	})
 	tp.mu.Unlock()
+	if err := <-posted; err != nil {
+		t.Fatal(err)
+	}
 	nc2.SetReadDeadline(time.Now().Add(3 * time.Second))
 	if _, err = io.Copy(io.Discard, nc2); err != nil {
 		t.Fatalf("the stream of an ended session stayed open: %v", err)
