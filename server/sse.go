@@ -56,6 +56,8 @@ type sseStream struct {
 	closeReq *writeReq             // under t.mu: a close that came during the preamble
 	wmu      sync.Mutex
 	backlog  []byte        // accepted, not yet on the socket, in order
+	pend     []byte        // the frame whose event is (in part) in backlog: written again on the next stream if this one ends first
+	lost     []byte        // pend, when the stream ended before the writer parked on it: parkWriter hands it back
 	parked   bool          // the send queue's writer waits for the backlog (parkWriter)
 	werr     error         // the stream failed or ended: every later send fails
 	flushed  chan struct{} // closed once the backlog is written (a close waits for its event)
@@ -112,7 +114,16 @@ func (st *sseStream) writeParked(s *Server, t *httpTransport) bool {
 		}
 		t.mu.Lock()
 		t.parked, t.wstate = nil, parkIdle
+		live := st.ready
 		t.mu.Unlock()
+		// On a live hijacked stream the frame may wait in the backlog: the
+		// writer parks behind it, as after write (park), so the backlog
+		// holds one frame at a time (maxBacklog); serve runs it on.
+		if live {
+			if parked, lost := st.parkWriter(); parked || (lost != nil && t.rewrite(lost)) {
+				return true
+			}
+		}
 		t.c.writeInline()
 	}
 }
@@ -163,7 +174,7 @@ func (st *sseStream) writeFrame(s *Server, t *httpTransport, frame []byte) error
 	st.buf = b
 	var err error
 	if live {
-		_, err = st.send(s, b, false) // on the socket, or in the backlog: written as far as the writer is concerned
+		_, err = st.send(s, b, frame) // on the socket, or in the backlog: written as far as the writer is concerned
 	} else {
 		err = st.writeRaw(s, b)
 	}

@@ -104,11 +104,15 @@ func (st *sseStream) writeBlocking(s *Server, b []byte) error {
 
 // send writes b (an event) to a live hijacked stream without blocking: to
 // the socket at once if it takes it (never during a freeze), else into the
-// backlog, which serve writes. last (the close event): a channel that is
-// closed once b is on the socket (nil: it is already), and no event is
-// sent after it. An error: the stream has failed (b is not written); the
-// stream is ended.
-func (st *sseStream) send(s *Server, b []byte, last bool) (chan struct{}, error) {
+// backlog, which serve writes. frame is the server frame b carries (kept
+// while b waits in the backlog: should the stream end first, the frame is
+// written again to the next stream, as the handler path keeps a frame it
+// failed to write parked); nil for the close event, the last: then a
+// channel that is closed once b is on the socket (nil: it is already),
+// and no event is sent after it. An error: the stream has failed (b is
+// not written); the stream is ended.
+func (st *sseStream) send(s *Server, b, frame []byte) (chan struct{}, error) {
+	last := frame == nil
 	st.wmu.Lock()
 	if st.werr != nil {
 		err := st.werr
@@ -141,7 +145,9 @@ func (st *sseStream) send(s *Server, b []byte, last bool) (chan struct{}, error)
 	}
 	st.backlog = append(st.backlog, b[n:]...)
 	var ch chan struct{}
-	if last {
+	if !last {
+		st.pend = frame
+	} else {
 		if st.flushed == nil {
 			st.flushed = make(chan struct{})
 		}
@@ -153,15 +159,22 @@ func (st *sseStream) send(s *Server, b []byte, last bool) (chan struct{}, error)
 }
 
 // parkWriter reports whether the stream has a backlog; if so, serve runs
-// the send queue's writer on once it is written (or the stream ended).
-func (st *sseStream) parkWriter() bool {
+// the send queue's writer on once it is written (or the stream ended: a
+// backlog is only dropped by serve's end, which runs the writer on). lost:
+// the stream ended with the writer's frame in its backlog before the
+// writer got here; the writer writes it again (rewrite).
+func (st *sseStream) parkWriter() (parked bool, lost []byte) {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
-	if st.werr != nil || len(st.backlog) == 0 {
-		return false
+	if lost := st.lost; lost != nil {
+		st.lost = nil
+		return false, lost
+	}
+	if len(st.backlog) == 0 {
+		return false, nil
 	}
 	st.parked = true
-	return true
+	return true, nil
 }
 
 func (st *sseStream) pending() bool {
@@ -203,12 +216,23 @@ func (st *sseStream) serve(s *Server, t *httpTransport) {
 	if st.werr == nil {
 		st.werr = errStreamEnded
 	}
-	st.backlog = nil
+	// The frame whose event did not get onto the socket goes to the next
+	// stream (the client discards an event cut short), by the writer: this
+	// goroutine when the writer is parked on the backlog, else the writer
+	// itself when it parks (parkWriter).
+	var lost []byte
+	if len(st.backlog) > 0 {
+		lost = st.pend
+	}
+	st.backlog, st.pend = nil, nil
 	resume := st.parked
 	st.parked = false
+	if !resume {
+		st.lost, lost = lost, nil
+	}
 	st.wmu.Unlock()
 	t.detach(st) // closes the socket
-	if resume {
+	if resume && (lost == nil || !t.rewrite(lost)) {
 		t.c.writeInline()
 	}
 }
@@ -231,7 +255,7 @@ func (st *sseStream) drain(s *Server, t *httpTransport) bool {
 	if err != nil {
 		st.werr = err
 	} else if len(st.backlog) == 0 {
-		st.backlog = nil // a burst is over: let its array go
+		st.backlog, st.pend = nil, nil // a burst is over: let its array go
 		resume, st.parked = st.parked, false
 		flushed, st.flushed = st.flushed, nil
 	}

@@ -726,7 +726,7 @@ func (t *httpTransport) closeRaw(st *sseStream, code int, reason string) error {
 		}
 	}
 	t.mu.Unlock()
-	flushed, err := st.send(t.c.s, closeEvent(code, reason), true)
+	flushed, err := st.send(t.c.s, closeEvent(code, reason), nil)
 	if err != nil || flushed == nil {
 		return err
 	}
@@ -782,7 +782,23 @@ func (t *httpTransport) park() bool {
 	if st == nil {
 		return true
 	}
-	return st.parkWriter()
+	parked, lost := st.parkWriter()
+	if lost != nil {
+		return t.rewrite(lost)
+	}
+	return parked
+}
+
+// rewrite writes again, as the send queue's writer, a frame a hijacked
+// stream took into its backlog and ended with: to the attached stream if
+// it is live, else parked for the next one (write). It reports whether the
+// writer stops there (park); false also when the session has ended (the
+// writer then runs to its end).
+func (t *httpTransport) rewrite(frame []byte) bool {
+	if t.write(t.c.ctx, frame) != nil {
+		return false
+	}
+	return t.park()
 }
 
 // detachLimit is how long a session lives without a stream.
@@ -871,6 +887,14 @@ func (t *httpTransport) attach(st *sseStream, last map[string]int64) ([][]byte, 
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// gone again: the session may have ended since the check above, and
+	// closeNow (which closes gone before it looks for a stream under t.mu)
+	// would not stop a stream attached after it looked.
+	select {
+	case <-t.gone:
+		return nil, false
+	default:
+	}
 	if t.closed {
 		return nil, false
 	}

@@ -156,6 +156,7 @@ export async function connect(opts = {}) {
   const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set(), continuityLost: new Set(), topicError: new Set(), presence: new Set() };
   const topicSubs = new Map(); // topic -> Map of entry -> {presence}
   const refusals = new Map(); // topic -> the server's code of its last refusal, while subscribed (for subscribed())
+  const subscribedChecks = new Set(); // the pending subscribed() promises' checks: giving a topic up runs them (Aborted)
   let saveTimer;
   const save = () => {
     saveTimer = undefined;
@@ -338,6 +339,9 @@ export async function connect(opts = {}) {
           topicSubs.delete(topic);
           refusals.delete(topic);
           h.unsubscribe(topic);
+          // No event need follow (the socket may be down): a subscribed()
+          // waiting for this topic is told now.
+          for (const check of [...subscribedChecks]) check();
         } else if (wanted() !== before) {
           h.subscribe(topic, undefined, wanted());
         }
@@ -366,9 +370,10 @@ export async function connect(opts = {}) {
           else if (s.ended) fail(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended }));
           else if (!topicSubs.has(topic)) fail(new WsreadyError('Aborted', `wsready: the subscribe to ${topic} was given up`));
         };
-        const done = () => { settled = true; listeners.event.delete(check); listeners.state.delete(check); listeners.topicError.delete(check); clearTimeout(timer); };
+        const done = () => { settled = true; subscribedChecks.delete(check); listeners.event.delete(check); listeners.state.delete(check); listeners.topicError.delete(check); clearTimeout(timer); };
         check();
         if (settled) return;
+        subscribedChecks.add(check);
         listeners.event.add(check);
         listeners.state.add(check);
         listeners.topicError.add(check);
