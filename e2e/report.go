@@ -166,7 +166,7 @@ func (rep Report) Write(dir string) error {
 	md.WriteString(SessionTable(rep.Rows))
 	md.WriteString("\nUpdates of the feed lost and delivered twice across each scenario. \"lost\" is the client's own gap accounting (missedUpdates); \"checked\" counts, from the server's seqs, the ones between the page's last seq before the scenario and its last after it that the page never delivered; \"of N\" is how many the server published meanwhile (the feed pauses while frozen). Stage 7 resumes from its cursor: both must be 0.\n\n")
 	md.WriteString(LossTable(rep.Rows))
-	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle (stages 2-5: a watchdog of two intervals; stage 6 and up probe after 1.25 intervals and give up 0.25 s later):\n\n")
+	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle (stages 2-5: a watchdog of two intervals; stage 6 and up probe after 1.25 intervals and give up 0.25 s later). Any frame from the server is proof of life, so the silence starts at the last frame before the freeze: with the feed every 250 ms that is at most 250 ms before it, and detection sits just under the bound (2 s at stages 2-5, 1.5 s from stage 6):\n\n")
 	md.WriteString(FreezeSamplesTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. docs/stages.md explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
