@@ -261,14 +261,6 @@ func gzipStatic(dir string) http.Handler {
 	})
 }
 
-// loadSection is docs/measurements.md's page-load section, between these
-// markers: TestMeasureLoad rewrites it, and TestMeasure (which rewrites the
-// rest of the file) leaves it to TestMeasureLoad.
-const (
-	loadBegin = "<!-- page load to READY: begin (TestMeasureLoad) -->"
-	loadEnd   = "<!-- page load to READY: end -->"
-)
-
 // writeLoadSection puts section into the file at path between the
 // markers, replacing what was there; without markers, before the freeze
 // samples' paragraph, or at the end.

@@ -166,8 +166,39 @@ func (rep Report) Write(dir string) error {
 	md.WriteString(SessionTable(rep.Rows))
 	md.WriteString("\nUpdates of the feed lost and delivered twice across each scenario. \"lost\" is the client's own gap accounting (missedUpdates); \"checked\" counts, from the server's seqs, the ones between the page's last seq before the scenario and its last after it that the page never delivered; \"of N\" is how many the server published meanwhile (the feed pauses while frozen). Stage 7 resumes from its cursor: both must be 0.\n\n")
 	md.WriteString(LossTable(rep.Rows))
+	// The page-load and stage 8 sections are TestMeasureLoad's and
+	// TestMeasureStage8's: kept as they are when this test runs alone.
+	if prev, err := os.ReadFile(dir + "/measurements.md"); err == nil {
+		if kept := keptSections(string(prev)); kept != "" {
+			md.WriteString("\n" + kept)
+		}
+	}
 	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle (stages 2-5: a watchdog of two intervals; stage 6 and up probe after 1.25 intervals and give up 0.25 s later). Any frame from the server is proof of life, so the silence starts at the last frame before the freeze: with the feed every 250 ms that is at most 250 ms before it, and detection sits just under the bound (2 s at stages 2-5, 1.5 s from stage 6):\n\n")
 	md.WriteString(FreezeSamplesTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. docs/stages.md explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
+}
+
+// The sections of docs/measurements.md that TestMeasureLoad and
+// TestMeasureStage8 write, between these markers; TestMeasure rewrites
+// the rest of the file and keeps them.
+const (
+	loadBegin   = "<!-- page load to READY: begin (TestMeasureLoad) -->"
+	loadEnd     = "<!-- page load to READY: end -->"
+	stage8Begin = "<!-- stage 8: begin (TestMeasureStage8) -->"
+	stage8End   = "<!-- stage 8: end -->"
+)
+
+// keptSections returns the sections of a measurements.md that other tests
+// write (between their markers), each followed by a blank line, in the
+// order of the markers' consts.
+func keptSections(prev string) string {
+	var b strings.Builder
+	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}} {
+		i, j := strings.Index(prev, m[0]), strings.Index(prev, m[1])
+		if i >= 0 && j > i {
+			b.WriteString(prev[i:j+len(m[1])] + "\n\n")
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -228,11 +228,6 @@ func TestMeasureStage8(t *testing.T) {
 	}
 }
 
-const (
-	stage8Begin = "<!-- stage 8: begin (TestMeasureStage8) -->"
-	stage8End   = "<!-- stage 8: end -->"
-)
-
 // writeStage8Section puts section between its markers in the file at
 // path: in place of the last run's, else after the page load section,
 // else before the freeze samples, else at the end.
@@ -302,5 +297,29 @@ func TestStage8Table(t *testing.T) {
 	}
 	if secs(250) != "0.25" {
 		t.Errorf("secs(250) = %s", secs(250))
+	}
+}
+
+// TestMeasure alone rewrites measurements.md and keeps the page-load and
+// stage 8 sections the other two tests wrote, before the freeze samples.
+func TestReportWriteKeepsTheOtherTestsSections(t *testing.T) {
+	dir := t.TempDir()
+	load := loadBegin + "\nload\n" + loadEnd
+	s8 := stage8Begin + "\n## Stage 8\n\nrun\n" + stage8End
+	old := "# old\n\n" + load + "\n\n" + s8 + "\n\nFreeze detection over short freezes old\n"
+	if err := os.WriteFile(dir+"/measurements.md", []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Report{Command: "make measure"}).Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dir + "/measurements.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := string(got)
+	i, j, k := strings.Index(g, load), strings.Index(g, s8), strings.Index(g, "\nFreeze detection over short freezes")
+	if i < 0 || j < i || k < j || strings.Contains(g, "# old") {
+		t.Fatalf("the sections were not kept before the freeze samples, in order:\n%s", g)
 	}
 }
