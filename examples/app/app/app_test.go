@@ -201,9 +201,11 @@ func TestPrivateTopicsAndForbidden(t *testing.T) {
 	if _, err := cb.Subscribe(ctx, app.CartTopic("bob"), nil, func(client.Update) {}); err != nil {
 		t.Fatal(err)
 	}
-	// Bob asks for Alice's cart: refused, and his client stays READY.
-	if _, err := cb.Subscribe(ctx, app.CartTopic("alice"), nil, func(client.Update) { t.Error("bob got an update of alice's cart") }); err != nil {
-		t.Fatal(err)
+	// Bob asks for Alice's cart: refused (Subscribe says so with the
+	// server's code, as OnTopicError does), and his client stays READY.
+	var refused *native.SubscribeError
+	if _, err := cb.Subscribe(ctx, app.CartTopic("alice"), nil, func(client.Update) { t.Error("bob got an update of alice's cart") }); !errors.As(err, &refused) || refused.Code != "forbidden" {
+		t.Fatalf("bob's subscribe to alice's cart: %v, want a *native.SubscribeError forbidden", err)
 	}
 	waitSubscribed(t, ca, app.CartTopic("alice"))
 	waitSubscribed(t, cb, app.CartTopic("bob"))
