@@ -46,8 +46,13 @@ type conn struct {
 	authT     *time.Timer // AuthRequired's wait for the auth frame
 	timersOff bool        // the connection ended: arm nothing more
 
-	closing   atomic.Bool // a close was started: later overflows start no other
-	pinging   atomic.Bool // a liveness ping is outstanding
+	closing atomic.Bool // a close was started: later overflows start no other
+	pinging atomic.Bool // a liveness ping is outstanding
+	// slotWait: the reader waits for a request slot (requests.go) and reads
+	// nothing meanwhile; slotWaits counts the waits that ended. The sweep
+	// does not blame the peer for that silence (transport_ws.go).
+	slotWait  atomic.Bool
+	slotWaits atomic.Uint64
 	closeOnce sync.Once
 	framesIn  atomic.Uint64
 	errorsOut atomic.Uint64

@@ -186,8 +186,22 @@ func (c *conn) request(m protocol.Message) {
 	slots := c.req.slots
 	select {
 	case slots <- struct{}{}: // a slot: the call may start
-	case <-c.ctx.Done():
-		return
+	default:
+		// Every slot is taken: the reader waits, reading nothing (pongs
+		// included), until a call ends. The server holds the peer's
+		// frames, not the peer: the sweep does not count the silence.
+		c.slotWait.Store(true)
+		var ended bool
+		select {
+		case slots <- struct{}{}:
+		case <-c.ctx.Done():
+			ended = true
+		}
+		c.slotWaits.Add(1)
+		c.slotWait.Store(false)
+		if ended {
+			return
+		}
 	}
 	call := &Call{Identity: c.identity, Method: m.Method, Params: m.Params, Session: c.session}
 	c.req.wg.Add(1) // on the reader, before run's wait (which follows the reader's end)

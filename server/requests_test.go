@@ -399,3 +399,41 @@ func TestSlowRepliesDelayMethodAnswers(t *testing.T) {
 		t.Fatalf("slow answer %+v after %v", m, time.Since(start))
 	}
 }
+
+// A reader waiting for a request slot reads nothing, the sweep's pongs
+// included: the sweep does not close a peer the server itself is not
+// reading (it closed it one interval plus the grace after its ping).
+func TestSweepSparesAPeerWhoseReaderWaitsForASlot(t *testing.T) {
+	const interval, grace = 100 * time.Millisecond, 50 * time.Millisecond
+	release := make(chan struct{})
+	f := newAppFixture(t, &Options{MaxConcurrentRequests: 1, SweepInterval: interval, SweepGrace: grace, Methods: map[string]Method{
+		"block": func(ctx context.Context, _ *Call) (any, error) {
+			select {
+			case <-release:
+				return "done", nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+	}})
+	p := f.dial()
+	for id := uint64(1); id <= 2; id++ {
+		p.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: "block", TimeoutMs: 10_000})
+	}
+	time.Sleep(8 * (interval + grace)) // well past the most a silent peer may live (3 intervals plus the grace)
+	if st := f.srv.Stats(); st.Open != 1 || st.Limits.SweepClosed != 0 {
+		t.Fatalf("open %d, swept %d: a peer whose reader the server held was swept", st.Open, st.Limits.SweepClosed)
+	}
+	close(release)
+	seen := map[uint64]bool{}
+	for deadline := time.After(2 * time.Second); len(seen) < 2; {
+		select {
+		case m := <-p.frames:
+			if m.Type == protocol.TypeResponse {
+				seen[m.ID] = true
+			}
+		case <-deadline:
+			t.Fatalf("answered %v, want both", seen)
+		}
+	}
+}

@@ -24,7 +24,8 @@ import "time"
 // An HTTP session has no pong: it is dropped when no stream has been
 // attached to it for two ping intervals plus SweepGrace
 // (transport_http.go). Time a switch holds (Freeze, Deaf) does not count
-// against the peer. At most one ping is outstanding per connection, and
+// against the peer, nor time its reader waits for a request slot
+// (requests.go: it reads nothing meanwhile, pongs included). At most one ping is outstanding per connection, and
 // its goroutine ends with the pong or the connection.
 
 // pongWithin is how long a silent WebSocket has to answer the sweep's

@@ -209,14 +209,17 @@ func (t *wsTransport) liveness() {
 	if s.holding() {
 		return
 	}
-	if h := t.heard.Load(); h != t.heardTick {
+	if c.slotWait.Load() {
+		return // the server holds the reader (requests.go): its silence is not the peer's
+	}
+	if h := t.heardN(); h != t.heardTick {
 		t.heardTick = h
 		return
 	}
 	if !c.pinging.CompareAndSwap(false, true) {
 		return
 	}
-	t.pingHeard.Store(t.heard.Load())
+	t.pingHeard.Store(t.heardN())
 	if t.gc != nil {
 		t.pingHolds.Store(s.holds())
 		t.pingT.Reset(s.pongWithin())
@@ -232,11 +235,11 @@ func (t *wsTransport) liveness() {
 			return
 		default:
 		}
-		if s.holding() || s.holds() != holds || t.heard.Load() != t.pingHeard.Load() {
+		if s.holding() || s.holds() != holds || c.slotWait.Load() || t.heardN() != t.pingHeard.Load() {
 			// A switch held the traffic, or the peer spoke: not dead.
 			// The ping stays outstanding, so the deadline starts again.
 			holds = s.holds()
-			t.pingHeard.Store(t.heard.Load())
+			t.pingHeard.Store(t.heardN())
 			deadline.Reset(s.pongWithin())
 			return
 		}
@@ -253,6 +256,11 @@ func (t *wsTransport) liveness() {
 		c.pinging.Store(false)
 	}()
 }
+
+// heardN is heard plus the reader's waits for a request slot that ended
+// (requests.go): while it waits it reads nothing, pongs included, so a
+// wait that ended since a tick or a ping counts as hearing from the peer.
+func (t *wsTransport) heardN() uint64 { return t.heard.Load() + t.c.slotWaits.Load() }
 
 // pongTo routes coder/websocket's OnPongReceived to the connection's
 // transport once it is registered (before its reader starts). A type of
@@ -286,7 +294,7 @@ func (t *wsTransport) pongLate() {
 	if !c.pinging.Load() {
 		return
 	}
-	if s.holding() || s.holds() != t.pingHolds.Load() || t.heard.Load() != t.pingHeard.Load() {
+	if s.holding() || s.holds() != t.pingHolds.Load() || c.slotWait.Load() || t.heardN() != t.pingHeard.Load() {
 		c.pinging.Store(false)
 		return
 	}
