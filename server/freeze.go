@@ -12,7 +12,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -103,10 +102,9 @@ type gatedConn struct {
 	polling  bool // a read deadline is set for frozenPoll
 	peerGone atomic.Bool
 
-	// The write side on a TCP socket (raw != nil); nil raw: every write
-	// blocks (TLS, or a connection that is not a socket).
-	raw     syscall.RawConn
-	writeFn func(fd uintptr) bool // tryWriteFd, bound once: no allocation per write
+	// The write side on a TCP socket (raw != nil; tryWrite under wmu);
+	// nil raw: every write blocks (TLS, or a connection that is not a socket).
+	nbWriter
 	// failed is told (from the drainer) that writing the backlog failed:
 	// the connection is over. drained is told that a parked send queue
 	// may write again (park). Both are set before the first write.
@@ -119,10 +117,6 @@ type gatedConn struct {
 	draining, parked bool
 	drainDone        chan struct{} // closed when the drainer at work ends
 	werr             error         // the backlog could not be written: every later write fails
-	// The write in progress under wmu (tryWrite and writeFn).
-	wbuf []byte
-	wn   int
-	wsys error
 }
 
 // maxBacklog bounds the bytes a connection's backlog takes beyond the
@@ -201,42 +195,6 @@ func (c *gatedConn) Write(p []byte) (int, error) {
 		go c.drain(c.drainDone)
 	}
 	return len(p), nil
-}
-
-// tryWrite writes what the socket takes of p now, without waiting.
-// Called with wmu held.
-func (c *gatedConn) tryWrite(p []byte) (int, error) {
-	c.wbuf, c.wn, c.wsys = p, 0, nil
-	err := c.raw.Write(c.writeFn)
-	n := c.wn
-	if err == nil && c.wsys != nil {
-		err = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", c.wsys)}
-	}
-	c.wbuf, c.wsys = nil, nil
-	return n, err
-}
-
-// tryWriteFd is raw.Write's callback: it always reports done, so the
-// runtime never parks the caller for the socket to become writable.
-func (c *gatedConn) tryWriteFd(fd uintptr) bool {
-	for c.wn < len(c.wbuf) {
-		m, err := syscall.Write(int(fd), c.wbuf[c.wn:])
-		if m > 0 {
-			c.wn += m
-		}
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return true
-		case err != nil:
-			c.wsys = err
-			return true
-		case m <= 0:
-			return true
-		}
-	}
-	return true
 }
 
 // blockingWrite waits for the gate, then writes p within writeTimeout.
@@ -359,12 +317,7 @@ func (w *freezeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	gc := &gatedConn{Conn: nc, g: w.g, writeTimeout: w.writeTimeout, done: make(chan struct{})}
 	gc.failed = func(error) { gc.abort() }
 	gc.drained = func() {}
-	if sc, ok := nc.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			gc.raw = raw
-			gc.writeFn = gc.tryWriteFd
-		}
-	}
+	gc.bind(nc)
 	w.gated = gc
 	// Fresh small buffers in place of net/http's (the writer is empty here;
 	// the reader may hold bytes the client sent after its handshake: they

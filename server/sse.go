@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
@@ -50,10 +49,9 @@ type sseStream struct {
 
 	// A hijacked stream (nc set before attach; the rest sse_raw.go's).
 	nc       net.Conn
-	raw      syscall.RawConn       // nil: every event waits in the backlog for serve
-	writeFn  func(fd uintptr) bool // tryWriteFd, bound once: no allocation per write
-	ready    bool                  // under t.mu: the preamble is written, the writer sends straight to nc
-	closeReq *writeReq             // under t.mu: a close that came during the preamble
+	nbWriter           // raw nil: every event waits in the backlog for serve; tryWrite under wmu
+	ready    bool      // under t.mu: the preamble is written, the writer sends straight to nc
+	closeReq *writeReq // under t.mu: a close that came during the preamble
 	wmu      sync.Mutex
 	backlog  []byte        // accepted, not yet on the socket, in order
 	pend     []byte        // the frame whose event is (in part) in backlog: written again on the next stream if this one ends first
@@ -61,9 +59,6 @@ type sseStream struct {
 	parked   bool          // the send queue's writer waits for the backlog (parkWriter)
 	werr     error         // the stream failed or ended: every later send fails
 	flushed  chan struct{} // closed once the backlog is written (a close waits for its event)
-	wbuf     []byte        // the write in progress under wmu (tryWrite)
-	wn       int
-	wsys     error
 }
 
 // writeReq is the close event for a stream to write.

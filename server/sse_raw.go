@@ -5,10 +5,8 @@ package server
 import (
 	"bytes"
 	"errors"
-	"net"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -49,12 +47,7 @@ func (st *sseStream) hijackStream(w http.ResponseWriter, r *http.Request) bool {
 	// notice the client leave.
 	nc.SetDeadline(time.Time{})
 	st.nc = nc
-	if sc, ok := nc.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			st.raw = raw
-			st.writeFn = st.tryWriteFd
-		}
-	}
+	st.bind(nc)
 	return true
 }
 
@@ -271,42 +264,6 @@ func (st *sseStream) drain(s *Server, t *httpTransport) bool {
 	}
 	if resume {
 		t.c.writeInline()
-	}
-	return true
-}
-
-// tryWrite writes what the socket takes of p now, without waiting.
-// Called with wmu held.
-func (st *sseStream) tryWrite(p []byte) (int, error) {
-	st.wbuf, st.wn, st.wsys = p, 0, nil
-	err := st.raw.Write(st.writeFn)
-	n := st.wn
-	if err == nil && st.wsys != nil {
-		err = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", st.wsys)}
-	}
-	st.wbuf, st.wsys = nil, nil
-	return n, err
-}
-
-// tryWriteFd is raw.Write's callback: it always reports done, so the
-// runtime never parks the caller for the socket to become writable.
-func (st *sseStream) tryWriteFd(fd uintptr) bool {
-	for st.wn < len(st.wbuf) {
-		m, err := syscall.Write(int(fd), st.wbuf[st.wn:])
-		if m > 0 {
-			st.wn += m
-		}
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return true
-		case err != nil:
-			st.wsys = err
-			return true
-		case m <= 0:
-			return true
-		}
 	}
 	return true
 }
