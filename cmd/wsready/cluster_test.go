@@ -465,6 +465,37 @@ func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
 		last, clients, moved, len(acks), pub.fails, storedAnyway)
 }
 
+// waitPlacement waits until the NATS cluster at urls places a stream on
+// all n servers, by making one with n replicas (deleted after): each
+// server saying its JetStream is ready is not yet that (the metadata
+// leader may not have every peer's stats), and a node started with
+// -nats-replicas n in between is refused "no suitable peers".
+func waitPlacement(t *testing.T, urls []string, n int) {
+	t.Helper()
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	if !eventually(30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, last = js.CreateStream(ctx, jetstream.StreamConfig{Name: "placement-probe", Subjects: []string{"placement.probe"}, Replicas: n, Storage: jetstream.MemoryStorage})
+		if last != nil {
+			return false
+		}
+		last = js.DeleteStream(ctx, "placement-probe")
+		return last == nil
+	}) {
+		t.Fatalf("the NATS cluster does not place a stream on %d servers within 30s: %v", n, last)
+	}
+}
+
 // streamLeader connects to the NATS cluster at urls and returns the server
 // leading the stream with the most updates (a wsready topic's, not a
 // key-value bucket's), having checked that every stream there has three

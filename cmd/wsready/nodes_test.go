@@ -202,7 +202,8 @@ type natsServer struct {
 // startNATSCluster runs n wsready nats processes clustered on loopback,
 // each storing in a directory of its own under dir and given the routes
 // to all, and waits until each says its JetStream is ready (which needs a
-// majority of them up: all are started before the first wait).
+// majority of them up: all are started before the first wait), then
+// until the cluster places a stream on all n.
 func startNATSCluster(t *testing.T, dir string, n int) []*natsServer {
 	t.Helper()
 	clients, routes := make([]string, n), make([]string, n)
@@ -219,6 +220,11 @@ func startNATSCluster(t *testing.T, dir string, n int) []*natsServer {
 	for _, s := range out {
 		s.wait(t, 70*time.Second) // wsready nats says it within its 60 s wait
 	}
+	urls := make([]string, n)
+	for i, s := range out {
+		urls[i] = s.url
+	}
+	waitPlacement(t, urls, n)
 	return out
 }
 

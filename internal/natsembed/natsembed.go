@@ -209,7 +209,8 @@ func Connect(s *server.Server) (*nats.Conn, error) {
 
 // StartCluster runs n servers clustered on loopback, each storing under
 // dir/<name> (names n1, n2, ...), every one given routes to all, and
-// waits up to 30 s until each one's JetStream is ready; for tests. The
+// waits up to 30 s until each one's JetStream is ready and the cluster
+// can place a stream on all n (WaitPeers); for tests. The
 // ports are found free just before (a race another process could win:
 // the start then fails).
 func StartCluster(dir string, n int) ([]*server.Server, error) {
@@ -247,5 +248,32 @@ func StartCluster(dir string, n int) ([]*server.Server, error) {
 			return nil, err
 		}
 	}
+	if err := WaitPeers(ctx, out); err != nil {
+		stop()
+		return nil, err
+	}
 	return out, nil
+}
+
+// WaitPeers waits, within ctx, until the metadata leader among servers
+// counts every one of them as a peer that can take a stream's replica
+// (online, JetStream up, its stats received): a JetStream ready on each
+// server is not yet that, and a stream asked for len(servers) replicas
+// in between is refused ("no suitable peers for placement"). It polls
+// every 50 ms.
+func WaitPeers(ctx context.Context, servers []*server.Server) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, s := range servers {
+			if len(s.JetStreamClusterPeers()) >= len(servers) { // nil unless s leads
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("natsembed: the JetStream metadata leader does not count all %d servers as peers: %w", len(servers), ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
