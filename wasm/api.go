@@ -144,6 +144,9 @@ func (d *driver) method(m int, a []safejs.Value) any {
 		}
 	case mTopics:
 		ts := d.core.Topics()
+		if d.tabs != nil {
+			d.tabs.view(ts) // a follower's: what the leader's connection took
+		}
 		arr, err := safejs.Global().Get("Array")
 		if err == nil {
 			arr, err = arr.New()

@@ -167,6 +167,9 @@ func (d *driver) apply() {
 					d.call(d.cb.onPresence, bridge.PresenceValue(e.Presence))
 				}
 			case client.EffLog:
+				if d.tabs != nil && d.tabs.leading {
+					d.tabs.logged(e.Event.Kind)
+				}
 				d.call(d.cb.onEvent, bridge.EventValue(e.Event))
 			case client.EffRecord:
 				d.call(d.cb.onRecord, bridge.RecordValue(e.Record))

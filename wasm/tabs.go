@@ -26,6 +26,21 @@ import (
 // sends through its own core and answers (Relayed). Each request still
 // settles in its own tab, with its own timeout.
 //
+// The server's answers to the subscribes reach the leader's core only, so
+// the leader also relays them (answers, kind "a"): which topics its
+// connection has taken and which were refused last, with the server's
+// code. It posts them when they may have changed (after a batch of steps
+// with a subscribe answered, refused or dropped, or a new state) and
+// whenever a follower announces its topics (at once after a change, and
+// every bridge.Announce), so a tab that wants a topic the leader's
+// connection answered before it asked hears that answer too. A follower
+// tells its app what concerns the topics it wants, once per answer
+// (told): a "subscribed" event for a taken topic (its topics() then says
+// subscribed), the topic error for a refused one. This is what
+// client.subscribed() waits for. The leader's core emits a "subscribed"
+// trace event only with Config.Trace (the JS wrapper always asks for
+// events); without it a taken topic is relayed with the next announce.
+//
 // Leader loss. A closed or crashed leader tab releases its lock, and the
 // next tab's pending request is granted. A frozen or hung one keeps it, so
 // the leader broadcasts a heartbeat (bridge.Heartbeat, and with any other
@@ -76,7 +91,20 @@ type tabs struct {
 	remote bridge.TabTopics   // the leader's: what the other tabs want
 	fwd    map[uint64]fwdFrom // the leader's: requests forwarded, by its own core's id
 	closed bool
+
+	// The subscribes' answers (relayed, see above). The leader's: the last
+	// refusal's code per topic of its core (until taken or no longer
+	// wanted), and whether the answers changed since it last posted them.
+	// A follower's: what its app was told of each topic it wants, taken
+	// (told) or the refusal's code; none: nothing yet, or taken no longer.
+	refused    map[string]string
+	answersDue bool
+	told       map[string]string
 }
+
+// taken is told's word for a topic the leader's connection took (no error
+// code is "+": protocol.ValidErrorCode).
+const taken = "+"
 
 // fwdFrom is a forwarded request's origin: the tab and its core's id.
 type fwdFrom struct {
@@ -106,7 +134,8 @@ func newTabs(d *driver, url string) (*tabs, bridge.Tabs) {
 	}
 	t := &tabs{d: d, id: strconv.FormatUint(rand.Uint64(), 36), name: "wsready:" + url, locks: locks,
 		beat: safejs.Undefined(), release: safejs.Undefined(), abort: safejs.Undefined(),
-		silent: bridge.SilentAfter + time.Duration(rand.Int64N(int64(bridge.SilentJitter))), fwd: map[uint64]fwdFrom{}}
+		silent: bridge.SilentAfter + time.Duration(rand.Int64N(int64(bridge.SilentJitter))), fwd: map[uint64]fwdFrom{},
+		refused: map[string]string{}, told: map[string]string{}}
 	bc, err := ctor.New(t.name)
 	if err != nil {
 		return nil, bridge.TabsUnsupported
@@ -254,6 +283,10 @@ func (t *tabs) granted(g int, resolve safejs.Value, now time.Time) {
 	t.d.event("leader", 0, "this tab leads the tabs of "+t.name+" (term "+strconv.FormatUint(t.term, 10)+")")
 	t.d.core.BecameLeader(now)
 	t.d.syncTopics(now)
+	// Its core answers for itself now; the other tabs hear its answers
+	// (none yet).
+	t.told, t.refused = map[string]string{}, map[string]string{}
+	t.postAnswers()
 }
 
 // lockFailed: lock request g was rejected. Ours to ignore if it was an
@@ -286,6 +319,8 @@ func (t *tabs) stepDown(now time.Time, why string) {
 	}
 	t.remote.Reset()
 	t.lastBeat = now
+	// The new leader's answers are what counts now.
+	t.told, t.refused = map[string]string{}, map[string]string{}
 	t.d.event("follower", 0, "this tab steps down: "+why)
 	t.d.token = "" // the core drops its ticket too
 	t.d.core.BecameFollower(now)
@@ -342,6 +377,9 @@ func (t *tabs) tick(now time.Time) {
 // heartbeat: the driver calls it after every batch of steps, so a leader
 // whose timers the browser slows still beats while it has work.
 func (t *tabs) beatSoon(now time.Time) {
+	if t.leading && !t.closed && t.answersDue {
+		t.postAnswers()
+	}
 	if t.leading && !t.closed && now.Sub(t.lastSent) >= bridge.Heartbeat {
 		t.post("hb", nil)
 	}
@@ -350,6 +388,11 @@ func (t *tabs) beatSoon(now time.Time) {
 // announce tells the leader which topics this tab wants.
 func (t *tabs) announce(now time.Time) {
 	t.lastAnnounce = now
+	for topic := range t.told {
+		if !t.d.wants(topic) {
+			delete(t.told, topic) // given up: asked again, it is answered again
+		}
+	}
 	t.post("subs", map[string]any{"subs": bridge.FormatSubs(t.d.announced())})
 }
 
@@ -407,7 +450,12 @@ func (t *tabs) handle(m tabMsg, now time.Time) {
 		}
 	case "e":
 		if fromLeader && d.wants(m.topicErr.Topic) {
+			t.told[m.topicErr.Topic] = m.topicErr.Code
 			d.call(d.cb.onTopic, map[string]any{"topic": m.topicErr.Topic, "code": m.topicErr.Code})
+		}
+	case "a":
+		if fromLeader {
+			t.answered(m.answers)
 		}
 	case "r":
 		if m.to == t.id {
@@ -423,6 +471,7 @@ func (t *tabs) handle(m tabMsg, now time.Time) {
 			if isNew {
 				t.state(d.core.State())
 			}
+			t.postAnswers() // what it wants may have been answered before it asked
 		}
 	case "bye":
 		if t.leading && t.remote.Drop(m.from) {
@@ -491,7 +540,10 @@ func (t *tabs) forward(id uint64, frame []byte) {
 }
 
 // What the leader relays.
-func (t *tabs) state(st client.State) { t.post("s", bridge.LeaderStateValue(st)) }
+func (t *tabs) state(st client.State) {
+	t.answersDue = true // a new socket: its topics are asked for again
+	t.post("s", bridge.LeaderStateValue(st))
+}
 func (t *tabs) update(u client.Update) {
 	v := bridge.UpdateValue(u)
 	t.post("u", v)
@@ -501,7 +553,122 @@ func (t *tabs) lost(l client.ContinuityLost) {
 	t.post("l", map[string]any{"topic": l.Topic, "lfrom": float64(l.From), "lto": float64(l.To), "reset": l.Reset})
 }
 func (t *tabs) topicError(e client.TopicError) {
+	t.refused[e.Topic] = e.Code
+	t.answersDue = true
 	t.post("e", map[string]any{"topic": e.Topic, "code": e.Code})
+}
+
+// logged notes one of the leader core's trace events: a subscribe taken
+// or dropped changes the answers the other tabs hear (after the batch).
+func (t *tabs) logged(kind string) {
+	if kind == "subscribed" || kind == "unsubscribed" {
+		t.answersDue = true
+	}
+}
+
+// postAnswers (the leader) relays its core's answers to the subscribes:
+// each topic taken, and each refused last (with the code) and not taken
+// since. A refusal is forgotten once the topic is taken or no longer
+// subscribed. (Unsorted and posted whole: a follower compares each answer
+// with what its app was told.)
+func (t *tabs) postAnswers() {
+	if !t.leading || t.closed {
+		return
+	}
+	t.answersDue = false
+	d := t.d
+	for topic := range t.refused {
+		if _, ok := d.coreTopics[topic]; !ok && topic != d.cfg.Topic {
+			delete(t.refused, topic)
+		}
+	}
+	var b []byte
+	for _, ts := range d.core.Topics() {
+		code, refused := t.refused[ts.Topic]
+		switch {
+		case ts.Subscribed:
+			delete(t.refused, ts.Topic)
+			b = append(append(b, ts.Topic...), " +\n"...)
+		case refused:
+			b = append(append(append(append(b, ts.Topic...), " -"...), code...), '\n')
+		}
+	}
+	t.post("a", map[string]any{"ans": string(b)})
+}
+
+// answered (a follower) takes the leader's answers and tells the app what
+// concerns its topics and was not told yet: a "subscribed" event for a
+// topic taken, the topic error for one refused. A topic the leader no
+// longer has (its connection dropped) is answered again when it is back.
+func (t *tabs) answered(ans map[string]string) {
+	d := t.d
+	for topic := range d.local {
+		t.tell(topic, ans)
+	}
+	if topic := d.cfg.Topic; topic != "" {
+		if _, ok := d.local[topic]; !ok {
+			t.tell(topic, ans)
+		}
+	}
+}
+
+func (t *tabs) tell(topic string, ans map[string]string) {
+	code, ok := ans[topic]
+	was := t.told[topic]
+	switch {
+	case ok && code == "":
+		if was != taken {
+			t.told[topic] = taken
+			t.d.event("subscribed", 0, "the leader tab's connection has "+topic)
+		}
+	case ok:
+		if was != code {
+			t.told[topic] = code
+			t.d.call(t.d.cb.onTopic, map[string]any{"topic": topic, "code": code})
+		}
+	case was == taken:
+		delete(t.told, topic)
+	}
+}
+
+// view makes a follower's topics() say what the leader's connection took
+// of this tab's topics (its own core, which holds no connection, would
+// say none, or what it took while it led).
+func (t *tabs) view(ts []client.TopicStats) {
+	if t.leading || t.closed {
+		return
+	}
+	for i := range ts {
+		ts[i].Subscribed = t.d.wants(ts[i].Topic) && t.told[ts[i].Topic] == taken
+	}
+}
+
+// maxAnswers bounds the answers a follower reads from one message: every
+// topic the other tabs may want (bridge.MaxTabs of bridge.MaxTabTopics)
+// and the leader's own app's.
+const maxAnswers = bridge.MaxTabs*bridge.MaxTabTopics + 1024
+
+// parseAnswers reads postAnswers' text (one line per topic: "topic +"
+// taken, "topic -code" refused): topic -> "" (taken) or the refusal's
+// code, from the first maxAnswers lines; a line that is not well formed is
+// skipped.
+func parseAnswers(s string) map[string]string {
+	out := map[string]string{}
+	for n := 0; len(s) > 0 && n < maxAnswers; n++ {
+		line, rest, _ := cut(s, '\n')
+		s = rest
+		topic, ans, ok := cut(line, ' ')
+		if !ok || !protocol.ValidTopic(topic) {
+			continue
+		}
+		switch {
+		case ans == "+":
+			out[topic] = ""
+		case len(ans) > 1 && ans[0] == '-' && protocol.ValidErrorCode(ans[1:]):
+			out[topic] = ans[1:]
+		}
+	}
+	return out
 }
 
 // post broadcasts a message of kind with fields; a leader's carries its
@@ -558,6 +725,17 @@ func (t *tabs) close(say bool) {
 	t.funcs, t.off = nil, nil
 }
 
+// cut slices s around the first c, as strings.Cut does (which costs the
+// wasm about 6 KB more, measured: its generic string search comes along).
+func cut(s string, c byte) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
 // tabMsg is a message from another tab, read at once from the channel's
 // structured clone; only the fields of its kind are set.
 type tabMsg struct {
@@ -574,6 +752,7 @@ type tabMsg struct {
 	err            error
 	frame          []byte
 	subs           map[string]bridge.TabSub
+	answers        map[string]string
 }
 
 // readTabMsg reads a message; ok is false for one that is not wsready's or
@@ -621,6 +800,8 @@ func readTabMsg(v safejs.Value) (m tabMsg, ok bool) {
 		m.frame = []byte(f)
 	case "subs":
 		m.subs = bridge.ParseSubs(str("subs"))
+	case "a":
+		m.answers = parseAnswers(str("ans"))
 	}
 	return m, true
 }

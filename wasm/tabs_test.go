@@ -111,6 +111,8 @@ type tab struct {
 	states  []map[string]any
 	updates []string // topic#seq
 	pres    []string // topic user event
+	events  []string // kind detail
+	errs    []string // the topic errors: topic code
 	funcs   []safejs.Func
 }
 
@@ -174,6 +176,16 @@ func openTab(t *testing.T) *tab {
 			topic, _ := getString(v, "topic")
 			seq, _ := getNumber(v, "seq")
 			tb.updates = append(tb.updates, topic+"#"+strconv.Itoa(int(seq)))
+		}),
+		onEvent: cb(func(v safejs.Value) {
+			kind, _ := getString(v, "kind")
+			detail, _ := getString(v, "detail")
+			tb.events = append(tb.events, kind+" "+detail)
+		}),
+		onTopic: cb(func(v safejs.Value) {
+			topic, _ := getString(v, "topic")
+			code, _ := getString(v, "code")
+			tb.errs = append(tb.errs, topic+" "+code)
 		}),
 		onPresence: cb(func(v safejs.Value) {
 			topic, _ := getString(v, "topic")
@@ -378,6 +390,164 @@ func TestTabsShareOneConnection(t *testing.T) {
 }
 
 func jsTrue(v safejs.Value) bool { b, _ := v.Bool(); return b }
+
+// subscribed is what the tab's topics() says is subscribed, read on its
+// driver's loop, sorted.
+func (tb *tab) subscribed(t *testing.T) string {
+	t.Helper()
+	out := make(chan string, 1)
+	if !tb.d.q.Push(func(time.Time) {
+		ts := tb.d.core.Topics()
+		if tb.d.tabs != nil {
+			tb.d.tabs.view(ts)
+		}
+		var names []string
+		for _, s := range ts {
+			if s.Subscribed {
+				names = append(names, s.Topic)
+			}
+		}
+		bridge.SortStrings(names)
+		out <- strings.Join(names, " ")
+	}) {
+		t.Fatal("the driver stopped")
+	}
+	select {
+	case s := <-out:
+		return s
+	case <-time.After(5 * time.Second):
+		t.Fatal("the driver's loop did not run")
+		return ""
+	}
+}
+
+// count is how many of the tab's events (or topic errors) are s.
+func (tb *tab) count(events bool, s string) int {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	list := tb.errs
+	if events {
+		list = tb.events
+	}
+	n := 0
+	for _, e := range list {
+		if e == s {
+			n++
+		}
+	}
+	return n
+}
+
+// A follower tab hears the server's answers to the subscribes, which reach
+// the leader's socket only (what client.subscribed() waits for): a topic
+// taken is a "subscribed" event and subscribed in its topics(); a refusal
+// is its topic error, once; both also for a topic the leader's connection
+// had answered before the follower asked for it.
+func TestTabsFollowerHearsTheSubscribesAnswers(t *testing.T) {
+	fakeWebSocket(t)
+	fakeTabs(t)
+	a := openTab(t)
+	waitFor(t, "the first tab's socket", func() bool { return socketCount(t) == 1 })
+	serve(t, 0)
+	waitFor(t, "the first tab READY and leading", func() bool { s := a.last(); return s["ready"] == true && s["leader"] == true })
+	b := openTab(t)
+	waitFor(t, "the second tab READY as a follower", func() bool { s := b.last(); return s["ready"] == true && s["follower"] == true })
+	const heard = "subscribed the leader tab's connection has "
+	waitFor(t, "the follower told that feed is taken", func() bool { return b.count(true, heard+"feed") == 1 })
+	if got := b.subscribed(t); got != "feed" {
+		t.Fatalf("the follower's topics() say %q subscribed; want feed", got)
+	}
+
+	// Answered before the follower asks: the leader's own topics.
+	a.d.q.Push(func(now time.Time) {
+		a.d.subscribe("own", bridge.TabSub{}, now)
+		a.d.subscribe("deny", bridge.TabSub{}, now)
+	})
+	waitFor(t, "the leader's subscribes", func() bool {
+		n := 0
+		for _, f := range sentOn(t, 0) {
+			if strings.Contains(f, `"topic":"own"`) || strings.Contains(f, `"topic":"deny"`) {
+				n++
+			}
+		}
+		return n == 2
+	})
+	frame(t, 0, `{"type":"subscribed","topic":"own","from":1,"head":0}`)
+	frame(t, 0, `{"type":"error","topic":"deny","code":"forbidden","message":"no"}`)
+	waitFor(t, "the leader's answers", func() bool { return a.subscribed(t) == "feed own" })
+	sent := len(sentOn(t, 0))
+	b.d.q.Push(func(now time.Time) {
+		b.d.subscribe("own", bridge.TabSub{}, now)
+		b.d.subscribe("deny", bridge.TabSub{}, now)
+	})
+	waitFor(t, "the follower told own is taken and deny refused", func() bool {
+		return b.count(true, heard+"own") == 1 && b.count(false, "deny forbidden") == 1
+	})
+	if got := b.subscribed(t); got != "feed own" {
+		t.Fatalf("the follower's topics() say %q subscribed; want feed own", got)
+	}
+	if s := sentOn(t, 0); len(s) != sent {
+		t.Fatalf("the leader asked the server again for what it had: %v", s[sent:])
+	}
+
+	// Answered after the follower asks: pending until the frame comes.
+	b.d.q.Push(func(now time.Time) {
+		b.d.subscribe("late", bridge.TabSub{}, now)
+		b.d.subscribe("late-deny", bridge.TabSub{}, now)
+	})
+	waitFor(t, "the leader's subscribes for the follower", func() bool {
+		n := 0
+		for _, f := range sentOn(t, 0) {
+			if strings.Contains(f, `"topic":"late"`) || strings.Contains(f, `"topic":"late-deny"`) {
+				n++
+			}
+		}
+		return n == 2
+	})
+	time.Sleep(100 * time.Millisecond)
+	if got := b.subscribed(t); got != "feed own" || b.count(true, heard+"late") != 0 || b.count(false, "late-deny forbidden") != 0 {
+		t.Fatalf("before the server answered, the follower's topics() say %q subscribed, events %v, errors %v", got, b.events, b.errs)
+	}
+	frame(t, 0, `{"type":"subscribed","topic":"late","from":1,"head":0}`)
+	frame(t, 0, `{"type":"error","topic":"late-deny","code":"forbidden","message":"no"}`)
+	waitFor(t, "the follower told late is taken and late-deny refused", func() bool {
+		return b.count(true, heard+"late") == 1 && b.count(false, "late-deny forbidden") == 1
+	})
+	// Another announce (every bridge.Announce; here a change of topics)
+	// brings the answers again: told once is told once.
+	b.d.q.Push(func(now time.Time) { b.d.subscribe("other", bridge.TabSub{}, now) })
+	time.Sleep(200 * time.Millisecond)
+	if b.count(true, heard+"late") != 1 || b.count(false, "late-deny forbidden") != 1 || b.count(false, "deny forbidden") != 1 || b.count(true, heard+"own") != 1 {
+		t.Fatalf("the follower was told twice: events %v, errors %v", b.events, b.errs)
+	}
+	if got := b.subscribed(t); got != "feed late own" {
+		t.Fatalf("the follower's topics() say %q subscribed; want feed late own", got)
+	}
+
+	// Given up and asked again: answered again.
+	b.d.q.Push(func(now time.Time) { b.d.unsubscribe("deny", now) })
+	b.d.q.Push(func(now time.Time) { b.d.subscribe("deny", bridge.TabSub{}, now) })
+	waitFor(t, "the follower told again that deny is refused", func() bool { return b.count(false, "deny forbidden") == 2 })
+}
+
+// parseAnswers keeps the well-formed lines only, and reads no more than
+// maxAnswers lines.
+func TestParseAnswers(t *testing.T) {
+	got := parseAnswers("a +\nb -forbidden\nbad topic! +\nc -\nd -Bad Code\ne\nf ++\n\ng -no_odd")
+	want := map[string]string{"a": "", "b": "forbidden", "g": "no_odd"}
+	if len(got) != len(want) {
+		t.Fatalf("parseAnswers: %v; want %v", got, want)
+	}
+	for k, v := range want {
+		if c, ok := got[k]; !ok || c != v {
+			t.Fatalf("parseAnswers: %v; want %v", got, want)
+		}
+	}
+	long := strings.Repeat("x y\n", maxAnswers) + "z +\n"
+	if got := parseAnswers(long); len(got) != 0 {
+		t.Fatalf("parseAnswers read past maxAnswers lines: %v", got)
+	}
+}
 
 // A frozen leader keeps its lock but stops its heartbeat: a follower takes
 // the lock ({steal: true}) within about a second and dials; the old leader,
