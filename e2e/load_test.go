@@ -23,8 +23,17 @@ import (
 // Page load to READY with a cold cache, on loopback and on an emulated
 // 10 Mbit/s, 40 ms link, at stage 7 and stage 8, with the page's timing
 // marks. The goals (issue 22: 300 ms and 1.0 s, medians of five) are
-// reported by TestMeasureLoad; CI asserts generous bounds, and that the
-// marks tell the load's story in order.
+// performance targets, reported by TestMeasureLoad (make measure) on a
+// quiet machine; here they are logged. What CI asserts is correctness:
+// the marks tell the load's story in order, with one fetch of the wasm;
+// the connection (connect() to READY) takes less than the client's
+// first-ping timeout (3 s: on a healthy load nothing in it waits on a
+// timer, so a longer one waited on a timeout, a backoff or a second
+// socket); and the whole load is under loadStuck (10 s loopback, 15 s on
+// the slow link), past which a load is stuck, not slow. A fixed bound
+// near the goals was not: at load 9 on 2 cores every step of a loopback
+// load slows (the page's HTML alone took 457 ms) and the median of two
+// loads reached 2267 ms against a bound of 1500.
 func TestPageLoadToReady(t *testing.T) {
 	env, err := StartServer(nil)
 	if err != nil {
@@ -44,15 +53,27 @@ func TestPageLoadToReady(t *testing.T) {
 			if err := l.check(); err != nil {
 				t.Errorf("stage %d: %v", stage, err)
 			}
+			if c := l["wsready:ready"] - l["wsready:connect"]; c > connectStuck {
+				t.Errorf("stage %d: connect() to READY took %.0f ms, over the client's %d ms first-ping timeout: the connection waited on a timer\n%s", stage, c, connectStuck, BreakdownTable(LoadRun{"this load", []Load{l}}))
+			}
 		}
 		fm, _ := medianWorst(readyMs(fast))
 		sm, _ := medianWorst(readyMs(slow))
-		t.Logf("stage %d, load to READY, cold cache: loopback %v ms, 10 Mbit/s 40 ms %v ms\n%s", stage, readyMs(fast), readyMs(slow), BreakdownTable(LoadRun{"loopback", fast})+"\n"+BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
-		if fm > 1500 || sm > 4000 {
-			t.Errorf("stage %d load to READY: loopback median %d ms, slow link median %d ms: far past the goals (300 ms, 1 s)", stage, fm, sm)
+		t.Logf("stage %d, load to READY, cold cache: loopback %v ms, 10 Mbit/s 40 ms %v ms (goals 300 ms and 1 s)\n%s", stage, readyMs(fast), readyMs(slow), BreakdownTable(LoadRun{"loopback", fast})+"\n"+BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
+		if fm > loadStuckLoopback || sm > loadStuckSlow {
+			t.Errorf("stage %d load to READY: loopback median %d ms, slow link median %d ms: past %d and %d ms, a stuck load", stage, fm, sm, loadStuckLoopback, loadStuckSlow)
 		}
 	}
 }
+
+// TestPageLoadToReady's correctness bounds, in ms: the client's default
+// first-ping timeout (client.Config.FirstPingTimeout) for the connection,
+// and a whole load's median on loopback and on the 10 Mbit/s, 40 ms link.
+const (
+	connectStuck      = 3000
+	loadStuckLoopback = 10000
+	loadStuckSlow     = 15000
+)
 
 // A Load is one page load's moments, in ms from navigation start, by name:
 // the page's marks ("wsready:..." from web/static/wsready.js) and the

@@ -69,35 +69,46 @@ func (f *fixture) smallSendDial(t *testing.T) *websocket.Conn {
 // Deaf stops reading WebSocket frames (the client's writes back up) while
 // pings go on, and the sweep does not blame the client for the pongs it
 // cannot read; off, the frames held are answered in order.
+//
+// The waits are for events, not wall-clock budgets a loaded machine
+// breaks: the deaf spell lasts until 7 pings came (the heartbeat's timer
+// ran 6 intervals, and the sweep's, on the same clock, as many ticks: a
+// sweep that blamed the client would close it 2 to 3 ticks in) and at
+// least 700 ms; a write counts as stalled when it made no progress for a
+// second. 10 s (pings) and 5 s (the answer) only bound a test that hangs:
+// with Deaf holding the heartbeat it fails at 10 s, with the sweep
+// blaming the peer at the close (about 400 ms in).
 func TestDeafStopsReadingWebSocketsWhilePingsGoOn(t *testing.T) {
 	f := newFixture(t, &Options{SweepInterval: 100 * time.Millisecond, SweepGrace: 100 * time.Millisecond})
 	p := f.dial()
 	p.next(protocol.TypePing, time.Second)
 	p.next(protocol.TypeWelcome, time.Second)
 	f.set("deaf", true)
+	start := time.Now()
 	p.send(protocol.Message{Type: protocol.TypeProbe, ID: 1})
-	deadline := time.After(700 * time.Millisecond) // past the sweep's 200 to 300 ms
+	const wantPings, spell = 7, 700 * time.Millisecond // spell: past the sweep's 200 to 300 ms
+	guard := time.After(10 * time.Second)
 	pings := 0
-	for waiting := true; waiting; {
+	for pings < wantPings || time.Since(start) < spell {
 		select {
 		case m := <-p.frames:
 			if m.Type != protocol.TypePing {
 				t.Fatalf("a deaf server answered: %+v", m)
 			}
 			pings++
-		case <-deadline:
-			waiting = false
+		case err := <-p.closed:
+			p.closed <- err // for Cleanup
+			t.Fatalf("closed %v into the deaf spell after %d pings: %v; limits %+v", time.Since(start).Round(time.Millisecond), pings, err, f.srv.Stats().Limits)
+		case <-guard:
+			t.Fatalf("%d pings in 10 s while deaf (100 ms interval)", pings)
 		}
-	}
-	if pings < 4 {
-		t.Fatalf("%d pings in 700ms while deaf", pings)
 	}
 	// A sender's bytes back up: the server's socket is not read.
 	ws := f.smallSendDial(t)
 	frame := protocol.Encode(protocol.Message{Type: protocol.TypeRequest, ID: 2, Method: "echo", Params: []byte(`"` + strings.Repeat("x", 900) + `"`)})
 	sent := 0
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := ws.Write(ctx, websocket.MessageText, frame)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -110,12 +121,12 @@ func TestDeafStopsReadingWebSocketsWhilePingsGoOn(t *testing.T) {
 			t.Fatal("4 MiB sent to a deaf server without a stall")
 		}
 	}
-	t.Logf("a deaf server took %d bytes before the client's writes stalled", sent)
+	t.Logf("%d pings in %v deaf; a deaf server took %d bytes before the client's writes stalled", pings, time.Since(start).Round(time.Millisecond), sent)
 	if st := f.srv.Stats(); st.Limits.SweepClosed != 0 || st.Open != 2 {
 		t.Fatalf("stats %+v open %d: the sweep blamed a deaf server's peer", st.Limits, st.Open)
 	}
 	f.set("deaf", false)
-	if a := p.next(protocol.TypeProbeAck, time.Second); a.ID != 1 {
+	if a := p.next(protocol.TypeProbeAck, 5*time.Second); a.ID != 1 {
 		t.Fatalf("probe_ack %+v", a)
 	}
 }

@@ -44,8 +44,24 @@ func TestBufferedIsReportedAndPolledOnlyWhileNonZero(t *testing.T) {
 		if !running || !d.buf.ids[1] {
 			t.Fatalf("stage 8 after a send holding 120 bytes: poll running %v, watched %v", running, d.buf.ids)
 		}
-		// The poll fires (its step is queued) and the bytes drained.
-		time.Sleep(2 * bufPoll)
+		// The poll fires (its step is queued) and the bytes drained. Wait
+		// for the step itself: a sleep of two polls lost to a loaded
+		// machine, where the interval's callback and the sleep's end come
+		// due together and the test could run before the callback had
+		// queued the step. Nothing else pushes here (the fakes are
+		// synchronous), so a signal on Ready is the poll's; a stale one
+		// from the steps run above is drained first (no JS callback runs
+		// in between: the test does not yield). 10 s only bounds a poll
+		// that never fires.
+		select {
+		case <-d.q.Ready():
+		default:
+		}
+		select {
+		case <-d.q.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("stage 8: the poll's step not queued within 10 s while a socket held bytes")
+		}
 		f.held = 0
 		run()
 		if !d.buf.timer.IsUndefined() || len(d.buf.ids) != 0 {
