@@ -94,13 +94,42 @@ func TestReadersThatNeverReadAreBoundedAndDropped(t *testing.T) {
 	took := time.Since(start)
 	writers.Wait()
 	st := f.srv.Stats()
-	if st.Limits.Stalled+st.Limits.SlowConsumer < 5 {
-		t.Fatalf("limits %+v: want 5 stalled or slow consumers", st.Limits)
+	if st.Limits.Stalled+st.Limits.SlowConsumer < 5 || st.Limits.Stalled > 5 {
+		t.Fatalf("limits %+v: want 5 stalled or slow consumers, none stalled twice", st.Limits)
 	}
 	if peak > limit+protocol.MaxFrameBytes {
 		t.Fatalf("a connection queued %d bytes, bound %d", peak, limit)
 	}
 	t.Logf("every non-reader dropped in %v; peak queued %d bytes; limits %+v", took.Round(time.Millisecond), peak, st.Limits)
+}
+
+// Limits.Stalled counts connections: a reader that never reads is dropped
+// by its first write past WriteTimeout, and the writes after it, which fail
+// with the same saved error, do not count it again (each was counted: 2
+// for one connection).
+func TestAStalledConnectionIsCountedOnce(t *testing.T) {
+	f := newFixture(t, &Options{MaxQueuedBytes: 64 << 20, WriteTimeout: 300 * time.Millisecond})
+	params := []byte(`"` + strings.Repeat("x", 60<<10) + `"`)
+	ws, _, err := rawDial(t, f.url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the connection counted", func() bool { return f.srv.Stats().Open == 1 })
+	done := make(chan struct{})
+	go func() { // pipelines big echoes and never reads a reply
+		defer close(done)
+		for id := uint64(1); id <= 400; id++ {
+			m := protocol.Encode(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: "echo", Params: params})
+			if ws.Write(context.Background(), websocket.MessageText, m) != nil {
+				return
+			}
+		}
+	}()
+	waitFor(t, 2*time.Minute, "the non-reader dropped", func() bool { return f.srv.Stats().Open == 0 })
+	<-done
+	if l := f.srv.Stats().Limits; l.Stalled != 1 || l.SlowConsumer != 0 {
+		t.Fatalf("limits %+v: want Stalled 1 (one connection), SlowConsumer 0 (its queue's bound is far)", l)
+	}
 }
 
 // A slow consumer is closed once, by one goroutine, however many frames

@@ -42,6 +42,18 @@ type wsTransport struct {
 	// at the sweep's previous tick (the heartbeat goroutine's only).
 	heard     atomic.Uint64
 	heardTick uint64
+
+	// stalled: the connection was counted as stalled (Limits.Stalled counts
+	// connections: after the first write past the deadline every later one
+	// fails with the same error, the gate's saved werr).
+	stalled atomic.Bool
+}
+
+// stall counts the connection as stalled, once.
+func (t *wsTransport) stall() {
+	if t.stalled.CompareAndSwap(false, true) {
+		t.c.s.count(func(k *connCounters) { k.stalled++ })
+	}
 }
 
 // livenessPing is the sweep's WebSocket ping as a server sends it (FIN,
@@ -87,7 +99,7 @@ func (t *wsTransport) park() bool   { return t.gc != nil && t.gc.park() }
 // counted as stalled).
 func (t *wsTransport) backlogFailed(err error) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		t.c.s.count(func(k *connCounters) { k.stalled++ })
+		t.stall()
 	}
 	t.c.cancel() // closes the socket (closeSocket)
 }
@@ -179,7 +191,7 @@ func (t *wsTransport) write(ctx context.Context, frame []byte) error {
 		err = t.ws.Write(context.Background(), websocket.MessageText, frame) // the connection's end closes the socket
 	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		t.c.s.count(func(k *connCounters) { k.stalled++ })
+		t.stall()
 		t.ws.CloseNow()
 	}
 	return err
