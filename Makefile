@@ -53,10 +53,8 @@ build: wasm
 # compiles the driver's glue (./wasm) and internal/bridge without inlining:
 # 9 KB less brotli (issue 22, docs/performance.md); their work per frame is
 # calls across the JS boundary (wasm's BenchmarkDeliverUpdate), the core and
-# the protocol keep theirs. fmt, reflect and internal/fmtsort too (4 KB):
-# only safejs's panic-to-error path reaches them, never a frame.
-WASM_FLAGS := -gcflags=github.com/wsready/wsready/wasm=-l -gcflags=github.com/wsready/wsready/internal/bridge=-l \
-	-gcflags=fmt=-l -gcflags=reflect=-l -gcflags=internal/fmtsort=-l
+# the protocol keep theirs.
+WASM_FLAGS := -gcflags=github.com/wsready/wsready/wasm=-l -gcflags=github.com/wsready/wsready/internal/bridge=-l
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags=-s $(WASM_FLAGS) -o $(STATIC)/wsready.wasm ./wasm
 	$(GO) run ./internal/tools/precompress $(STATIC)/wsready.wasm
