@@ -112,6 +112,9 @@ type Core struct {
 	lostReadyAt  time.Time
 	lastErr      Failure         // cleared at READY
 	recoveries   []time.Duration // ring of the last maxRecoveries
+	// sortedRecoveries holds recoveries' durations in ascending order,
+	// for the quantiles.
+	sortedRecoveries []time.Duration
 
 	topics  []*topicState // in the order they were first named (Config.Topic first)
 	primary *topicState   // the topic Stats.LastSeq follows: Config.Topic, or the first the app subscribed to

@@ -1,9 +1,6 @@
 package client
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // Level is the state of one readiness layer.
 type Level uint8
@@ -163,12 +160,53 @@ func (c *Core) noteRecovery(now time.Time) {
 	if len(c.recoveries) < maxRecoveries {
 		c.recoveries = append(c.recoveries, d)
 	} else {
-		c.recoveries[c.stats.Recoveries%maxRecoveries] = d
+		i := c.stats.Recoveries % maxRecoveries
+		c.sortedRecoveries = removeDuration(c.sortedRecoveries, c.recoveries[i])
+		c.recoveries[i] = d
 	}
-	sorted := slices.Clone(c.recoveries)
-	slices.Sort(sorted)
+	// The same durations kept sorted as they come (one insertion and at
+	// most one removal, no sort): not slices.Sort, whose pdqsort for
+	// time.Duration was code of its own in the browser client (issue 22).
+	c.sortedRecoveries = insertDuration(c.sortedRecoveries, d)
+	sorted := c.sortedRecoveries
 	c.stats.RecoveryP50 = sorted[(len(sorted)-1)*50/100]
 	c.stats.RecoveryP99 = sorted[(len(sorted)-1)*99/100]
+}
+
+// insertDuration inserts d into s, which is in ascending order, after the
+// values equal to it.
+func insertDuration(s []time.Duration, d time.Duration) []time.Duration {
+	i, j := 0, len(s)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if s[h] > d {
+			j = h
+		} else {
+			i = h + 1
+		}
+	}
+	s = append(s, 0)
+	copy(s[i+1:], s[i:])
+	s[i] = d
+	return s
+}
+
+// removeDuration removes one d from s, which is in ascending order and
+// holds d.
+func removeDuration(s []time.Duration, d time.Duration) []time.Duration {
+	i, j := 0, len(s)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if s[h] < d {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i == len(s) || s[i] != d {
+		return s // not there: cannot happen while both rings agree
+	}
+	return append(s[:i], s[i+1:]...)
 }
 
 // notReady starts the count of time without READY (stage 8): the

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"slices"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
@@ -254,16 +253,15 @@ func (c *Core) rejectOn(s SocketID, detail string, stopping bool) {
 		return
 	}
 	// In id order, so every run settles them the same way.
-	ids := make([]uint64, 0, len(c.pending))
-	for id, p := range c.pending {
+	ps := make([]*pendingRequest, 0, len(c.pending))
+	for _, p := range c.pending {
 		if stopping || (p.sent && (s == 0 || p.epoch == s)) {
-			ids = append(ids, id)
+			ps = append(ps, p)
 		}
 	}
-	slices.Sort(ids)
 	requeued, waited := false, len(c.waiting)
-	for _, id := range ids {
-		p := c.pending[id]
+	for _, p := range sortByID(ps) {
+		id := p.id
 		if p.queued && !stopping {
 			p.sent, p.epoch = false, 0
 			c.waiting = append(c.waiting, p)
@@ -309,6 +307,17 @@ func timeoutMs(left time.Duration) int64 {
 
 func (c *Core) settleErr(id uint64, err error) {
 	c.emit(Effect{Kind: EffSettle, ID: id, Err: err})
+}
+
+// sortByID sorts requests by id: a merge sort on mergeByID (a
+// disconnect's work, not a frame's), not slices.Sort, whose pdqsort for
+// uint64 was code of its own in the browser client (issue 22).
+func sortByID(ps []*pendingRequest) []*pendingRequest {
+	if len(ps) < 2 {
+		return ps
+	}
+	h := len(ps) / 2
+	return mergeByID(sortByID(ps[:h]), sortByID(ps[h:]))
 }
 
 // mergeByID merges two runs of requests, each in id order, into one.

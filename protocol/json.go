@@ -393,3 +393,54 @@ func Valid(b []byte) bool {
 	s.skipSpace()
 	return s.pos == len(b)
 }
+
+// Quote is strconv.Quote for the messages of the decoder's and the browser
+// client's errors, without strconv's tables of printable runes (issue 22:
+// they and strconv's quoting were 4 KB of the wasm's brotli). It reads as
+// strconv.Quote for ASCII and for invalid UTF-8 (\xNN); a rune beyond ASCII
+// is kept as it is, where strconv.Quote escapes the ones Unicode does not
+// call printable (U+00A0, U+200B, ...).
+func Quote(s string) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		i++
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\a':
+			b = append(b, '\\', 'a')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\v':
+			b = append(b, '\\', 'v')
+		default:
+			if c < ' ' || c == 0x7f {
+				b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+			} else {
+				b = append(b, c)
+			}
+		}
+	}
+	return string(append(b, '"'))
+}

@@ -425,7 +425,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		}
 		m.Error = eb
 	default:
-		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + strconv.Quote(truncate(string(m.Type), 40))}
+		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + Quote(truncate(string(m.Type), 40))}
 	}
 	return nil
 }

@@ -373,7 +373,7 @@ func ParseOptions(g Getter) (Options, error) {
 		return o, errors.New("wsready.connect: url is required (a ws:// or wss:// URL)")
 	}
 	if !hasPrefix(url, "ws://") && !hasPrefix(url, "wss://") {
-		return o, errors.New("wsready.connect: url must start with ws:// or wss://, got " + strconv.Quote(url))
+		return o, errors.New("wsready.connect: url must start with ws:// or wss://, got " + protocol.Quote(url))
 	}
 	o.URL = url
 	o.URLs = []string{url}
@@ -383,7 +383,7 @@ func ParseOptions(g Getter) (Options, error) {
 	} else if ok && more != "" {
 		for _, u := range splitLines(more) {
 			if !hasPrefix(u, "ws://") && !hasPrefix(u, "wss://") {
-				return o, errors.New("wsready.connect: every url must start with ws:// or wss://, got " + strconv.Quote(u))
+				return o, errors.New("wsready.connect: every url must start with ws:// or wss://, got " + protocol.Quote(u))
 			}
 			if len(o.URLs) >= 16 {
 				return o, errors.New("wsready.connect: at most 16 urls")
@@ -486,7 +486,7 @@ func ParseOptions(g Getter) (Options, error) {
 // names joined with commas, "websocket" and "http", one or two, each once,
 // the preferred first.
 func ParseTransports(s string) ([]client.Transport, error) {
-	bad := errors.New("wsready.connect: transports must list 'websocket' and/or 'http', each once (the preferred first), got " + strconv.Quote(s))
+	bad := errors.New("wsready.connect: transports must list 'websocket' and/or 'http', each once (the preferred first), got " + protocol.Quote(s))
 	var out []client.Transport
 	for more := true; more; {
 		name := s

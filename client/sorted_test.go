@@ -1,0 +1,51 @@
+package client
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestSortedRecoveries: the durations kept sorted as they come give the
+// quantiles a sort of the ring gives (noteRecovery's, before issue 22's
+// cut), over more recoveries than the ring holds, with repeats.
+func TestSortedRecoveries(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	c := &Core{}
+	now := time.Unix(1000, 0)
+	for n := 1; n <= 3*maxRecoveries+17; n++ {
+		c.lostReadyAt = now
+		now = now.Add(time.Duration(r.IntN(50)) * time.Millisecond) // repeats likely
+		c.noteRecovery(now)
+		ref := slices.Clone(c.recoveries)
+		slices.Sort(ref)
+		if !slices.Equal(ref, c.sortedRecoveries) {
+			t.Fatalf("after %d recoveries: sorted %v, want %v", n, c.sortedRecoveries, ref)
+		}
+		if p50, p99 := ref[(len(ref)-1)*50/100], ref[(len(ref)-1)*99/100]; c.stats.RecoveryP50 != p50 || c.stats.RecoveryP99 != p99 {
+			t.Fatalf("after %d recoveries: p50 %v p99 %v, want %v %v", n, c.stats.RecoveryP50, c.stats.RecoveryP99, p50, p99)
+		}
+	}
+}
+
+func TestSortByID(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range 70 {
+		var ps []*pendingRequest
+		var want []uint64
+		for range n {
+			id := r.Uint64N(40) // repeats cannot happen in the registry, but sort them anyway
+			ps = append(ps, &pendingRequest{id: id})
+			want = append(want, id)
+		}
+		slices.Sort(want)
+		var got []uint64
+		for _, p := range sortByID(ps) {
+			got = append(got, p.id)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("n=%d: %v, want %v", n, got, want)
+		}
+	}
+}
