@@ -160,7 +160,7 @@ func (c *Core) noteRecovery(now time.Time) {
 	if len(c.recoveries) < maxRecoveries {
 		c.recoveries = append(c.recoveries, d)
 	} else {
-		i := c.stats.Recoveries % maxRecoveries
+		i := (c.stats.Recoveries - 1) % maxRecoveries // the oldest: #1 is in slot 0
 		c.sortedRecoveries = removeDuration(c.sortedRecoveries, c.recoveries[i])
 		c.recoveries[i] = d
 	}

@@ -49,3 +49,25 @@ func TestSortByID(t *testing.T) {
 		}
 	}
 }
+
+// The quantiles are over the last maxRecoveries recoveries: the one after
+// them replaces the oldest (it replaced the second oldest, so the first
+// stayed until the 512th).
+func TestRecoveriesRingDropsTheOldest(t *testing.T) {
+	c := &Core{}
+	now := time.Unix(1000, 0)
+	recovery := func(d time.Duration) {
+		c.lostReadyAt = now
+		now = now.Add(d)
+		c.noteRecovery(now)
+	}
+	recovery(time.Hour)     // #1
+	recovery(2 * time.Hour) // #2
+	for range maxRecoveries - 1 {
+		recovery(time.Millisecond) // #3 to #257
+	}
+	s := c.sortedRecoveries
+	if len(s) != maxRecoveries || s[len(s)-1] != 2*time.Hour || s[len(s)-2] != time.Millisecond {
+		t.Fatalf("after %d recoveries the window's largest are %v, want 2h (#2) then 1ms: #1 (1h) is out", maxRecoveries+1, s[len(s)-2:])
+	}
+}
