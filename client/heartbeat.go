@@ -77,7 +77,12 @@ func (c *Core) onPing(m protocol.Message, now time.Time) {
 	if !c.proven {
 		c.provenNow(now)
 	}
-	c.trace("ping", c.current, "ping, interval "+c.pingInterval.String())
+	// The detail is built only when tracing: make wasm compiles this package
+	// without inlining (WASM_FLAGS), and a string built for trace's argument
+	// would then cost two allocations on every ping whether or not Trace is on.
+	if c.cfg.Trace {
+		c.emitTrace("ping", c.current, "ping, interval "+c.pingInterval.String())
+	}
 	c.protocol = Up
 	if c.probes() {
 		c.probing = false
