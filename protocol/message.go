@@ -11,6 +11,8 @@ package protocol
 import (
 	"errors"
 	"strconv"
+
+	"github.com/wsready/wsready/internal/quote"
 )
 
 // Type names a message kind. It is the frame's "type" field.
@@ -425,7 +427,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		}
 		m.Error = eb
 	default:
-		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + Quote(truncate(string(m.Type), 40))}
+		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + quote.ASCII(truncate(string(m.Type), 40))}
 	}
 	return nil
 }

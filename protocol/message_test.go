@@ -333,3 +333,17 @@ func TestValidKeyAndErrorCode(t *testing.T) {
 		}
 	}
 }
+
+// A peer's unknown type reaches the error's detail quoted with every rune
+// beyond ASCII escaped: an invisible or reordering rune (U+202E) cannot
+// pass into a message or a log raw.
+func TestUnknownTypeDetailEscapesRunesBeyondASCII(t *testing.T) {
+	_, err := Decode([]byte(`{"type":"x\u202eyz\u00e9"}`))
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Code != ErrUnknownType {
+		t.Fatalf("got %v, want an unknown type error", err)
+	}
+	if want := `unknown type "x\u202eyz\u00e9"`; de.Detail != want {
+		t.Fatalf("detail %s, want %s", de.Detail, want)
+	}
+}

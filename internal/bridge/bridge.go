@@ -14,6 +14,8 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/protocol"
+
+	"github.com/wsready/wsready/internal/quote"
 )
 
 // Job is what the driver's queue holds: work for the driver loop, called
@@ -373,7 +375,7 @@ func ParseOptions(g Getter) (Options, error) {
 		return o, errors.New("wsready.connect: url is required (a ws:// or wss:// URL)")
 	}
 	if !hasPrefix(url, "ws://") && !hasPrefix(url, "wss://") {
-		return o, errors.New("wsready.connect: url must start with ws:// or wss://, got " + protocol.Quote(url))
+		return o, errors.New("wsready.connect: url must start with ws:// or wss://, got " + quote.ASCII(url))
 	}
 	o.URL = url
 	o.URLs = []string{url}
@@ -383,7 +385,7 @@ func ParseOptions(g Getter) (Options, error) {
 	} else if ok && more != "" {
 		for _, u := range splitLines(more) {
 			if !hasPrefix(u, "ws://") && !hasPrefix(u, "wss://") {
-				return o, errors.New("wsready.connect: every url must start with ws:// or wss://, got " + protocol.Quote(u))
+				return o, errors.New("wsready.connect: every url must start with ws:// or wss://, got " + quote.ASCII(u))
 			}
 			if len(o.URLs) >= 16 {
 				return o, errors.New("wsready.connect: at most 16 urls")
@@ -486,7 +488,7 @@ func ParseOptions(g Getter) (Options, error) {
 // names joined with commas, "websocket" and "http", one or two, each once,
 // the preferred first.
 func ParseTransports(s string) ([]client.Transport, error) {
-	bad := errors.New("wsready.connect: transports must list 'websocket' and/or 'http', each once (the preferred first), got " + protocol.Quote(s))
+	bad := errors.New("wsready.connect: transports must list 'websocket' and/or 'http', each once (the preferred first), got " + quote.ASCII(s))
 	var out []client.Transport
 	for more := true; more; {
 		name := s
