@@ -465,6 +465,22 @@ func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
 		last, clients, moved, len(acks), pub.fails, storedAnyway)
 }
 
+// jetStreamAt connects to the NATS cluster at urls for JetStream API
+// calls; the caller closes the connection.
+func jetStreamAt(t *testing.T, urls []string) (jetstream.JetStream, *nats.Conn) {
+	t.Helper()
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	return js, nc
+}
+
 // waitPlacement waits until the NATS cluster at urls places a stream on
 // all n servers, by making one with n replicas (deleted after): each
 // server saying its JetStream is ready is not yet that (the metadata
@@ -472,15 +488,8 @@ func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
 // -nats-replicas n in between is refused "no suitable peers".
 func waitPlacement(t *testing.T, urls []string, n int) {
 	t.Helper()
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, nc := jetStreamAt(t, urls)
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var last error
 	if !eventually(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -502,15 +511,8 @@ func waitPlacement(t *testing.T, urls []string, n int) {
 // replicas; and how many streams it saw.
 func streamLeader(t *testing.T, urls []string) (string, int) {
 	t.Helper()
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, nc := jetStreamAt(t, urls)
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l := js.ListStreams(ctx)
