@@ -3,7 +3,6 @@
 package main
 
 import (
-	"math/rand/v2"
 	"time"
 
 	"github.com/hack-pad/safejs"
@@ -55,7 +54,7 @@ type callbacks struct {
 }
 
 func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
-	cfg, err := client.StageConfig(o.Stage, rand.Float64)
+	cfg, err := client.StageConfig(o.Stage, random)
 	if err != nil {
 		return nil, err
 	}

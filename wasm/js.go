@@ -39,6 +39,21 @@ func describe(r any) string {
 	return "a panic"
 }
 
+// random is the page's Math.random(), in [0, 1): the reconnect jitter's
+// draws, the tab's id and its silence jitter. The browser seeds it per
+// page, which is all a fleet's spread needs, and math/rand's code stays
+// out of the wasm. 0.5 if JavaScript has none (it always has).
+func random() float64 {
+	if m, err := safejs.Global().Get("Math"); err == nil {
+		if v, err := m.Call("random"); err == nil {
+			if f, err := v.Float(); err == nil && f >= 0 && f < 1 {
+				return f
+			}
+		}
+	}
+	return 0.5
+}
+
 func consoleError(msg string) {
 	if c, err := safejs.Global().Get("console"); err == nil {
 		c.Call("error", msg)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -132,9 +131,9 @@ func newTabs(d *driver, url string) (*tabs, bridge.Tabs) {
 	if err != nil || ctor.Type() != safejs.TypeFunction {
 		return nil, bridge.TabsUnsupported
 	}
-	t := &tabs{d: d, id: strconv.FormatUint(rand.Uint64(), 36), name: "wsready:" + url, locks: locks,
+	t := &tabs{d: d, id: strconv.FormatUint(uint64(random()*(1<<53)), 36), name: "wsready:" + url, locks: locks,
 		beat: safejs.Undefined(), release: safejs.Undefined(), abort: safejs.Undefined(),
-		silent: bridge.SilentAfter + time.Duration(rand.Int64N(int64(bridge.SilentJitter))), fwd: map[uint64]fwdFrom{},
+		silent: bridge.SilentAfter + time.Duration(random()*float64(bridge.SilentJitter)), fwd: map[uint64]fwdFrom{},
 		refused: map[string]string{}, told: map[string]string{}}
 	bc, err := ctor.New(t.name)
 	if err != nil {
