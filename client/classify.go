@@ -80,6 +80,10 @@ type Cause struct {
 	// transport rule (stage 8) counts attempts that never did.
 	Via    Transport
 	Proven bool
+	// Woke says the loss was noticed as the client woke from a sleep or
+	// a freeze (stage 8, clock.go): the first reconnect of a run dials
+	// at once.
+	Woke bool
 }
 
 // causeOf turns a driver's close report into a Cause: a code other than

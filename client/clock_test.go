@@ -153,3 +153,119 @@ func TestHiddenPagesKeepTheirConnectionAtStage8(t *testing.T) {
 		}
 	}
 }
+
+// A frozen page hears of its socket's close as it resumes, before any late
+// timer fires: at stage 8 the close counts the jump and the first
+// reconnect dials at once (the wake is the device's own, in step with no
+// other client); the next failure backs off as always. Stage 7 waits out
+// the backoff's first delay.
+func TestACloseHeardOnWakingRedialsAtOnce(t *testing.T) {
+	for _, stage := range []int{7, 8} {
+		h := newHarness(t, stage)
+		h.start()
+		s := h.ready()
+		h.now = h.now.Add(40 * time.Second) // frozen: no timer ran
+		h.closed(s)
+		if stage == 7 {
+			if len(h.dials) != 1 || h.timer.IsZero() {
+				t.Fatalf("stage 7: dials %v, timer %v: want the backoff's delay first", h.dials, h.timer)
+			}
+			continue
+		}
+		if len(h.dials) != 2 || h.c.Stats().ClockJumps != 1 {
+			t.Fatalf("stage 8: dials %v, stats %+v: want a dial at once and the jump counted", h.dials, h.c.Stats())
+		}
+		if r := h.records[len(h.records)-1]; r.Delay != 0 || r.Outcome != OutcomeReconnect {
+			t.Fatalf("stage 8: record %+v: want a reconnect with no delay", r)
+		}
+		h.closed(h.last()) // the server is not there yet: a run of failures
+		if len(h.dials) != 2 {
+			t.Fatalf("stage 8: the second failure dialled at once: dials %v", h.dials)
+		}
+		if r := h.records[len(h.records)-1]; r.Delay <= 0 {
+			t.Fatalf("stage 8: the second failure's record %+v: want the backoff's delay", r)
+		}
+	}
+}
+
+// The probe after a jump that goes unanswered (the socket died while the
+// laptop slept) is a loss on waking too: the first reconnect dials at
+// once. A loss well after the wake backs off as always.
+func TestAProbeLostOnWakingRedialsAtOnce(t *testing.T) {
+	h := newHarness(t, 8)
+	h.start()
+	s := h.ready()
+	h.sleep(40 * time.Second) // the watchdog fires late: a probe
+	if h.count(protocol.TypeProbe, s) != 1 || h.sockets[s].closed {
+		t.Fatalf("probes %d, closed %v: want a probe first", h.count(protocol.TypeProbe, s), h.sockets[s].closed)
+	}
+	h.advance(300 * time.Millisecond) // unanswered within its 250 ms: killed (the backoff would wait 500 ms more)
+	if !h.sockets[s].closed || len(h.dials) != 2 {
+		t.Fatalf("closed %v, dials %v: want the kill and a dial at once", h.sockets[s].closed, h.dials)
+	}
+
+	h = newHarness(t, 8)
+	h.start()
+	s = h.ready()
+	h.sleep(40 * time.Second)
+	h.frame(s, protocol.Message{Type: protocol.TypeProbeAck, ID: h.lastSent(s).ID})
+	h.keepAlive(s, 5*time.Second) // awake and well for 5 s: the wake is over
+	h.closed(s)
+	if len(h.dials) != 1 {
+		t.Fatalf("a loss 5 s after the wake dialled at once: dials %v", h.dials)
+	}
+}
+
+// A hidden page keeps the backoff's first delay on waking: a browser
+// aligns a hidden tab's throttled timers, so hidden tabs may wake in step.
+func TestAHiddenPageWakingKeepsTheDelay(t *testing.T) {
+	h := newHarness(t, 8)
+	h.start()
+	s := h.ready()
+	h.c.Hidden(h.now)
+	h.drain()
+	h.now = h.now.Add(40 * time.Second)
+	h.closed(s)
+	if len(h.dials) != 1 || h.timer.IsZero() || h.c.Stats().ClockJumps != 1 {
+		t.Fatalf("dials %v, timer %v, stats %+v: want the jump counted and the backoff's delay", h.dials, h.timer, h.c.Stats())
+	}
+}
+
+// A page the browser froze resumes (its resume event) before it hears of
+// the sockets dropped meanwhile: the close that follows is redialled at
+// once, hidden page or not (Chromium resumes a page hidden; a resume is
+// the device's own, as a user returns to the tab). A resume long past
+// does not count.
+func TestACloseAfterAResumeRedialsAtOnce(t *testing.T) {
+	for _, hidden := range []bool{false, true} {
+		h := newHarness(t, 8)
+		h.start()
+		s := h.ready()
+		if hidden {
+			h.c.Hidden(h.now)
+		}
+		h.c.Resumed(h.now) // frozen no longer than the deadlines' slack: no jump seen
+		h.now = h.now.Add(10 * time.Millisecond)
+		h.closed(s)
+		if len(h.dials) != 2 || h.c.Stats().ClockJumps != 0 {
+			t.Fatalf("hidden %v: dials %v, jumps %d: want a dial at once", hidden, h.dials, h.c.Stats().ClockJumps)
+		}
+	}
+	h := newHarness(t, 8)
+	h.start()
+	s := h.ready()
+	h.c.Resumed(h.now)
+	h.keepAlive(s, 5*time.Second)
+	h.closed(s)
+	if len(h.dials) != 1 {
+		t.Fatalf("a loss 5 s after the resume dialled at once: dials %v", h.dials)
+	}
+	h7 := newHarness(t, 7)
+	h7.start()
+	s = h7.ready()
+	h7.c.Resumed(h7.now)
+	h7.closed(s)
+	if len(h7.dials) != 1 {
+		t.Fatalf("stage 7 dialled at once after a resume: dials %v", h7.dials)
+	}
+}

@@ -81,6 +81,7 @@ type Core struct {
 	follower    bool      // another tab holds the connection
 	leaderState State     // a follower's: the leader's, as relayed (tabs.go)
 	jumped      bool      // this Tick found the clock jumped: the watchdog probes instead of killing
+	wokeAt      time.Time // the last resume, or clock jump on a visible page (clock.go); zero: never
 	buffered    int       // the current socket's last reported queued bytes
 	stallProbe  uint64    // the id of the send-stall probe out, if any
 
@@ -292,6 +293,10 @@ func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
 	}
 	c.stats.Closes++
 	c.trace("close", s, "socket "+s.String()+" closed with "+strconv.Itoa(code))
+	// A frozen page hears of its socket's close before any late timer
+	// fires: the socket's own deadlines, overdue, say it slept (clock.go).
+	c.checkClock(now)
+	c.jumped = false
 	c.connectionLost(now, causeOf(code, reason))
 	c.after(now)
 }

@@ -17,6 +17,7 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 	if c.ended != NotEnded {
 		return
 	}
+	cause.Woke = c.woke(now)
 	d := c.rc.Failed(c.at(now), cause, c.cfg.Rand)
 	if c.rc.TakeProbe() {
 		c.stats.HTTPProbes++

@@ -241,12 +241,18 @@ func (rc *Reconnector) failed(at time.Duration, c Cause, r float64) Decision {
 		d.Outcome = OutcomeRefresh
 		return d
 	}
-	if !rc.is(rcFailing) {
+	first := !rc.is(rcFailing)
+	if first {
 		rc.set(rcFailing, true)
 		rc.failingSince = at
 	}
 	rc.attempts = inc(rc.attempts)
 	d.Delay = rc.nextAt(at, r)
+	if first && c.Woke && rc.r.jumps {
+		// The device's own wake is in step with no other client's
+		// (clock.go): no jitter to spread, the first attempt goes now.
+		d.Delay = 0
+	}
 	if class == ClassRetryAfter && c.RetryAfter > 0 {
 		// The server's time (a reconnect slot) plus a small jitter, so a
 		// fleet does not lean on clocks being in step: at most 5% of it

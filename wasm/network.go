@@ -14,7 +14,8 @@ import (
 type watcher struct {
 	netFns map[string]safejs.Func // "online", "offline"
 	doc    safejs.Value           // the document, when there is a page
-	docFn  safejs.Func
+	docFn  safejs.Func            // visibilitychange
+	resFn  safejs.Func            // resume (a frozen page runs again)
 }
 
 // watchNetworkAndVisibility starts the watcher: navigator.onLine now, then
@@ -85,7 +86,16 @@ func (d *driver) watchVisibility() error {
 		return err
 	}
 	step()
-	return nil
+	// A frozen page's resume comes before the close of the sockets the
+	// browser dropped meanwhile (Chromium): the core redials them at once.
+	if d.watch.resFn, err = funcOf(func(safejs.Value, []safejs.Value) any {
+		d.q.Push(func(now time.Time) { d.core.Resumed(now) })
+		return nil
+	}); err != nil {
+		return err
+	}
+	_, err = doc.Call("addEventListener", "resume", d.watch.resFn.Value())
+	return err
 }
 
 // release removes the watcher's listeners and drops its callbacks.
@@ -99,6 +109,8 @@ func (w *watcher) release() {
 	if !w.doc.IsUndefined() && !w.doc.IsNull() {
 		w.doc.Call("removeEventListener", "visibilitychange", w.docFn.Value())
 		w.docFn.Release()
+		w.doc.Call("removeEventListener", "resume", w.resFn.Value())
+		w.resFn.Release()
 	}
 	w.doc = safejs.Undefined()
 }
