@@ -69,7 +69,7 @@ const loadTrials = 5
 // stage 8, on loopback and on an emulated 10 Mbit/s, 40 ms link, five loads
 // each, with the breakdown from the page's timing marks, and writes it into
 // docs/measurements.md (its own section). make measure runs it after
-// TestMeasure; alone (about two minutes):
+// TestMeasure; alone (about four minutes):
 //
 //	make build example && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureLoad -v ./...
 func TestMeasureLoad(t *testing.T) {
@@ -108,6 +108,17 @@ func TestMeasureLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	md.WriteString(floor)
+	// Two floors under it (floor_go_test.go): what of it is not wsready's.
+	noWasm, err := measureNoWasmLoad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.WriteString(noWasm)
+	hello, err := measureHelloLoad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.WriteString(hello)
 	// make measure does not build the example: without it the section says so.
 	if _, err := os.Stat(viteDist + "/index.html"); err != nil {
 		md.WriteString("\n### The Vite example\n\nNot measured in this run: examples/vite/dist is missing (make example builds it).\n")
