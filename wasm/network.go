@@ -6,16 +6,35 @@ import (
 	"time"
 
 	"github.com/hack-pad/safejs"
-	"github.com/wsready/wsready/client"
 )
 
-// watcher feeds the window's online/offline events and the page's
-// visibility to the core. Its callbacks only push onto the driver's queue.
+// watcher feeds the window's online/offline events, the page's visibility
+// and its resume from a freeze to the core. Its callbacks only push onto
+// the driver's queue.
 type watcher struct {
-	netFns map[string]safejs.Func // "online", "offline"
-	doc    safejs.Value           // the document, when there is a page
-	docFn  safejs.Func            // visibilitychange
-	resFn  safejs.Func            // resume (a frozen page runs again)
+	doc safejs.Value // the document, when there is a page
+	ls  []listener   // every listener added, for release
+}
+
+type listener struct {
+	target safejs.Value
+	name   string
+	fn     safejs.Func
+}
+
+// listen adds step as target's listener for the event name, kept for
+// release.
+func (w *watcher) listen(target safejs.Value, name string, step func()) error {
+	fn, err := funcOf(func(safejs.Value, []safejs.Value) any {
+		step()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.ls = append(w.ls, listener{target, name, fn})
+	_, err = target.Call("addEventListener", name, fn.Value())
+	return err
 }
 
 // watchNetworkAndVisibility starts the watcher: navigator.onLine now, then
@@ -32,40 +51,24 @@ func (d *driver) watchNetworkAndVisibility() error {
 	if err := d.watchVisibility(); err != nil {
 		return err
 	}
-	for name, step := range map[string]func(*client.Core, time.Time){
-		"online":  (*client.Core).Online,
-		"offline": (*client.Core).Offline,
-	} {
-		fn, err := funcOf(func(safejs.Value, []safejs.Value) any {
-			d.q.Push(func(now time.Time) { step(d.core, now) })
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if d.watch.netFns == nil {
-			d.watch.netFns = map[string]safejs.Func{}
-		}
-		d.watch.netFns[name] = fn
-		if _, err := win.Call("addEventListener", name, fn.Value()); err != nil {
-			return err
-		}
+	if err := d.watch.listen(win, "online", func() { d.q.Push(func(now time.Time) { d.core.Online(now) }) }); err != nil {
+		return err
 	}
-	return nil
+	return d.watch.listen(win, "offline", func() { d.q.Push(func(now time.Time) { d.core.Offline(now) }) })
 }
 
-// watchVisibility feeds the page's visibility to the core: no reconnect is
-// scheduled while the page is hidden (stage 6).
+// watchVisibility feeds the page's visibility to the core (no reconnect is
+// scheduled while the page is hidden, stage 6), and its resume from a
+// freeze: Chromium fires resume before the close of the sockets it
+// dropped meanwhile, which the core then redials at once (stage 8).
 func (d *driver) watchVisibility() error {
 	doc, err := safejs.Global().Get("document")
 	if err != nil || doc.IsUndefined() || doc.IsNull() {
 		return nil // a worker: no page to be hidden
 	}
+	d.watch.doc = doc
 	step := func() {
-		hidden := false
-		if v, err := doc.Get("hidden"); err == nil {
-			hidden, _ = v.Bool()
-		}
+		hidden := d.hidden()
 		d.q.Push(func(now time.Time) {
 			if hidden {
 				d.core.Hidden(now)
@@ -74,43 +77,19 @@ func (d *driver) watchVisibility() error {
 			}
 		})
 	}
-	fn, err := funcOf(func(safejs.Value, []safejs.Value) any {
-		step()
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	d.watch.docFn, d.watch.doc = fn, doc
-	if _, err := doc.Call("addEventListener", "visibilitychange", fn.Value()); err != nil {
+	if err := d.watch.listen(doc, "visibilitychange", step); err != nil {
 		return err
 	}
 	step()
-	// A frozen page's resume comes before the close of the sockets the
-	// browser dropped meanwhile (Chromium): the core redials them at once.
-	if d.watch.resFn, err = funcOf(func(safejs.Value, []safejs.Value) any {
-		d.q.Push(func(now time.Time) { d.core.Resumed(now) })
-		return nil
-	}); err != nil {
-		return err
-	}
-	_, err = doc.Call("addEventListener", "resume", d.watch.resFn.Value())
-	return err
+	return d.watch.listen(doc, "resume", func() { d.q.Push(func(now time.Time) { d.core.Resumed(now) }) })
 }
 
 // release removes the watcher's listeners and drops its callbacks.
 func (w *watcher) release() {
-	win := safejs.Global()
-	for name, fn := range w.netFns {
-		win.Call("removeEventListener", name, fn.Value())
-		fn.Release()
+	for _, l := range w.ls {
+		l.target.Call("removeEventListener", l.name, l.fn.Value())
+		l.fn.Release()
 	}
-	w.netFns = nil
-	if !w.doc.IsUndefined() && !w.doc.IsNull() {
-		w.doc.Call("removeEventListener", "visibilitychange", w.docFn.Value())
-		w.docFn.Release()
-		w.doc.Call("removeEventListener", "resume", w.resFn.Value())
-		w.resFn.Release()
-	}
+	w.ls = nil
 	w.doc = safejs.Undefined()
 }
