@@ -269,3 +269,32 @@ func TestACloseAfterAResumeRedialsAtOnce(t *testing.T) {
 		t.Fatalf("stage 7 dialled at once after a resume: dials %v", h7.dials)
 	}
 }
+
+// A page that sleeps less than the cooldown (5 s) after a reconnect was
+// READY for longer than the cooldown by the time it wakes: the close heard
+// on waking finds the cooldown's timer late, and the run of failures is
+// over before the loss is decided (a new run, its first attempt at once),
+// as it would have been awake.
+func TestACloseOnWakingAfterAShortReadyEndsTheRunFirst(t *testing.T) {
+	h := newHarness(t, 8)
+	h.start()
+	s := h.ready()
+	h.closed(s) // a run of failures starts
+	h.advanceToDial()
+	s = h.last()
+	h.open(s)
+	h.ping(s, 1000)
+	h.subscribed(s)
+	if !h.state().Ready {
+		t.Fatal("not READY again")
+	}
+	h.advance(time.Second)              // READY 1 s, the cooldown 5 s
+	h.now = h.now.Add(40 * time.Second) // frozen: no timer ran
+	h.closed(s)
+	if len(h.dials) != 3 {
+		t.Fatalf("dials %v: want the first attempt of a new run at once", h.dials)
+	}
+	if r := h.records[len(h.records)-1]; r.Delay != 0 || r.Attempt != 1 {
+		t.Fatalf("record %+v: want attempt 1 with no delay", r)
+	}
+}

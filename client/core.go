@@ -297,6 +297,13 @@ func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
 	// fires: the socket's own deadlines, overdue, say it slept (clock.go).
 	c.checkClock(now)
 	c.jumped = false
+	if due(c.dl[dlCooldown], now) {
+		// READY for the cooldown, its timer late (the page slept): the
+		// backoff resets before the loss is decided, as it would have
+		// awake.
+		c.dl[dlCooldown] = time.Time{}
+		c.cooldownDone(now)
+	}
 	c.connectionLost(now, causeOf(code, reason))
 	c.after(now)
 }
