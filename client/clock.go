@@ -16,18 +16,24 @@ import "time"
 // between pings anyway. Other deadlines act as they would (a request's
 // timeout is wall time; the connect timeout dials again).
 //
-// A connection lost as the client wakes is redialled at once, without the
-// backoff's first delay: the jitter spreads a fleet's reconnects that a
-// server's restart put in step, and a device's own wake is in step with
-// nothing. As it wakes: within max(2 s, one ping interval) (the probe
-// after a jump gives up within 3/4 of one) of the page's resume from a
-// freeze (Resumed: the browser's resume event, which Chromium fires
-// before the close of the sockets it dropped meanwhile), or of a clock
-// jump on a visible page (a laptop's sleep; a close heard with the
-// socket's deadlines long overdue counts too). A jump on a hidden page
-// does not count: a browser throttles a hidden tab's timers to run once a
-// minute, in step with other tabs. Only the first attempt of a run: the
-// next failure backs off as always.
+// A connection lost as the client wakes is redialled after the small
+// random delay that follows online (Config.OnlineDelay, 500 ms), not the
+// backoff's draw (up to 1 s, then more): the backoff spreads reconnects
+// that a server's restart put in step, and a device's own wake is in step
+// with nothing. As it wakes: within max(2 s, one ping interval) (the
+// probe after a jump gives up within 3/4 of one) of the page's resume
+// from a freeze (Resumed: the browser's resume event, which Chromium
+// fires before the close of the sockets it dropped meanwhile), or of a
+// clock jump on a visible page (a close heard with the socket's
+// deadlines long overdue counts as one). Once per wake, for the first
+// attempt of a run, and only for a loss the network or the client found
+// (a server's close frame reaches every client at once); a socket that
+// answers the probe after the jump has outlived the wake. A jump on a
+// hidden page does not count: a browser runs a hidden tab's throttled
+// timers once a minute, in step with other tabs. In browsers the jump is
+// measured on performance.now(), which (Chromium, but on Windows) stops
+// while the OS sleeps: a laptop's sleep there is a dead peer found by the
+// watchdog, as before stage 8; a frozen page's resume is seen everywhere.
 //
 // Hidden pages keep their connection at stage 8 (the Reconnector waits
 // for a visible page only with Config.PauseWhenHidden; stages 6 and 7 keep
@@ -45,18 +51,21 @@ func (c *Core) checkClock(now time.Time) {
 	var late time.Duration
 	for d := range numDeadlines {
 		if at := c.deadlineAt(d); due(at, now) {
+			if at.Before(c.jumpAt) {
+				at = c.jumpAt // that much was found before: count it once
+			}
 			late = max(late, now.Sub(at))
 		}
 	}
 	if late <= max(jumpAfter, c.pingInterval) {
 		return
 	}
-	c.jumped = true
+	c.jumped, c.jumpAt = true, now
 	if !c.rc.IsHidden() {
 		c.wokeAt = now
 	}
 	c.stats.ClockJumps++
-	c.trace("clock-jump", c.current, "timers fired "+late.Round(time.Millisecond).String()+" late: the clock jumped; probing before killing")
+	c.trace("clock-jump", c.current, "timers fired "+late.Round(time.Millisecond).String()+" late: the clock jumped")
 	c.rc.Jumped(late)
 	c.armWindow()
 }

@@ -154,12 +154,28 @@ func TestHiddenPagesKeepTheirConnectionAtStage8(t *testing.T) {
 	}
 }
 
+// The harness draws 0.5: the backoff's first delay is 500 ms, the small
+// delay after online (OnlineDelay 500 ms) 250 ms.
+const (
+	backoffFirst = 500 * time.Millisecond
+	wakeDelay    = 250 * time.Millisecond
+)
+
+// lastDelay is the last reconnect decision's delay.
+func (h *harness) lastDelay() time.Duration {
+	h.t.Helper()
+	if len(h.records) == 0 {
+		h.t.Fatal("no reconnect decision")
+	}
+	return h.records[len(h.records)-1].Delay
+}
+
 // A frozen page hears of its socket's close as it resumes, before any late
 // timer fires: at stage 8 the close counts the jump and the first
-// reconnect dials at once (the wake is the device's own, in step with no
-// other client); the next failure backs off as always. Stage 7 waits out
-// the backoff's first delay.
-func TestACloseHeardOnWakingRedialsAtOnce(t *testing.T) {
+// reconnect waits only the small delay that follows online (the wake is
+// the device's own, in step with no other client); the next failure backs
+// off as always. Stage 7 draws the backoff's first delay.
+func TestACloseHeardOnWakingRedialsSoon(t *testing.T) {
 	for _, stage := range []int{7, 8} {
 		h := newHarness(t, stage)
 		h.start()
@@ -167,31 +183,29 @@ func TestACloseHeardOnWakingRedialsAtOnce(t *testing.T) {
 		h.now = h.now.Add(40 * time.Second) // frozen: no timer ran
 		h.closed(s)
 		if stage == 7 {
-			if len(h.dials) != 1 || h.timer.IsZero() {
-				t.Fatalf("stage 7: dials %v, timer %v: want the backoff's delay first", h.dials, h.timer)
+			if d := h.lastDelay(); d != backoffFirst {
+				t.Fatalf("stage 7: delay %v, want the backoff's %v", d, backoffFirst)
 			}
 			continue
 		}
-		if len(h.dials) != 2 || h.c.Stats().ClockJumps != 1 {
-			t.Fatalf("stage 8: dials %v, stats %+v: want a dial at once and the jump counted", h.dials, h.c.Stats())
+		if d := h.lastDelay(); d != wakeDelay || h.c.Stats().ClockJumps != 1 {
+			t.Fatalf("stage 8: delay %v, jumps %d: want %v and the jump counted", d, h.c.Stats().ClockJumps, wakeDelay)
 		}
-		if r := h.records[len(h.records)-1]; r.Delay != 0 || r.Outcome != OutcomeReconnect {
-			t.Fatalf("stage 8: record %+v: want a reconnect with no delay", r)
-		}
-		h.closed(h.last()) // the server is not there yet: a run of failures
+		h.advance(wakeDelay)
 		if len(h.dials) != 2 {
-			t.Fatalf("stage 8: the second failure dialled at once: dials %v", h.dials)
+			t.Fatalf("stage 8: dials %v after %v", h.dials, wakeDelay)
 		}
-		if r := h.records[len(h.records)-1]; r.Delay <= 0 {
-			t.Fatalf("stage 8: the second failure's record %+v: want the backoff's delay", r)
+		h.closed(h.last()) // the server is not there yet: the run goes on
+		if d := h.lastDelay(); d != time.Second {
+			t.Fatalf("stage 8: the second failure's delay %v, want the backoff's second draw, 1s", d)
 		}
 	}
 }
 
 // The probe after a jump that goes unanswered (the socket died while the
-// laptop slept) is a loss on waking too: the first reconnect dials at
-// once. A loss well after the wake backs off as always.
-func TestAProbeLostOnWakingRedialsAtOnce(t *testing.T) {
+// laptop slept) is a loss on waking too. A probe answered proves the
+// socket outlived the wake: a loss right after backs off as always.
+func TestAProbeLostOnWakingRedialsSoon(t *testing.T) {
 	h := newHarness(t, 8)
 	h.start()
 	s := h.ready()
@@ -199,9 +213,9 @@ func TestAProbeLostOnWakingRedialsAtOnce(t *testing.T) {
 	if h.count(protocol.TypeProbe, s) != 1 || h.sockets[s].closed {
 		t.Fatalf("probes %d, closed %v: want a probe first", h.count(protocol.TypeProbe, s), h.sockets[s].closed)
 	}
-	h.advance(300 * time.Millisecond) // unanswered within its 250 ms: killed (the backoff would wait 500 ms more)
-	if !h.sockets[s].closed || len(h.dials) != 2 {
-		t.Fatalf("closed %v, dials %v: want the kill and a dial at once", h.sockets[s].closed, h.dials)
+	h.advance(300 * time.Millisecond) // unanswered within its 250 ms: killed
+	if d := h.lastDelay(); !h.sockets[s].closed || d != wakeDelay {
+		t.Fatalf("closed %v, delay %v: want the kill and %v", h.sockets[s].closed, d, wakeDelay)
 	}
 
 	h = newHarness(t, 8)
@@ -209,16 +223,15 @@ func TestAProbeLostOnWakingRedialsAtOnce(t *testing.T) {
 	s = h.ready()
 	h.sleep(40 * time.Second)
 	h.frame(s, protocol.Message{Type: protocol.TypeProbeAck, ID: h.lastSent(s).ID})
-	h.keepAlive(s, 5*time.Second) // awake and well for 5 s: the wake is over
-	h.closed(s)
-	if len(h.dials) != 1 {
-		t.Fatalf("a loss 5 s after the wake dialled at once: dials %v", h.dials)
+	h.closed(s) // within 2 s of the wake, but the socket had outlived it
+	if d := h.lastDelay(); d != backoffFirst {
+		t.Fatalf("a loss after the probe's answer: delay %v, want the backoff's %v", d, backoffFirst)
 	}
 }
 
-// A hidden page keeps the backoff's first delay on waking: a browser
-// aligns a hidden tab's throttled timers, so hidden tabs may wake in step.
-func TestAHiddenPageWakingKeepsTheDelay(t *testing.T) {
+// A hidden page keeps the backoff's delay after a jump: a browser aligns a
+// hidden tab's throttled timers, so hidden tabs may wake in step.
+func TestAHiddenPageWakingKeepsTheBackoff(t *testing.T) {
 	h := newHarness(t, 8)
 	h.start()
 	s := h.ready()
@@ -226,19 +239,19 @@ func TestAHiddenPageWakingKeepsTheDelay(t *testing.T) {
 	h.drain()
 	h.now = h.now.Add(40 * time.Second)
 	h.closed(s)
-	if len(h.dials) != 1 || h.timer.IsZero() || h.c.Stats().ClockJumps != 1 {
-		t.Fatalf("dials %v, timer %v, stats %+v: want the jump counted and the backoff's delay", h.dials, h.timer, h.c.Stats())
+	if d := h.lastDelay(); d != backoffFirst || h.c.Stats().ClockJumps != 1 {
+		t.Fatalf("delay %v, jumps %d: want the jump counted and the backoff's %v", d, h.c.Stats().ClockJumps, backoffFirst)
 	}
 }
 
 // A page the browser froze resumes (its resume event) before it hears of
-// the sockets dropped meanwhile: the close that follows is redialled at
-// once, hidden page or not (Chromium resumes a page hidden; a resume is
-// the device's own, as a user returns to the tab). A resume long past
-// does not count.
-func TestACloseAfterAResumeRedialsAtOnce(t *testing.T) {
-	for _, hidden := range []bool{false, true} {
-		h := newHarness(t, 8)
+// the sockets dropped meanwhile: the loss that follows is one on waking,
+// hidden page or not (Chromium resumes a page hidden; a resume is the
+// device's own). Not after the window, not for a server's close frame
+// (every client hears one in the same instant), and once per wake.
+func TestALossAfterAResumeRedialsSoon(t *testing.T) {
+	setup := func(stage int, hidden bool) (*harness, SocketID) {
+		h := newHarness(t, stage)
 		h.start()
 		s := h.ready()
 		if hidden {
@@ -246,35 +259,54 @@ func TestACloseAfterAResumeRedialsAtOnce(t *testing.T) {
 		}
 		h.c.Resumed(h.now) // frozen no longer than the deadlines' slack: no jump seen
 		h.now = h.now.Add(10 * time.Millisecond)
+		return h, s
+	}
+	for _, hidden := range []bool{false, true} {
+		h, s := setup(8, hidden)
 		h.closed(s)
-		if len(h.dials) != 2 || h.c.Stats().ClockJumps != 0 {
-			t.Fatalf("hidden %v: dials %v, jumps %d: want a dial at once", hidden, h.dials, h.c.Stats().ClockJumps)
+		if d := h.lastDelay(); d != wakeDelay || h.c.Stats().ClockJumps != 0 {
+			t.Fatalf("hidden %v: delay %v, jumps %d: want %v", hidden, d, h.c.Stats().ClockJumps, wakeDelay)
 		}
 	}
-	h := newHarness(t, 8)
-	h.start()
-	s := h.ready()
-	h.c.Resumed(h.now)
+	h, s := setup(7, false)
+	h.closed(s)
+	if d := h.lastDelay(); d != backoffFirst {
+		t.Fatalf("stage 7 after a resume: delay %v, want the backoff's %v", d, backoffFirst)
+	}
+	for _, code := range []int{protocol.CloseServiceRestart, protocol.CloseTryAgainLater, protocol.CloseGoingAway} {
+		h, s = setup(8, false)
+		h.closedWith(s, code, "")
+		if d := h.lastDelay(); d != backoffFirst {
+			t.Fatalf("close %d from the server after a resume: delay %v, want the backoff's %v", code, d, backoffFirst)
+		}
+	}
+	h, s = setup(8, false)
 	h.keepAlive(s, 5*time.Second)
 	h.closed(s)
-	if len(h.dials) != 1 {
-		t.Fatalf("a loss 5 s after the resume dialled at once: dials %v", h.dials)
+	if d := h.lastDelay(); d != backoffFirst {
+		t.Fatalf("a loss 5 s after the resume: delay %v, want the backoff's %v", d, backoffFirst)
 	}
-	h7 := newHarness(t, 7)
-	h7.start()
-	s = h7.ready()
-	h7.c.Resumed(h7.now)
-	h7.closed(s)
-	if len(h7.dials) != 1 {
-		t.Fatalf("stage 7 dialled at once after a resume: dials %v", h7.dials)
+	// Once per wake: READY again (a new run is not started by the cooldown
+	// within 2 s), lost again within the window: the backoff.
+	h, s = setup(8, false)
+	h.closed(s)
+	h.advance(wakeDelay)
+	s = h.last()
+	h.open(s)
+	h.ping(s, 1000)
+	h.subscribed(s)
+	h.advance(time.Second)
+	h.closed(s)
+	if d := h.lastDelay(); d == wakeDelay {
+		t.Fatalf("a second loss after one resume: delay %v, want the backoff's", d)
 	}
 }
 
 // A page that sleeps less than the cooldown (5 s) after a reconnect was
 // READY for longer than the cooldown by the time it wakes: the close heard
 // on waking finds the cooldown's timer late, and the run of failures is
-// over before the loss is decided (a new run, its first attempt at once),
-// as it would have been awake.
+// over before the loss is decided (a new run, its first attempt soon), as
+// it would have been awake.
 func TestACloseOnWakingAfterAShortReadyEndsTheRunFirst(t *testing.T) {
 	h := newHarness(t, 8)
 	h.start()
@@ -291,10 +323,44 @@ func TestACloseOnWakingAfterAShortReadyEndsTheRunFirst(t *testing.T) {
 	h.advance(time.Second)              // READY 1 s, the cooldown 5 s
 	h.now = h.now.Add(40 * time.Second) // frozen: no timer ran
 	h.closed(s)
-	if len(h.dials) != 3 {
-		t.Fatalf("dials %v: want the first attempt of a new run at once", h.dials)
+	if r := h.records[len(h.records)-1]; r.Delay != wakeDelay || r.Attempt != 1 {
+		t.Fatalf("record %+v: want attempt 1 of a new run, %v", r, wakeDelay)
 	}
-	if r := h.records[len(h.records)-1]; r.Delay != 0 || r.Attempt != 1 {
-		t.Fatalf("record %+v: want attempt 1 with no delay", r)
+}
+
+// fireOverdue does what a driver does with a timer armed in the past:
+// fires it at once.
+func (h *harness) fireOverdue() {
+	for i := 0; i < 5 && !h.timer.IsZero() && !h.timer.After(h.now); i++ {
+		h.timer = time.Time{}
+		h.c.Tick(h.now)
+		h.drain()
+	}
+}
+
+// One sleep is one jump: a close heard on waking counts it, and the Tick
+// that follows for a deadline still overdue (a pending dial's degraded
+// and offline deadlines, a queued request's timeout) does not count it
+// again, nor credits the window with it twice.
+func TestOneSleepIsOneJump(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		h := newHarness(t, 8, func(c *Config) { c.Window = 2 * time.Minute })
+		h.start()
+		s := h.ready()
+		h.keepAlive(s, 6*time.Second) // past the cooldown
+		if queued {
+			h.queued(10 * time.Second)
+		} else {
+			h.closed(s) // a run starts; the dial is pending, not READY
+			h.advanceToDial()
+			s = h.last()
+		}
+		h.now = h.now.Add(time.Hour)
+		h.closed(s)
+		h.fireOverdue()
+		_, w := h.c.rc.Left(h.c.at(h.now))
+		if h.c.Stats().ClockJumps != 1 || w > 2*time.Minute {
+			t.Fatalf("queued %v: %d jumps, window left %v: want 1 jump and at most the 2 m window", queued, h.c.Stats().ClockJumps, w)
+		}
 	}
 }

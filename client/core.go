@@ -46,7 +46,7 @@ type Stats struct {
 	ProbesAnswered int
 	ProbeRTT       time.Duration
 	// Stage 8.
-	ClockJumps int // Ticks that found a timer far late (clock.go)
+	ClockJumps int // timers found far late, by a Tick or as a close was heard (clock.go)
 	SendStalls int // sockets closed because their sends stopped draining
 	HTTPProbes int // EffProbeHTTP effects: WebSocket attempts kept failing
 	Moves      int // moves from the fallback transport back to the preferred one
@@ -81,7 +81,8 @@ type Core struct {
 	follower    bool      // another tab holds the connection
 	leaderState State     // a follower's: the leader's, as relayed (tabs.go)
 	jumped      bool      // this Tick found the clock jumped: the watchdog probes instead of killing
-	wokeAt      time.Time // the last resume, or clock jump on a visible page (clock.go); zero: never
+	wokeAt      time.Time // the last resume, or clock jump on a visible page, not yet used or outlived (clock.go); zero: none
+	jumpAt      time.Time // when the last jump was found: lateness counts from it, once (clock.go)
 	buffered    int       // the current socket's last reported queued bytes
 	stallProbe  uint64    // the id of the send-stall probe out, if any
 

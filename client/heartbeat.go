@@ -55,6 +55,7 @@ func (c *Core) stillAlive(now time.Time, ack bool) {
 		c.stats.ProbeRTT = c.srtt
 	}
 	c.probing = false
+	c.wokeAt = time.Time{} // the socket outlived the wake (clock.go)
 	c.stats.ProbesAnswered++
 	c.dl[dlWatchdog] = now.Add(time.Duration(probeAfter * float64(c.pingInterval)))
 }

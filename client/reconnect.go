@@ -8,8 +8,9 @@ import "time"
 // cancels a scheduled reconnect, online resets the backoff and reconnects
 // after a small random delay) and for a visible page (stage 6), and what a
 // disconnect means (stage 6, classify.go). This file asks it and does what
-// it says. A laptop waking from sleep needs nothing special: the watchdog
-// notices the missing pings.
+// it says. A laptop waking from sleep needs nothing special before stage 8:
+// the watchdog notices the missing pings (stage 8's rules for a wake are
+// clock.go's).
 
 // scheduleReconnect asks the Reconnector what follows the loss of a
 // connection or an attempt, records the decision, and carries it out.
@@ -17,7 +18,11 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 	if c.ended != NotEnded {
 		return
 	}
-	cause.Woke = c.woke(now)
+	if cause.By != ByServer && c.woke(now) {
+		// Lost as the client woke (clock.go); once per wake. A server's
+		// close frame is heard by every client in the same instant: never.
+		cause.Woke, c.wokeAt = true, time.Time{}
+	}
 	d := c.rc.Failed(c.at(now), cause, c.cfg.Rand)
 	if c.rc.TakeProbe() {
 		c.stats.HTTPProbes++

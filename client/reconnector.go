@@ -250,8 +250,9 @@ func (rc *Reconnector) failed(at time.Duration, c Cause, r float64) Decision {
 	d.Delay = rc.nextAt(at, r)
 	if first && c.Woke && rc.r.jumps {
 		// The device's own wake is in step with no other client's
-		// (clock.go): no jitter to spread, the first attempt goes now.
-		d.Delay = 0
+		// (clock.go): the first attempt waits only the small random delay
+		// that follows online, not the backoff's draw.
+		d.Delay = rc.Soon(r)
 	}
 	if class == ClassRetryAfter && c.RetryAfter > 0 {
 		// The server's time (a reconnect slot) plus a small jitter, so a
