@@ -35,6 +35,7 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		{Options{TenantMsgRate: math.NaN()}, "Options.TenantMsgRate is NaN"},
 		{Options{TenantMsgBurst: 5}, "Options.TenantMsgBurst is 5 without a TenantMsgRate"},
 		{Options{TenantMsgRate: 1, TenantMsgBurst: -1}, "Options.TenantMsgBurst is -1"},
+		{Options{JWT: &JWTOptions{PublicKeyPEM: []byte("not a PEM block")}}, "PEM"},
 	}
 	for _, c := range cases {
 		o := c.o
@@ -48,6 +49,16 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "failed to create the server: ") {
 			t.Errorf("error %q, want it to say %q", err, c.want)
 		}
+		// Validate refuses the same, with the same words, making nothing.
+		if verr := o.Validate(); verr == nil || verr.Error() != err.Error() {
+			t.Errorf("%+v: Validate says %v, New %v", c.o, verr, err)
+		}
+	}
+	if err := (*Options)(nil).Validate(); err != nil {
+		t.Errorf("nil options: Validate says %v", err)
+	}
+	if err := (&Options{Demo: true, PingInterval: 25 * time.Second}).Validate(); err != nil {
+		t.Errorf("valid options: Validate says %v", err)
 	}
 	// Every problem is named at once.
 	_, err := New(&Options{MaxConns: -1, FeedInterval: -1, Logger: discard()})

@@ -88,6 +88,18 @@ type connCounters struct {
 	peerCloses      CloseCounts
 }
 
+// Validate reports what New would refuse in o (nil: all defaults), and
+// says which fields, without making a server: a command can refuse bad
+// options before it opens a store or a listener.
+func (o *Options) Validate() error {
+	c, err := o.cloneWithDefaults()
+	if err != nil {
+		return err
+	}
+	_, err = newAuthority(c)
+	return err
+}
+
 // New makes a server from opts (nil: all defaults) and starts its
 // heartbeat (and, with NATS, presence's); Close stops them. It fails only
 // when opts holds a value Options rules out, and says which, or when it

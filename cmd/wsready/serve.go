@@ -204,6 +204,26 @@ func serve(args []string) error {
 	if replicasSet && *natsURL == "" {
 		return usagef("serve: -nats-replicas needs -nats (an embedded server, -data, keeps one copy)")
 	}
+	// Every option the server would refuse is refused here, before a
+	// store is opened or anything listens (the flags' usage error).
+	opts := &server.Options{
+		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
+		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
+		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
+		TrustedProxies: proxies, MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
+		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
+		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
+		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst, JWT: jwtOpts,
+		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
+		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
+		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
+		Publish: *publish, NoFeed: !*feedLeader, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
+		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs,
+		Logger: log,
+	}
+	if err := opts.Validate(); err != nil {
+		return &usageError{fmt.Errorf("serve: %w", err)}
+	}
 	lim := server.Retention{MaxMsgs: *histMsgs, MaxBytes: *histBytes, MaxAge: *histAge}
 	var history server.History
 	switch {
@@ -240,24 +260,11 @@ func serve(args []string) error {
 	if *node == "" {
 		*node = displayAddr(ln.Addr())
 	}
-	srv, err := server.New(&server.Options{
-		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
-		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
-		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
-		TrustedProxies: proxies, MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
-		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
-		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
-		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst, JWT: jwtOpts,
-		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
-		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
-		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
-		Publish: *publish, NoFeed: !*feedLeader, History: history, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
-		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs, Node: *node,
-		Logger: log,
-	})
+	opts.History, opts.Node = history, *node
+	srv, err := server.New(opts)
 	if err != nil {
-		// An option the flags above let through (an -origins pattern):
-		// the server never took the history.
+		// Validate saw the options: New fails only where it differs (the
+		// history and the node are set now); it never took the history.
 		ln.Close()
 		if history != nil {
 			history.Close()

@@ -42,6 +42,12 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 	shortSecret, goodSecret := filepath.Join(dir, "short"), filepath.Join(dir, "good")
 	os.WriteFile(shortSecret, []byte("too short\n"), 0o600)
 	os.WriteFile(goodSecret, []byte(strings.Repeat("s", 32)+"\n"), 0o600)
+	hold, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	held := hold.Addr().String()
 	for _, args := range [][]string{
 		{"-max-conns", "0"}, {"-max-conns-per-ip", "-1"}, {"-max-queued-bytes", "0"}, {"-max-pending-replies", "0"},
 		{"-write-timeout", "0s"}, {"-message-timeout", "-1s"}, {"-ping", "0s"}, {"-ping", "2h"}, {"-feed", "0s"},
@@ -58,7 +64,9 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 		{"-trusted-proxies", "10.0.0.0/33"}, {"-trusted-proxies", "10.0.0.0/8,proxy.example"},
 		{"-tls-cert", goodSecret}, {"-tls-key", goodSecret},
 	} {
-		err := serve(args)
+		// The address is one this test holds: an invalid flag that got
+		// as far as the listen would fail there, not with a usage error.
+		err := serve(append([]string{"-addr", held}, args...))
 		var ue *usageError
 		if err == nil || !errors.As(err, &ue) {
 			t.Errorf("serve %v: %v, want a usage error", args, err)
