@@ -18,7 +18,9 @@ import "time"
 // keyChars is base64url's alphabet: a key is protocol.ValidKey.
 const keyChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-// keyLen is a drawn key's length: 96 bits from a good source.
+// keyLen is a drawn key's length: 96 bits from Config.Rand (the browser
+// draws from Math.random, seeded per page): unique per client, not a
+// secret (the server scopes keys per identity, or per network address).
 const keyLen = 16
 
 // newKey draws an idempotency key from the config's random source (the

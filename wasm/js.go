@@ -3,6 +3,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/internal/bridge"
 )
@@ -39,10 +41,14 @@ func describe(r any) string {
 	return "a panic"
 }
 
-// random is the page's Math.random(), in [0, 1): the reconnect jitter's
-// draws, the tab's id and its silence jitter. The browser seeds it per
-// page, which is all a fleet's spread needs, and math/rand's code stays
-// out of the wasm. 0.5 if JavaScript has none (it always has).
+// random is the page's Math.random(), in [0, 1): Config.Rand (the
+// reconnect jitter, the idempotency keys of queued requests, the session
+// ref), the tab's id and its silence jitter. The browser seeds it per
+// page, which is what each of these needs: a fleet's spread, and values
+// unique per page; none of them is a secret (Math.random is not a
+// cryptographic source). math/rand's code stays out of the wasm. Should
+// JavaScript fail to answer (it does not), the clock's nanoseconds: never
+// one constant for every page.
 func random() float64 {
 	if m, err := safejs.Global().Get("Math"); err == nil {
 		if v, err := m.Call("random"); err == nil {
@@ -51,7 +57,7 @@ func random() float64 {
 			}
 		}
 	}
-	return 0.5
+	return float64(time.Now().Nanosecond()) / 1e9
 }
 
 func consoleError(msg string) {
