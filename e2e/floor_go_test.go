@@ -5,8 +5,6 @@ package e2e
 import (
 	"fmt"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,19 +114,12 @@ func measureNoWasmLoad() (string, error) {
 		return "", err
 	}
 	defer env.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := serveApp(htmlPage(noWasmPage))
 	if err != nil {
-		return "", fmt.Errorf("failed to listen: %w", err)
+		return "", err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/nowasm.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte(noWasmPage))
-	})
-	app := &http.Server{Handler: mux}
-	go app.Serve(ln)
-	defer app.Close()
-	url := fmt.Sprintf("http://%s/nowasm.html?ws=ws%s/ws", ln.Addr().String(), env.Base[len("http"):])
+	defer stop()
+	url := fmt.Sprintf("%s/nowasm.html?ws=ws%s/ws", base, env.Base[len("http"):])
 	fast, slow, err := loadLinks(url, []string{"wsready:event:dial", "wsready:event:open", "wsready:event:ping", "wsready:event:subscribed", "wsready:ready"})
 	if err != nil {
 		return "", fmt.Errorf("the page without wasm: %w", err)
@@ -163,14 +154,12 @@ func measureHelloLoad() (string, error) {
 		return "", err
 	}
 	defer env.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := serveApp(env.Srv.StaticHandler(os.DirFS(dir)))
 	if err != nil {
-		return "", fmt.Errorf("failed to listen: %w", err)
+		return "", err
 	}
-	app := &http.Server{Handler: env.Srv.StaticHandler(os.DirFS(dir))}
-	go app.Serve(ln)
-	defer app.Close()
-	url := fmt.Sprintf("http://%s/hello.html", ln.Addr().String())
+	defer stop()
+	url := base + "/hello.html"
 	fast, slow, err := loadLinks(url, []string{"wsready:load", "wsready:wasm-exec", "wsready:instantiated", "wsready:go-started"})
 	if err != nil {
 		return "", fmt.Errorf("Go's hello world: %w", err)
@@ -256,23 +245,6 @@ func loadLinks(url string, order []string) (fast, slow []Load, err error) {
 		}
 	}
 	return fast, slow, nil
-}
-
-// inOrder is check's first half for a page of its own: every mark of
-// order present, none before the one ahead of it.
-func (l Load) inOrder(order []string) error {
-	prev := 0.0
-	for _, k := range order {
-		v, ok := l[k]
-		if !ok {
-			return fmt.Errorf("mark %s missing: %v", k, l)
-		}
-		if v < prev {
-			return fmt.Errorf("mark %s at %.0f ms, before the one ahead of it (%.0f ms): %v", k, v, prev, l)
-		}
-		prev = v
-	}
-	return nil
 }
 
 func goStartedMs(ls []Load) []int64 {

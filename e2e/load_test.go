@@ -158,10 +158,9 @@ func loadOnce(url string, link Link) (Load, error) {
 	return Eval[Load](b, collectMarks)
 }
 
-// check reports a load whose marks are missing or out of order: the
-// breakdown would then mislead.
-func (l Load) check() error {
-	order := []string{"wsready:load", "wsready:wasm-exec", "wsready:instantiated", "wsready:go-started", "wsready:connect", "wsready:event:dial", "wsready:event:open", "wsready:event:ping", "wsready:event:subscribed", "wsready:ready"}
+// inOrder reports a mark of order missing, or before the one ahead of
+// it (check's first half; the floors' pages check their own marks).
+func (l Load) inOrder(order []string) error {
 	prev := 0.0
 	for _, k := range order {
 		v, ok := l[k]
@@ -172,6 +171,15 @@ func (l Load) check() error {
 			return fmt.Errorf("mark %s at %.0f ms, before the one ahead of it (%.0f ms): %v", k, v, prev, l)
 		}
 		prev = v
+	}
+	return nil
+}
+
+// check reports a load whose marks are missing or out of order: the
+// breakdown would then mislead.
+func (l Load) check() error {
+	if err := l.inOrder([]string{"wsready:load", "wsready:wasm-exec", "wsready:instantiated", "wsready:go-started", "wsready:connect", "wsready:event:dial", "wsready:event:open", "wsready:event:ping", "wsready:event:subscribed", "wsready:ready"}); err != nil {
+		return err
 	}
 	if l["wasm:bytes"] <= 0 {
 		return fmt.Errorf("no resource timing for wsready.wasm: %v", l)

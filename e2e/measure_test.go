@@ -151,14 +151,12 @@ func measureViteLoad() (string, error) {
 		return "", err
 	}
 	defer env.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := serveApp(gzipStatic(viteDist))
 	if err != nil {
 		return "", err
 	}
-	app := &http.Server{Handler: gzipStatic(viteDist)}
-	go app.Serve(ln)
-	defer app.Close()
-	url := "http://" + ln.Addr().String() + "/?ws=ws" + env.Base[len("http"):] + "/ws"
+	defer stop()
+	url := base + "/?ws=ws" + env.Base[len("http"):] + "/ws"
 	fast, err := LoadBreakdownURL(url, Link{}, loadTrials)
 	if err != nil {
 		return "", err
@@ -208,23 +206,18 @@ func measureFloorLoad() (string, error) {
 		return "", err
 	}
 	defer env.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	mux := http.NewServeMux()
+	mux.Handle("/floor.html", htmlPage(floorPage))
+	mux.Handle("/", env.Srv.StaticHandler(web.FS()))
+	base, stop, err := serveApp(mux)
 	if err != nil {
 		return "", err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/floor.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte(floorPage))
-	})
-	mux.Handle("/", env.Srv.StaticHandler(web.FS()))
-	app := &http.Server{Handler: mux}
-	go app.Serve(ln)
-	defer app.Close()
+	defer stop()
 	var md strings.Builder
 	md.WriteString("\n### The floor\n\nAn empty page (e2e's floorPage: no UI, no token, no other request): an inline script in its head fetches and compiles the wasm (streaming) as the demo's index.html does, then a module imports wsready.js and calls connect() with the demo's topic; the files from StaticHandler (brotli) on one origin, the demo server's endpoint on another. The \"Go started\" row is the floor of the wasm alone, the READY row the floor of READY: what the demo spends beyond them is its own page.\n")
 	for _, stage := range []int{7, 8} {
-		url := fmt.Sprintf("http://%s/floor.html?stage=%d&ws=ws%s/ws", ln.Addr().String(), stage, env.Base[len("http"):])
+		url := fmt.Sprintf("%s/floor.html?stage=%d&ws=ws%s/ws", base, stage, env.Base[len("http"):])
 		fast, err := LoadBreakdownURL(url, Link{}, loadTrials)
 		if err != nil {
 			return "", err
@@ -244,6 +237,27 @@ func measureFloorLoad() (string, error) {
 		md.WriteString(BreakdownTable(LoadRun{fmt.Sprintf("floor, stage %d, loopback", stage), fast}) + "\n" + BreakdownTable(LoadRun{fmt.Sprintf("floor, stage %d, 10 Mbit/s, 40 ms", stage), slow}))
 	}
 	return md.String(), nil
+}
+
+// serveApp serves h from a loopback port of its own (a page's origin,
+// apart from the demo server's) and returns its base URL and the func
+// that stops it.
+func serveApp(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("failed to listen: %w", err)
+	}
+	app := &http.Server{Handler: h}
+	go app.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { app.Close() }, nil
+}
+
+// htmlPage serves page as an HTML document.
+func htmlPage(page string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(page))
+	}
 }
 
 // loadAverage is the 1-minute load average (/proc/loadavg), or "unknown".
