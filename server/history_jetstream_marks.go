@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/wsready/wsready/protocol"
@@ -221,11 +222,34 @@ type kvMarks struct {
 const kvStreamPrefix = "KV_"
 
 // openKVMarks opens the marks bucket, making it with replicas copies if it
-// does not exist (an existing one is given them by the caller).
+// does not exist (an existing one is given them by the caller). A request
+// that times out is asked again, within ctx and jsReadyTimeout: a cluster
+// that has just formed, or is busy, can answer a bucket's creation (its
+// replicas placed, its leader elected) after the API's own 5 s; the
+// creation may have been done meanwhile, and then the bucket is found.
 func openKVMarks(ctx context.Context, js jetstream.JetStream, replicas int) (*kvMarks, error) {
+	until := time.Now().Add(jsReadyTimeout)
+	created := false // an attempt asked to make the bucket
+	for {
+		m, err := openKVMarksOnce(ctx, js, replicas, &created)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(until) {
+			return m, err
+		}
+		t := time.NewTimer(250 * time.Millisecond) // between attempts: never a busy loop
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+func openKVMarksOnce(ctx context.Context, js jetstream.JetStream, replicas int, created *bool) (*kvMarks, error) {
 	kv, err := js.KeyValue(ctx, marksBucket)
-	isNew := false
+	isNew := err == nil && *created // made by an attempt that timed out
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		*created = true
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: marksBucket, History: 1, Storage: jetstream.FileStorage,
 			Replicas: replicas, Description: "wsready: each topic's stream id and highest seq handed out"})
 		isNew = err == nil
