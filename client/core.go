@@ -297,7 +297,7 @@ func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
 	// A frozen page hears of its socket's close before any late timer
 	// fires: the socket's own deadlines, overdue, say it slept (clock.go).
 	c.checkClock(now)
-	c.jumped = false
+	c.jumped = false // the watchdog's flag: only a Tick's jump makes it probe
 	if due(c.dl[dlCooldown], now) {
 		// READY for the cooldown, its timer late (the page slept): the
 		// backoff resets before the loss is decided, as it would have
