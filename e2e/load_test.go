@@ -77,7 +77,9 @@ const (
 
 // A Load is one page load's moments, in ms from navigation start, by name:
 // the page's marks ("wsready:..." from web/static/wsready.js) and the
-// wasm's resource timing ("wasm:start", "wasm:responseEnd", "wasm:bytes").
+// wasm's resource timing ("wasm:start", "wasm:responseEnd", "wasm:bytes");
+// and how long the browser took to settle before the navigation
+// ("browser:settle", ms; "browser:busy" 1 if it never went quiet).
 type Load map[string]float64
 
 // loadPoints are the moments a breakdown shows, in the order a load passes
@@ -144,6 +146,10 @@ func loadOnce(url string, link Link) (Load, error) {
 		return nil, err
 	}
 	defer b.Close()
+	waited, quiet, err := b.Settle()
+	if err != nil {
+		return nil, err
+	}
 	if link != (Link{}) {
 		if err := b.Throttle(link.Latency, link.BytesPerSec); err != nil {
 			return nil, err
@@ -155,7 +161,15 @@ func loadOnce(url string, link Link) (Load, error) {
 	if err := WaitJS(b, "performance.getEntriesByName('wsready:ready').length > 0", 30*time.Second); err != nil {
 		return nil, err
 	}
-	return Eval[Load](b, collectMarks)
+	l, err := Eval[Load](b, collectMarks)
+	if err != nil {
+		return nil, err
+	}
+	l["browser:settle"] = float64(waited.Milliseconds())
+	if !quiet {
+		l["browser:busy"] = 1
+	}
+	return l, nil
 }
 
 // inOrder reports a mark of order missing, or before the one ahead of
@@ -242,7 +256,31 @@ func BreakdownTable(r LoadRun) string {
 		fmt.Fprintf(&b, "| %s%s | %.0f (%.0f) | %+.0f |\n", x.label, note, x.median, x.max, x.median-prev)
 		prev = x.median
 	}
+	b.WriteString(settleNote(r.Loads))
 	return b.String()
+}
+
+// settleNote says how long the browser took to settle before each of ls
+// (Browser.Settle), and how many never went quiet.
+func settleNote(ls []Load) string {
+	var waits []float64
+	busy := 0
+	for _, l := range ls {
+		if v, ok := l["browser:settle"]; ok {
+			waits = append(waits, v)
+		}
+		if l["browser:busy"] > 0 {
+			busy++
+		}
+	}
+	if len(waits) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("\nNavigated once the browser had settled: %.0f-%.0f ms after its start", slices.Min(waits), slices.Max(waits))
+	if busy > 0 {
+		s += fmt.Sprintf("; in %d of %d loads it was still busy after %s (the machine was)", busy, len(ls), settleMax)
+	}
+	return s + ".\n"
 }
 
 func medianWorstF(v []float64) (float64, float64) {

@@ -53,6 +53,9 @@ func TestTraceLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	if _, _, err := b.Settle(); err != nil { // as TestMeasureLoad's loads do
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var events []json.RawMessage
 	complete := make(chan struct{})
