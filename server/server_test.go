@@ -3,6 +3,8 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -661,6 +664,59 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 	}
 	if err := <-readErr; websocket.CloseStatus(err) != websocket.StatusGoingAway && !errors.Is(err, io.EOF) {
 		t.Fatalf("client saw %v, want 1001", err)
+	}
+}
+
+// A text file with no precompressed sibling is gzipped by StaticHandler
+// itself when that pays (big enough, compressible); the rest go as they
+// are, and a precompressed sibling is never replaced.
+func TestStaticGzipsTextFilesItself(t *testing.T) {
+	js := []byte(strings.Repeat("export const answer = () => 42; // the page's script\n", 100))
+	noise := make([]byte, 4096)
+	rand.NewChaCha8([32]byte{1}).Read(noise) // a .txt that gzip cannot shrink
+	fsys := fstest.MapFS{
+		"app.js":      {Data: js},
+		"tiny.css":    {Data: []byte("body{margin:0}")},
+		"noise.txt":   {Data: noise},
+		"big.wasm":    {Data: bytes.Repeat([]byte{0}, 4096)},
+		"given.js":    {Data: js},
+		"given.js.gz": {Data: []byte("precompressed")},
+	}
+	f := newSite(t, nil, fsys)
+	get := func(path, accept string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", f.hs.URL+path, nil)
+		req.Header.Set("Accept-Encoding", accept)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, b
+	}
+	resp, body := get("/app.js", "gzip, deflate, br")
+	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" || len(body) >= len(js)/4 {
+		t.Fatalf("app.js with gzip accepted: %v, %d bytes of %d", resp.Header, len(body), len(js))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, err := io.ReadAll(zr); err != nil || !bytes.Equal(plain, js) {
+		t.Fatalf("app.js gunzipped: %v, %d bytes, want the file's %d", err, len(plain), len(js))
+	}
+	gzETag := resp.Header.Get("ETag")
+	resp, body = get("/app.js", "br")
+	if resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(body, js) || resp.Header.Get("ETag") == gzETag {
+		t.Fatalf("app.js without gzip accepted: %v, %d bytes", resp.Header, len(body))
+	}
+	for _, p := range []string{"/tiny.css", "/noise.txt", "/big.wasm"} {
+		if resp, body := get(p, "gzip"); resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(body, fsys[p[1:]].Data) {
+			t.Errorf("%s: %v, %d bytes: want it as it is", p, resp.Header, len(body))
+		}
+	}
+	if _, body := get("/given.js", "gzip"); string(body) != "precompressed" {
+		t.Errorf("given.js: %q, want its own .gz", body)
 	}
 }
 
