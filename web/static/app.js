@@ -22,7 +22,7 @@ const demo = window.wsreadyDemo = {
   stage: null, error: null, state: null, updates: 0, lastUpdateAt: 0, lastSeq: 0,
   log: [], results: [], records: [], client: null, server: null,
   // The page's client id, for tickets (and the Revoke switch).
-  clientId: 'page-' + Math.random().toString(36).slice(2, 10),
+  clientId: window.demoClientId ?? 'page-' + Math.random().toString(36).slice(2, 10),
   tokensFetched: 0,
   // For the e2e suite: when READY changed ({t, ready}) and when updates came (ms).
   transitions: [], updateTimes: [],
@@ -74,7 +74,10 @@ function setLight(name, level) {
 
 function renderState(s) {
   // Page load to READY, from navigation start (the e2e suite reads it).
-  if (s.ready && demo.firstReadyMs === undefined) demo.firstReadyMs = Math.round(performance.now());
+  if (s.ready && demo.firstReadyMs === undefined) {
+    demo.firstReadyMs = Math.round(performance.now());
+    Object.assign($('icon'), { type: 'image/svg+xml', href: 'favicon.svg' }); // not before: see index.html
+  }
   if (!demo.state || demo.state.ready !== s.ready) demo.transitions.push({ t: Date.now(), ready: s.ready });
   demo.state = s;
   setLight('transport', s.transport);
@@ -114,10 +117,19 @@ function renderRecord(r) {
 let cachedToken; // a promise of the ticket, shared by concurrent callers
 function token({ force }) {
   if (!cachedToken || force) {
-    cachedToken = api('/api/token', { clientId: demo.clientId }).then((r) => { demo.tokensFetched++; return r.token; });
+    // The first is index.html's early request (window.demoTicket), used
+    // once; if it failed, or for a forced refresh, the page asks anew.
+    const early = force ? undefined : window.demoTicket;
+    window.demoTicket = undefined;
+    cachedToken = early ? early.then((r) => (r ? (demo.tokensFetched++, r.token) : fetchTicket()), fetchTicket) : fetchTicket();
     cachedToken.catch(() => { cachedToken = undefined; });
   }
   return cachedToken;
+}
+
+// fetchTicket asks the server for a ticket for this page's client id.
+function fetchTicket() {
+  return api('/api/token', { clientId: demo.clientId }).then((r) => { demo.tokensFetched++; return r.token; });
 }
 
 const pad = (n, w = 2) => String(n).padStart(w, '0');
