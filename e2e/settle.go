@@ -23,7 +23,7 @@ import (
 const (
 	settleQuiet  = 50 * time.Millisecond // CPU time the browser's processes may use per settleWindow: 25% of one CPU
 	settleWindow = 200 * time.Millisecond
-	settleMax    = 5 * time.Second // then navigate anyway (a busy machine): Settle's error says so
+	settleMax    = 5 * time.Second // then navigate anyway (a busy machine): Settle reports false
 )
 
 // Settle waits until b's Chromium (the browser process and every process
