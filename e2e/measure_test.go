@@ -83,7 +83,7 @@ func TestMeasureLoad(t *testing.T) {
 	defer env.Close()
 	loadAtStart := loadAverage()
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Page load to READY\n\nMade by `make build example && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureLoad -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work: the demo at `?stage=N` in a fresh headless Chromium profile per load (a cold cache), %d loads per row, times in ms from navigation start to the page's marks (`performance.mark`, `wsready:*`, from web/static/wsready.js; the wasm's download from its resource timing). Goals: READY within 300 ms on loopback and 1.0 s on the emulated link (medians).\n", time.Now().UTC().Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), loadTrials)
+	fmt.Fprintf(&md, "## Page load to READY\n\nMade by `make build example && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureLoad -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work: the demo at `?stage=N` in a fresh headless Chromium profile per load (a cold cache), navigated once the browser has settled (e2e/settle.go: a user's browser is running before they open a page), %d loads per row, times in ms from navigation start to the page's marks (`performance.mark`, `wsready:*`, from web/static/wsready.js; the wasm's download from its resource timing). Goals: READY within 300 ms on loopback and 1.0 s on the emulated link (medians).\n", time.Now().UTC().Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), loadTrials)
 	for _, stage := range []int{7, 8} {
 		fast, err := LoadBreakdown(env, Link{}, stage, loadTrials)
 		if err != nil {
