@@ -165,20 +165,26 @@ func (h *jsHistory) scale(ctx context.Context, name, what string) error {
 }
 
 // scaleAll gives every wsready stream the replicas asked for, as a
-// History starts.
+// History starts; a request that times out is asked again
+// (retryTimeouts), as the marks bucket's open is.
 func (h *jsHistory) scaleAll(ctx context.Context) error {
-	l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
 	var names []string
-	for name := range l.Name() {
-		names = append(names, name)
-	}
-	if err := l.Err(); err != nil {
+	err := retryTimeouts(ctx, func() error {
+		names = names[:0]
+		l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
+		for name := range l.Name() {
+			names = append(names, name)
+		}
+		return l.Err()
+	})
+	if err != nil {
 		return fmt.Errorf("failed to list the wsready streams: %w", err)
 	}
 	for _, name := range names {
 		// Named in logs as streamRef names it (the hash of its name).
 		sum := sha256.Sum256([]byte(name))
-		if err := h.scale(ctx, name, "stream "+hex.EncodeToString(sum[:8])); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		err := retryTimeouts(ctx, func() error { return h.scale(ctx, name, "stream "+hex.EncodeToString(sum[:8])) })
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return err
 		}
 	}
@@ -219,7 +225,7 @@ func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions)
 	} else {
 		h.store, err = openKVMarks(ctx, js, o.replicas())
 		if err == nil {
-			err = h.scale(ctx, kvStreamPrefix+marksBucket, "the high-water mark bucket")
+			err = retryTimeouts(ctx, func() error { return h.scale(ctx, kvStreamPrefix+marksBucket, "the high-water mark bucket") })
 		}
 	}
 	if err != nil {

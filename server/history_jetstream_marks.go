@@ -222,24 +222,38 @@ type kvMarks struct {
 const kvStreamPrefix = "KV_"
 
 // openKVMarks opens the marks bucket, making it with replicas copies if it
-// does not exist (an existing one is given them by the caller). A request
-// that times out is asked again, within ctx and jsReadyTimeout: a cluster
-// that has just formed, or is busy, can answer a bucket's creation (its
-// replicas placed, its leader elected) after the API's own 5 s; the
-// creation may have been done meanwhile, and then the bucket is found.
+// does not exist (an existing one is given them by the caller), asking
+// again after a timeout (retryTimeouts): the creation may have been done
+// meanwhile, and then the bucket is found, as new.
 func openKVMarks(ctx context.Context, js jetstream.JetStream, replicas int) (*kvMarks, error) {
-	until := time.Now().Add(jsReadyTimeout)
 	created := false // an attempt asked to make the bucket
+	var m *kvMarks
+	err := retryTimeouts(ctx, func() (err error) {
+		m, err = openKVMarksOnce(ctx, js, replicas, &created)
+		return err
+	})
+	return m, err
+}
+
+// retryTimeouts runs op again while it fails on a timeout of its own
+// request (context.DeadlineExceeded with ctx still live), 250 ms apart,
+// within ctx and jsReadyTimeout. A cluster that has just formed, or is
+// busy, can answer a request that places replicas or elects a leader (a
+// bucket's or a stream's creation, a change of its replicas) after the
+// JetStream API's own 5 s. op must be safe to ask again: it looks before
+// it changes.
+func retryTimeouts(ctx context.Context, op func() error) error {
+	until := time.Now().Add(jsReadyTimeout)
 	for {
-		m, err := openKVMarksOnce(ctx, js, replicas, &created)
+		err := op()
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(until) {
-			return m, err
+			return err
 		}
 		t := time.NewTimer(250 * time.Millisecond) // between attempts: never a busy loop
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return err
 		case <-t.C:
 		}
 	}

@@ -5,6 +5,8 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -59,5 +61,73 @@ func TestTheMarksBucketGivesUpWithItsContext(t *testing.T) {
 	_, err := openKVMarks(ctx, f, 3)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second || f.lookups < 2 || f.lookups > 10 {
 		t.Fatalf("err %v after %v and %d lookups: want the timeout, asked again a few times, within the context", err, time.Since(start), f.lookups)
+	}
+}
+
+// lateStreamsJS answers the first listing of the streams and the first
+// lookup of each late (a timeout); after that the stream has one replica,
+// and its change to more is answered. Only the three methods scaleAll
+// calls are implemented.
+type lateStreamsJS struct {
+	jetstream.JetStream
+	listings int
+	lookups  map[string]int
+	updated  []int // the replicas each UpdateStream asked for
+}
+
+type nameList struct {
+	ch  chan string
+	err error
+}
+
+func (l *nameList) Name() <-chan string { return l.ch }
+func (l *nameList) Err() error          { return l.err }
+
+func (f *lateStreamsJS) StreamNames(ctx context.Context, opts ...jetstream.StreamListOpt) jetstream.StreamNameLister {
+	f.listings++
+	ch := make(chan string, 2)
+	if f.listings == 1 {
+		close(ch)
+		return &nameList{ch, context.DeadlineExceeded}
+	}
+	ch <- "wsready_a"
+	ch <- "wsready_b"
+	close(ch)
+	return &nameList{ch, nil}
+}
+
+// oneReplica is a stream of one replica (only CachedInfo is implemented).
+type oneReplica struct {
+	jetstream.Stream
+	name string
+}
+
+func (s oneReplica) CachedInfo() *jetstream.StreamInfo {
+	return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: s.name, Replicas: 1}}
+}
+
+func (f *lateStreamsJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	f.lookups[name]++
+	if f.lookups[name] == 1 {
+		return nil, context.DeadlineExceeded
+	}
+	return oneReplica{name: name}, nil
+}
+
+func (f *lateStreamsJS) UpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	f.updated = append(f.updated, cfg.Replicas)
+	return nil, nil
+}
+
+// Scaling the streams as a History starts asks again after a timeout: the
+// listing, and each stream's lookup.
+func TestScalingTheStreamsAsksAgainAfterATimeout(t *testing.T) {
+	f := &lateStreamsJS{lookups: map[string]int{}}
+	h := &jsHistory{js: f, o: JetStreamOptions{Replicas: 3}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := h.scaleAll(context.Background()); err != nil {
+		t.Fatalf("scaleAll: %v; want the timeouts asked again", err)
+	}
+	if f.listings != 2 || f.lookups["wsready_a"] != 2 || f.lookups["wsready_b"] != 2 || len(f.updated) != 2 || f.updated[0] != 3 || f.updated[1] != 3 {
+		t.Fatalf("listings %d, lookups %v, updates %v: want each asked twice and both streams given 3 replicas", f.listings, f.lookups, f.updated)
 	}
 }
