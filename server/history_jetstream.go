@@ -169,7 +169,7 @@ func (h *jsHistory) scale(ctx context.Context, name, what string) error {
 // (retryTimeouts), as the marks bucket's open is.
 func (h *jsHistory) scaleAll(ctx context.Context) error {
 	var names []string
-	err := retryTimeouts(ctx, func() error {
+	err := retryTimeouts(ctx, func(ctx context.Context) error {
 		names = names[:0]
 		l := h.js.StreamNames(ctx, jetstream.WithStreamListSubject(subjectPrefix+">"))
 		for name := range l.Name() {
@@ -183,7 +183,7 @@ func (h *jsHistory) scaleAll(ctx context.Context) error {
 	for _, name := range names {
 		// Named in logs as streamRef names it (the hash of its name).
 		sum := sha256.Sum256([]byte(name))
-		err := retryTimeouts(ctx, func() error { return h.scale(ctx, name, "stream "+hex.EncodeToString(sum[:8])) })
+		err := retryTimeouts(ctx, func(ctx context.Context) error { return h.scale(ctx, name, "stream "+hex.EncodeToString(sum[:8])) })
 		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return err
 		}
@@ -225,7 +225,9 @@ func NewJetStreamHistory(ctx context.Context, nc *nats.Conn, o JetStreamOptions)
 	} else {
 		h.store, err = openKVMarks(ctx, js, o.replicas())
 		if err == nil {
-			err = retryTimeouts(ctx, func() error { return h.scale(ctx, kvStreamPrefix+marksBucket, "the high-water mark bucket") })
+			err = retryTimeouts(ctx, func(ctx context.Context) error {
+				return h.scale(ctx, kvStreamPrefix+marksBucket, "the high-water mark bucket")
+			})
 		}
 	}
 	if err != nil {

@@ -228,24 +228,31 @@ const kvStreamPrefix = "KV_"
 func openKVMarks(ctx context.Context, js jetstream.JetStream, replicas int) (*kvMarks, error) {
 	created := false // an attempt asked to make the bucket
 	var m *kvMarks
-	err := retryTimeouts(ctx, func() (err error) {
+	err := retryTimeouts(ctx, func(ctx context.Context) (err error) {
 		m, err = openKVMarksOnce(ctx, js, replicas, &created)
 		return err
 	})
 	return m, err
 }
 
-// retryTimeouts runs op again while it fails on a timeout of its own
-// request (context.DeadlineExceeded with ctx still live), 250 ms apart,
-// within ctx and jsReadyTimeout. A cluster that has just formed, or is
-// busy, can answer a request that places replicas or elects a leader (a
-// bucket's or a stream's creation, a change of its replicas) after the
-// JetStream API's own 5 s. op must be safe to ask again: it looks before
-// it changes.
-func retryTimeouts(ctx context.Context, op func() error) error {
+// jsAttemptTimeout bounds each attempt retryTimeouts makes: the JetStream
+// API's own default, which it applies only to a context without a
+// deadline (a History's start runs under one).
+var jsAttemptTimeout = 5 * time.Second
+
+// retryTimeouts runs op, each time with a context of its own that ends
+// after jsAttemptTimeout, and again while op fails on that timeout (ctx
+// still live), 250 ms apart, within ctx and jsReadyTimeout. A cluster that
+// has just formed, or is busy, can answer a request that places replicas
+// or elects a leader (a bucket's or a stream's creation, a change of its
+// replicas) late. op must be safe to ask again: it looks before it
+// changes.
+func retryTimeouts(ctx context.Context, op func(context.Context) error) error {
 	until := time.Now().Add(jsReadyTimeout)
 	for {
-		err := op()
+		actx, cancel := context.WithTimeout(ctx, jsAttemptTimeout)
+		err := op(actx)
+		cancel()
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(until) {
 			return err
 		}
@@ -263,12 +270,16 @@ func openKVMarksOnce(ctx context.Context, js jetstream.JetStream, replicas int, 
 	kv, err := js.KeyValue(ctx, marksBucket)
 	isNew := err == nil && *created // made by an attempt that timed out
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		asked := *created
 		*created = true
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: marksBucket, History: 1, Storage: jetstream.FileStorage,
 			Replicas: replicas, Description: "wsready: each topic's stream id and highest seq handed out"})
 		isNew = err == nil
-		if errors.Is(err, jetstream.ErrBucketExists) { // another node made it first
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			// Another node made it first, or an earlier attempt of ours
+			// whose answer timed out did (then it is new, as above).
 			kv, err = js.KeyValue(ctx, marksBucket)
+			isNew = err == nil && asked
 		}
 		err = replicasError(err, replicas)
 	}

@@ -51,6 +51,40 @@ func TestTheMarksBucketIsOpenedAfterALateCreation(t *testing.T) {
 	}
 }
 
+// lagJS: the bucket's creation is made but its answer times out, the next
+// lookup still misses it (an answer that lags), and the next creation says
+// it exists.
+type lagJS struct {
+	jetstream.JetStream
+	creates, lookups int
+}
+
+func (f *lagJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	f.lookups++
+	if f.lookups <= 2 {
+		return nil, jetstream.ErrBucketNotFound
+	}
+	return nil, nil
+}
+
+func (f *lagJS) CreateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	f.creates++
+	if f.creates == 1 {
+		return nil, context.DeadlineExceeded
+	}
+	return nil, jetstream.ErrBucketExists
+}
+
+// A bucket that "already exists" after our own creation timed out is the
+// one we made: new, as when the retry's lookup finds it.
+func TestTheMarksBucketMadeByATimedOutAttemptIsNew(t *testing.T) {
+	f := &lagJS{}
+	m, err := openKVMarks(context.Background(), f, 3)
+	if err != nil || !m.fresh() || f.creates != 2 || f.lookups != 3 {
+		t.Fatalf("err %v, creates %d, lookups %d, fresh %v: want it found after the second creation, new", err, f.creates, f.lookups, m != nil && m.fresh())
+	}
+}
+
 // Timeouts that go on are given up within the caller's context, with the
 // cause.
 func TestTheMarksBucketGivesUpWithItsContext(t *testing.T) {
@@ -64,10 +98,10 @@ func TestTheMarksBucketGivesUpWithItsContext(t *testing.T) {
 	}
 }
 
-// lateStreamsJS answers the first listing of the streams and the first
-// lookup of each late (a timeout); after that the stream has one replica,
-// and its change to more is answered. Only the three methods scaleAll
-// calls are implemented.
+// lateStreamsJS does not answer the first listing of the streams nor the
+// first lookup of each (they wait for their context: an answer after the
+// timeout); after that the stream has one replica, and its change to more
+// is answered. Only the three methods scaleAll calls are implemented.
 type lateStreamsJS struct {
 	jetstream.JetStream
 	listings int
@@ -87,8 +121,9 @@ func (f *lateStreamsJS) StreamNames(ctx context.Context, opts ...jetstream.Strea
 	f.listings++
 	ch := make(chan string, 2)
 	if f.listings == 1 {
+		<-ctx.Done()
 		close(ch)
-		return &nameList{ch, context.DeadlineExceeded}
+		return &nameList{ch, ctx.Err()}
 	}
 	ch <- "wsready_a"
 	ch <- "wsready_b"
@@ -109,7 +144,8 @@ func (s oneReplica) CachedInfo() *jetstream.StreamInfo {
 func (f *lateStreamsJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
 	f.lookups[name]++
 	if f.lookups[name] == 1 {
-		return nil, context.DeadlineExceeded
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	return oneReplica{name: name}, nil
 }
@@ -119,12 +155,19 @@ func (f *lateStreamsJS) UpdateStream(ctx context.Context, cfg jetstream.StreamCo
 	return nil, nil
 }
 
-// Scaling the streams as a History starts asks again after a timeout: the
-// listing, and each stream's lookup.
+// Scaling the streams as a History starts asks again after a request
+// timed out: the listing, and each stream's lookup. It runs under the
+// start's own deadline, as NewJetStreamHistory runs it: the JetStream API
+// adds no timeout of its own to a context that has one, so each attempt
+// must (jsAttemptTimeout, shortened here).
 func TestScalingTheStreamsAsksAgainAfterATimeout(t *testing.T) {
+	defer func(d time.Duration) { jsAttemptTimeout = d }(jsAttemptTimeout)
+	jsAttemptTimeout = 100 * time.Millisecond
 	f := &lateStreamsJS{lookups: map[string]int{}}
 	h := &jsHistory{js: f, o: JetStreamOptions{Replicas: 3}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if err := h.scaleAll(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), jsCheckTimeout)
+	defer cancel()
+	if err := h.scaleAll(ctx); err != nil {
 		t.Fatalf("scaleAll: %v; want the timeouts asked again", err)
 	}
 	if f.listings != 2 || f.lookups["wsready_a"] != 2 || f.lookups["wsready_b"] != 2 || len(f.updated) != 2 || f.updated[0] != 3 || f.updated[1] != 3 {

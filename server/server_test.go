@@ -674,7 +674,13 @@ func TestStaticGzipsTextFilesItself(t *testing.T) {
 	js := []byte(strings.Repeat("export const answer = () => 42; // the page's script\n", 100))
 	noise := make([]byte, 4096)
 	rand.NewChaCha8([32]byte{1}).Read(noise) // a .txt that gzip cannot shrink
+	letters := make([]byte, 16<<10)
+	rand.NewChaCha8([32]byte{2}).Read(letters)
+	for i := range letters {
+		letters[i] = 'a' + letters[i]%26 // gzipped, still more than net/http buffers before it must chunk
+	}
 	fsys := fstest.MapFS{
+		"big.js":      {Data: letters},
 		"app.js":      {Data: js},
 		"tiny.css":    {Data: []byte("body{margin:0}")},
 		"noise.txt":   {Data: noise},
@@ -695,7 +701,7 @@ func TestStaticGzipsTextFilesItself(t *testing.T) {
 		return resp, b
 	}
 	resp, body := get("/app.js", "gzip, deflate, br")
-	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" || len(body) >= len(js)/4 {
+	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" || len(body) >= len(js)/4 || resp.ContentLength != int64(len(body)) {
 		t.Fatalf("app.js with gzip accepted: %v, %d bytes of %d", resp.Header, len(body), len(js))
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(body))
@@ -706,6 +712,10 @@ func TestStaticGzipsTextFilesItself(t *testing.T) {
 		t.Fatalf("app.js gunzipped: %v, %d bytes, want the file's %d", err, len(plain), len(js))
 	}
 	gzETag := resp.Header.Get("ETag")
+	// A stored encoding's length is known: said, not chunked.
+	if resp, body := get("/big.js", "gzip"); resp.Header.Get("Content-Encoding") != "gzip" || len(body) < 8<<10 || resp.ContentLength != int64(len(body)) {
+		t.Fatalf("big.js: %v, %d bytes, Content-Length %d: want gzip with its length", resp.Header, len(body), resp.ContentLength)
+	}
 	resp, body = get("/app.js", "br")
 	if resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(body, js) || resp.Header.Get("ETag") == gzETag {
 		t.Fatalf("app.js without gzip accepted: %v, %d bytes", resp.Header, len(body))

@@ -169,6 +169,13 @@ func (h *staticHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	hdr.Set("ETag", etag)
+	if hdr.Get("Content-Encoding") != "" {
+		// ServeContent leaves the length out of an encoded whole
+		// response (it assumes an encoding applied on the fly); ours is
+		// stored, so its length is known (a range, a 304 or an error
+		// replaces or removes this).
+		hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	http.ServeContent(w, r, "", f.modified, bytes.NewReader(body))
 }
 
