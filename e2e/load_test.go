@@ -276,9 +276,9 @@ func settleNote(ls []Load) string {
 	if len(waits) == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("\nNavigated once the browser had settled: %.0f-%.0f ms after its start", slices.Min(waits), slices.Max(waits))
+	s := fmt.Sprintf("\nNavigated once the browser had settled: %.0f-%.0f ms after it answered chromedp", slices.Min(waits), slices.Max(waits))
 	if busy > 0 {
-		s += fmt.Sprintf("; in %d of %d loads it was still busy after %s (the machine was)", busy, len(ls), settleMax)
+		s += fmt.Sprintf("; in %d of %d loads it was not seen quiet within %s (a busy machine, or no /proc)", busy, len(ls), settleMax)
 	}
 	return s + ".\n"
 }

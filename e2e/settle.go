@@ -30,7 +30,8 @@ const (
 // under it) used less than settleQuiet of CPU over settleWindow, at most
 // settleMax, and returns how long it waited and whether it went quiet (on
 // a busy machine it may not: the load then goes ahead, and its figures
-// say so). Without /proc (not Linux) it waits 1 s and reports false.
+// say so). Without /proc (not Linux) it returns false at once: the e2e
+// suite runs on Linux.
 func (b *Browser) Settle() (time.Duration, bool, error) {
 	start := time.Now()
 	c := chromedp.FromContext(b.Ctx)
@@ -38,18 +39,23 @@ func (b *Browser) Settle() (time.Duration, bool, error) {
 		return 0, false, errors.New("settle: no browser process")
 	}
 	root := c.Browser.Process().Pid
-	last, ok := treeCPU(root)
+	last, ok := treeTicks(root)
 	if !ok {
-		time.Sleep(time.Second)
-		return time.Since(start), false, nil
+		return 0, false, nil
 	}
 	for time.Since(start) < settleMax {
 		time.Sleep(settleWindow)
-		now, ok := treeCPU(root)
+		now, ok := treeTicks(root)
 		if !ok {
 			return time.Since(start), false, errors.New("settle: the browser's processes are gone")
 		}
-		if now-last < settleQuiet {
+		// Per process, so one that ended meanwhile takes nothing off the
+		// sum (its ticks leave with it); a new one counts from zero.
+		var used int64
+		for pid, t := range now {
+			used += max(0, t-last[pid])
+		}
+		if time.Duration(used)*time.Second/clockTick < settleQuiet {
 			return time.Since(start), true, nil
 		}
 		last = now
@@ -61,22 +67,22 @@ func (b *Browser) Settle() (time.Duration, bool, error) {
 // on every Linux this runs on).
 const clockTick = 100
 
-// treeCPU is the CPU time (user and system) of pid and its descendants, from
-// /proc; false without /proc or pid.
-func treeCPU(pid int) (time.Duration, bool) {
-	dirs, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil || len(dirs) == 0 {
-		return 0, false
+// treeTicks is the CPU time (user and system, in clock ticks) of pid and
+// each of its descendants, by pid, from /proc; false without /proc or pid.
+func treeTicks(pid int) (map[int]int64, bool) {
+	paths, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(paths) == 0 {
+		return nil, false
 	}
 	parent := map[int]int{}
 	ticks := map[int]int64{}
-	for _, p := range dirs {
+	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // the process ended meanwhile
 		}
 		// pid (comm) state ppid ... utime(14) stime(15): comm may hold
-		// spaces, so the fields are counted after its closing paren.
+		// spaces and parens, so the fields are counted after the last one.
 		s := string(b)
 		i := strings.LastIndexByte(s, ')')
 		if i < 0 {
@@ -93,16 +99,18 @@ func treeCPU(pid int) (time.Duration, bool) {
 		parent[id], ticks[id] = pp, ut+st
 	}
 	if _, ok := ticks[pid]; !ok {
-		return 0, false
+		return nil, false
 	}
-	var total int64
+	tree := map[int]int64{}
 	for id, t := range ticks {
-		for p := id; p > 1; p = parent[p] {
+		// Up the parents, at most as many steps as there are processes (a
+		// pid reused while /proc was read could make a cycle).
+		for p, n := id, 0; p > 1 && n <= len(parent); p, n = parent[p], n+1 {
 			if p == pid {
-				total += t
+				tree[id] = t
 				break
 			}
 		}
 	}
-	return time.Duration(total) * time.Second / clockTick, true
+	return tree, true
 }

@@ -60,7 +60,15 @@ function renderStageNav(current) {
   }));
 }
 
+// setIcon sets the page's SVG icon: at the first READY, not before (see
+// index.html), or 3 s after the start (main), or with an error.
+function setIcon() {
+  const icon = $('icon');
+  if (icon.getAttribute('href') !== 'favicon.svg') Object.assign(icon, { type: 'image/svg+xml', href: 'favicon.svg' });
+}
+
 function showError(msg) {
+  setIcon();
   const el = $('error');
   el.hidden = false;
   el.textContent = msg;
@@ -76,7 +84,7 @@ function renderState(s) {
   // Page load to READY, from navigation start (the e2e suite reads it).
   if (s.ready && demo.firstReadyMs === undefined) {
     demo.firstReadyMs = Math.round(performance.now());
-    Object.assign($('icon'), { type: 'image/svg+xml', href: 'favicon.svg' }); // not before: see index.html
+    setIcon();
   }
   if (!demo.state || demo.state.ready !== s.ready) demo.transitions.push({ t: Date.now(), ready: s.ready });
   demo.state = s;
@@ -377,6 +385,7 @@ async function main() {
     .then(() => stats);
   firstStats.then(renderServer, () => {});
   setInterval(pollServer, 500);
+  setTimeout(setIcon, 3000); // a page that is not READY by then gets its icon anyway
   if (error !== undefined) {
     $('stage-desc').textContent = '';
     $('readiness').hidden = true;
