@@ -667,6 +667,21 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 	}
 }
 
+// getEncoded GETs url with Accept-Encoding accept, through a transport
+// that decodes nothing, and returns the response and its body as sent.
+func getEncoded(t *testing.T, url, accept string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept-Encoding", accept)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
+}
+
 // A text file with no precompressed sibling is gzipped by StaticHandler
 // itself when that pays (big enough, compressible); the rest go as they
 // are, and a precompressed sibling is never replaced.
@@ -689,17 +704,7 @@ func TestStaticGzipsTextFilesItself(t *testing.T) {
 		"given.js.gz": {Data: []byte("precompressed")},
 	}
 	f := newSite(t, nil, fsys)
-	get := func(path, accept string) (*http.Response, []byte) {
-		req, _ := http.NewRequest("GET", f.hs.URL+path, nil)
-		req.Header.Set("Accept-Encoding", accept)
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, b
-	}
+	get := func(path, accept string) (*http.Response, []byte) { return getEncoded(t, f.hs.URL+path, accept) }
 	resp, body := get("/app.js", "gzip, deflate, br")
 	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" || len(body) >= len(js)/4 || resp.ContentLength != int64(len(body)) {
 		t.Fatalf("app.js with gzip accepted: %v, %d bytes of %d", resp.Header, len(body), len(js))
@@ -741,14 +746,7 @@ func TestStaticNegotiatesEncodingAndCaching(t *testing.T) {
 	}
 	f := newSite(t, nil, fsys)
 	get := func(path, accept string) (*http.Response, string) {
-		req, _ := http.NewRequest("GET", f.hs.URL+path, nil)
-		req.Header.Set("Accept-Encoding", accept)
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := getEncoded(t, f.hs.URL+path, accept)
 		return resp, string(b)
 	}
 	for accept, want := range map[string]string{
