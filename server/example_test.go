@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
@@ -200,17 +201,16 @@ func ExampleOptions_authenticate() {
 		panic(err)
 	}
 	defer ws.CloseNow()
-	send := func(v any) { b, _ := json.Marshal(v); ws.Write(ctx, websocket.MessageText, b) }
-	send(map[string]string{"type": "auth", "token": ticket})
-	send(map[string]string{"type": "subscribe", "topic": "user-alice"})
-	send(map[string]string{"type": "subscribe", "topic": "user-bob"})
+	// A Go program speaks the protocol with coder/websocket's wsjson:
+	// every frame is one JSON text message.
+	wsjson.Write(ctx, ws, map[string]string{"type": "auth", "token": ticket})
+	wsjson.Write(ctx, ws, map[string]string{"type": "subscribe", "topic": "user-alice"})
+	wsjson.Write(ctx, ws, map[string]string{"type": "subscribe", "topic": "user-bob"})
 	for range 10 {
-		_, b, err := ws.Read(ctx)
-		if err != nil {
+		var m struct{ Type, User, Topic, Code string }
+		if err := wsjson.Read(ctx, ws, &m); err != nil {
 			panic(err)
 		}
-		var m struct{ Type, User, Topic, Code string }
-		json.Unmarshal(b, &m)
 		switch m.Type {
 		case "welcome":
 			fmt.Println("welcome", m.User)
@@ -265,17 +265,15 @@ func ExampleOptions_jwt() {
 		panic(err)
 	}
 	defer ws.CloseNow()
-	ws.Write(ctx, websocket.MessageText, []byte(`{"type":"auth","token":"`+token+`"}`))
+	wsjson.Write(ctx, ws, map[string]string{"type": "auth", "token": token})
 	for range 3 {
-		_, b, err := ws.Read(ctx)
-		if err != nil {
-			panic(err)
-		}
 		var m struct {
 			Type, User string
 			ExpiresAt  int64
 		}
-		json.Unmarshal(b, &m)
+		if err := wsjson.Read(ctx, ws, &m); err != nil {
+			panic(err)
+		}
 		switch m.Type {
 		case "welcome":
 			fmt.Println("welcome", m.User)
