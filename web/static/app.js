@@ -18,6 +18,22 @@ const STAGES = [
 const STAGE6 = { budget: 10, windowMs: 120000 };
 
 const $ = (id) => document.getElementById(id);
+
+// Until the client's first READY the page draws nothing the client or the
+// server reports: each draw is queued, in order, and all are done at once
+// at the first READY (or 1 s in, or with an error). Every change drawn
+// before then is a style, layout and paint on the main thread, where the
+// client's first connection (Go's, and its socket's callbacks) waits
+// behind it. What the page records (window.wsreadyDemo) is not held.
+let held = [];
+function draw(fn) {
+  if (held) held.push(fn); else fn();
+}
+function drawHeld() {
+  const q = held;
+  held = null;
+  for (const fn of q ?? []) fn();
+}
 const demo = window.wsreadyDemo = {
   stage: null, error: null, state: null, updates: 0, lastUpdateAt: 0, lastSeq: 0,
   log: [], results: [], records: [], client: null, server: null,
@@ -69,6 +85,7 @@ function setIcon() {
 
 function showError(msg) {
   setIcon();
+  drawHeld();
   const el = $('error');
   el.hidden = false;
   el.textContent = msg;
@@ -88,6 +105,11 @@ function renderState(s) {
   }
   if (!demo.state || demo.state.ready !== s.ready) demo.transitions.push({ t: Date.now(), ready: s.ready });
   demo.state = s;
+  draw(() => drawState(s));
+  if (s.ready) drawHeld();
+}
+
+function drawState(s) {
   setLight('transport', s.transport);
   setLight('protocol', s.protocol);
   setLight('service', s.service);
@@ -149,11 +171,15 @@ function addLog(kind, detail) {
   const entry = { t: Date.now(), kind, detail };
   demo.log.push(entry);
   if (demo.log.length > 2000) demo.log.splice(0, 1000);
+  draw(() => drawLog(entry));
+}
+
+function drawLog({ t, kind, detail }) {
   if (kind === 'ping' && !$('show-pings').checked) return;
   const li = document.createElement('li');
   li.className = kind;
   li.innerHTML = '<span class="t"></span><span class="k"></span><span class="d"></span>';
-  li.children[0].textContent = stamp(new Date(entry.t));
+  li.children[0].textContent = stamp(new Date(t));
   li.children[1].textContent = kind;
   li.children[2].textContent = detail;
   const log = $('log');
@@ -170,6 +196,10 @@ function renderUpdate(u) {
   demo.lastSeq = u.seq;
   demo.seqs.push(u.seq);
   if (demo.seqs.length > 20000) { demo.seqs.splice(0, 10000); demo.seqsDropped += 10000; }
+  draw(() => drawUpdate(u));
+}
+
+function drawUpdate(u) {
   const li = document.createElement('li');
   li.textContent = `#${u.seq} value ${u.data && u.data.value} (epoch ${u.epoch})`;
   const feed = $('feed');
@@ -212,6 +242,7 @@ function renderBanner() {
 }
 
 setInterval(() => {
+  if (held) return;
   renderTopics();
   renderBanner();
   $('feed-age').textContent = demo.lastUpdateAt
@@ -336,7 +367,10 @@ function renderServer(st, gen = Infinity) {
 
 async function pollServer() {
   const gen = ++pollGen;
-  try { renderServer(await api('/api/stats?connections=false'), gen); } catch (e) { $('s-status').textContent = `server unreachable: ${e.message}`; }
+  try {
+    const st = await api('/api/stats?connections=false');
+    draw(() => renderServer(st, gen));
+  } catch (e) { draw(() => { $('s-status').textContent = `server unreachable: ${e.message}`; }); }
 }
 
 function wireSwitches() {
@@ -381,11 +415,12 @@ async function main() {
   // Both asked at once; the stats are drawn after the switches they light.
   const stats = api('/api/stats?connections=false', undefined, window.demoStats);
   const firstStats = api('/api/faults')
-    .then((f) => renderSwitches(f.switches), (e) => { $('s-status').textContent = `no switches: ${e.message}`; })
+    .then((f) => draw(() => renderSwitches(f.switches)), (e) => draw(() => { $('s-status').textContent = `no switches: ${e.message}`; }))
     .then(() => stats);
-  firstStats.then(renderServer, () => {});
+  firstStats.then((st) => draw(() => renderServer(st)), () => {});
   setInterval(pollServer, 500);
-  setTimeout(setIcon, 3000); // a page that is not READY by then gets its icon anyway
+  setTimeout(drawHeld, 1000); // a page that is not READY by then is drawn anyway
+  setTimeout(setIcon, 3000); // and gets its icon
   if (error !== undefined) {
     $('stage-desc').textContent = '';
     $('readiness').hidden = true;
