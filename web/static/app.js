@@ -406,9 +406,9 @@ demo.publish = async function publish(text = `hello at ${stamp()}`) {
 
 async function main() {
   const { stage, error } = stageFromURL();
-  // The wasm compiles while the page asks the server for its switches and
-  // stats below, not after: connect() then finds it loaded. index.html's
-  // inline script started its fetch and compile (window.wsreadyWasm).
+  // index.html's inline script started the wasm's fetch and compile
+  // (window.wsreadyWasm) and called load() with it: this call shares that
+  // one (load() is once per page), so connect() finds Go started.
   if (error === undefined) load({ module: window.wsreadyWasm }).catch(() => { /* connect() loads again and reports it */ });
   renderStageNav(stage);
   wireSwitches();
