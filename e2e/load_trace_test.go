@@ -26,7 +26,8 @@ var traceCategories = []string{"devtools.timeline", "disabled-by-default-devtool
 // READY and writes it where WSREADY_TRACE says, as Chrome's JSON trace
 // format (open it in https://ui.perfetto.dev or chrome://tracing): where
 // each gap of TestMeasureLoad's breakdown goes, task by task. The stage is
-// WSREADY_TRACE_STAGE (7 unless set). Tracing slows the load itself by
+// WSREADY_TRACE_STAGE (7 unless set); WSREADY_TRACE_SLOW=1 loads it over
+// the emulated 10 Mbit/s, 40 ms link. Tracing slows the load itself by
 // about a third: the trace says where the time goes, not how much there is.
 //
 //	make build && cd e2e && WSREADY_TRACE=/tmp/load.json go test -count=1 -run TestTraceLoad -v ./...
@@ -55,6 +56,11 @@ func TestTraceLoad(t *testing.T) {
 	defer b.Close()
 	if _, _, err := b.Settle(); err != nil { // as TestMeasureLoad's loads do
 		t.Fatal(err)
+	}
+	if os.Getenv("WSREADY_TRACE_SLOW") != "" {
+		if err := b.Throttle(TenMbit40ms.Latency, TenMbit40ms.BytesPerSec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var mu sync.Mutex
 	var events []json.RawMessage
