@@ -394,7 +394,7 @@ func TestLoadTakesACompiledModule(t *testing.T) {
 		return r
 	}
 	if r := try("WebAssembly.compileStreaming(fetch('/wsready.wasm'))"); r.Connect != "function" || r.Fetches != 1 {
-		t.Errorf("load({module: the page's compile}): %+v, want the API loaded from one fetch", r)
+		t.Errorf("load({module: a compile of its own}): %+v, want the API loaded from one fetch", r)
 	}
 	if r := try("Promise.reject(new Error('the early fetch failed'))"); r.Connect != "function" || r.Fetches != 1 {
 		t.Errorf("load({module: a rejected promise}): %+v, want the API loaded from a fetch of its own", r)

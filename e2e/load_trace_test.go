@@ -57,10 +57,14 @@ func TestTraceLoad(t *testing.T) {
 	if _, _, err := b.Settle(); err != nil { // as TestMeasureLoad's loads do
 		t.Fatal(err)
 	}
-	if os.Getenv("WSREADY_TRACE_SLOW") != "" {
+	switch v := os.Getenv("WSREADY_TRACE_SLOW"); v {
+	case "", "0":
+	case "1":
 		if err := b.Throttle(TenMbit40ms.Latency, TenMbit40ms.BytesPerSec); err != nil {
 			t.Fatal(err)
 		}
+	default:
+		t.Fatalf("WSREADY_TRACE_SLOW=%q: want 1 (the slow link) or 0", v)
 	}
 	var mu sync.Mutex
 	var events []json.RawMessage

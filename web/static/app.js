@@ -32,7 +32,9 @@ function draw(fn) {
 function drawHeld() {
   const q = held;
   held = null;
-  for (const fn of q ?? []) fn();
+  for (const fn of q ?? []) {
+    try { fn(); } catch (e) { console.error('demo: a held draw threw', e); } // the rest are still drawn
+  }
 }
 const demo = window.wsreadyDemo = {
   stage: null, error: null, state: null, updates: 0, lastUpdateAt: 0, lastSeq: 0,
@@ -341,7 +343,6 @@ async function flip(sw, value, what) {
 }
 
 function renderServer(st, gen = Infinity) {
-  demo.server = st;
   $('s-open').textContent = st.open;
   $('s-handshakes').textContent = st.handshakes;
   $('s-window').textContent = st.handshakesWindow;
@@ -369,14 +370,19 @@ async function pollServer() {
   const gen = ++pollGen;
   try {
     const st = await api('/api/stats?connections=false');
+    demo.server = st;
     draw(() => renderServer(st, gen));
   } catch (e) { draw(() => { $('s-status').textContent = `server unreachable: ${e.message}`; }); }
 }
 
 function wireSwitches() {
-  $('reset').addEventListener('click', async () => { renderServer(await api('/api/reset', {})); });
+  $('reset').addEventListener('click', async () => {
+    const st = await api('/api/reset', {});
+    demo.server = st;
+    draw(() => renderServer(st)); // after what is held: newer
+  });
   $('drain').addEventListener('click', async () => {
-    await api('/api/drain', {}).catch((e) => { $('s-status').textContent = e.message; });
+    await api('/api/drain', {}).catch((e) => draw(() => { $('s-status').textContent = e.message; }));
     addLog('switch', 'drain');
     pollServer();
   });
@@ -417,7 +423,7 @@ async function main() {
   const firstStats = api('/api/faults')
     .then((f) => draw(() => renderSwitches(f.switches)), (e) => draw(() => { $('s-status').textContent = `no switches: ${e.message}`; }))
     .then(() => stats);
-  firstStats.then((st) => draw(() => renderServer(st)), () => {});
+  firstStats.then((st) => { demo.server ??= st; draw(() => renderServer(st)); }, () => {});
   setInterval(pollServer, 500);
   setTimeout(drawHeld, 1000); // a page that is not READY by then is drawn anyway
   setTimeout(setIcon, 3000); // and gets its icon
