@@ -44,6 +44,14 @@ func TestTraceLoad(t *testing.T) {
 		}
 		stage = n
 	}
+	slow := false
+	switch v := os.Getenv("WSREADY_TRACE_SLOW"); v {
+	case "", "0":
+	case "1":
+		slow = true
+	default:
+		t.Fatalf("WSREADY_TRACE_SLOW=%q: want 1 (the slow link) or 0", v)
+	}
 	env, err := StartServer(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +65,10 @@ func TestTraceLoad(t *testing.T) {
 	if _, _, err := b.Settle(); err != nil { // as TestMeasureLoad's loads do
 		t.Fatal(err)
 	}
-	switch v := os.Getenv("WSREADY_TRACE_SLOW"); v {
-	case "", "0":
-	case "1":
+	if slow {
 		if err := b.Throttle(TenMbit40ms.Latency, TenMbit40ms.BytesPerSec); err != nil {
 			t.Fatal(err)
 		}
-	default:
-		t.Fatalf("WSREADY_TRACE_SLOW=%q: want 1 (the slow link) or 0", v)
 	}
 	var mu sync.Mutex
 	var events []json.RawMessage
