@@ -67,15 +67,37 @@ type buildError struct {
 
 func (e *buildError) Error() string { return "build: " + e.err.Error() + "\n" + e.out }
 
+// freeAddr is a loopback address nothing listens on now and that no
+// earlier call in this test binary handed out: a port is free again once
+// its listener closes, and the kernel may give the same one to the next
+// call before the first process has bound it (seen in CI: two NATS
+// servers of one cluster given the same client port, the second exiting
+// at once).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("100 free loopback addresses in a row had been handed out before")
+	return ""
 }
+
+// handedOut is every address freeAddr has returned (a few hundred per run).
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 // proc is one wsready process the test started.
 type proc struct {
@@ -424,5 +446,19 @@ func eventually(d time.Duration, cond func() bool) bool {
 		if time.Now().After(end) {
 			return false
 		}
+	}
+}
+
+// freeAddr never hands out one address twice, though the kernel offers a
+// closed listener's port again (without the check, 500 calls here gave
+// 17 and 19 repeats in two tries).
+func TestFreeAddrNeverRepeats(t *testing.T) {
+	seen := map[string]bool{}
+	for range 500 {
+		a := freeAddr(t)
+		if seen[a] {
+			t.Fatalf("freeAddr handed out %s twice", a)
+		}
+		seen[a] = true
 	}
 }
