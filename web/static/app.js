@@ -366,21 +366,22 @@ function renderServer(st, gen = Infinity) {
   $('s-status').textContent = st.demo ? '' : 'The switches are off: start the server with -demo (make run does) to use them.';
 }
 
+// showServer records the server's stats at once and draws them (held
+// until the first READY, behind what is held before them).
+function showServer(st, gen) {
+  demo.server = st;
+  draw(() => renderServer(st, gen));
+}
+
 async function pollServer() {
   const gen = ++pollGen;
   try {
-    const st = await api('/api/stats?connections=false');
-    demo.server = st;
-    draw(() => renderServer(st, gen));
+    showServer(await api('/api/stats?connections=false'), gen);
   } catch (e) { draw(() => { $('s-status').textContent = `server unreachable: ${e.message}`; }); }
 }
 
 function wireSwitches() {
-  $('reset').addEventListener('click', async () => {
-    const st = await api('/api/reset', {});
-    demo.server = st;
-    draw(() => renderServer(st)); // after what is held: newer
-  });
+  $('reset').addEventListener('click', async () => { showServer(await api('/api/reset', {})); });
   $('drain').addEventListener('click', async () => {
     await api('/api/drain', {}).catch((e) => draw(() => { $('s-status').textContent = e.message; }));
     addLog('switch', 'drain');
