@@ -51,6 +51,9 @@ type driver struct {
 // callbacks are the page's functions (undefined when not given).
 type callbacks struct {
 	onState, onUpdate, onEvent, onRecord, onLost, onTopic, onPresence, token safejs.Value
+	// warm is wsready.js's takeWarm (the socket preconnect() opened), for
+	// the first dial only: dial clears it.
+	warm safejs.Value
 }
 
 func newDriver(o bridge.Options, cb callbacks) (*driver, error) {

@@ -5,6 +5,7 @@ package main
 import (
 	"time"
 
+	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 )
 
@@ -34,11 +35,14 @@ type transport interface {
 // (the HTTP transport derives its own from it), the transport the core
 // chose, and the ticket the token hook gave for this dial ("" without
 // one; the HTTP transport sends it in POST <base>/session, the WebSocket
-// in its first frame, which the core sends).
+// in its first frame, which the core sends), and on the client's first
+// dial the page's takeWarm (wsready.js: the socket preconnect() opened;
+// undefined otherwise).
 type dialSpec struct {
 	url   string
 	via   client.Transport
 	token string
+	warm  safejs.Value
 }
 
 // opener starts a transport for the core's socket and returns at once; its
@@ -49,9 +53,12 @@ type opener func(spec dialSpec, ev socketEvents) (transport, error)
 // openTransport is the driver's opener: the transport the core chose.
 func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 	if spec.via == client.TransportHTTP {
+		if isFunc(spec.warm) {
+			spec.warm.Invoke() // no url: the preconnected socket is dropped
+		}
 		return openHTTP(spec, ev)
 	}
-	return openWebSocket(spec.url, ev)
+	return openWebSocket(spec.url, ev, spec.warm)
 }
 
 // socketEvents is how a transport reports one socket's life to the driver,
@@ -99,7 +106,9 @@ func (d *driver) dial(id client.SocketID, via client.Transport) {
 	url := d.urls[d.nextURL]
 	d.nextURL = (d.nextURL + 1) % len(d.urls)
 	ev := d.eventsOf(id)
-	t, err := d.open(dialSpec{url: url, via: via, token: d.token}, ev)
+	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm}
+	d.cb.warm = safejs.Undefined() // the first dial only
+	t, err := d.open(spec, ev)
 	if err != nil {
 		ev.closed(1006, err.Error())
 		return

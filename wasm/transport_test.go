@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ func TestWebSocketTransport(t *testing.T) {
 		opened:  func() { got = append(got, "opened") },
 		message: func(f []byte) { got = append(got, "message "+strconv.Quote(string(f))) },
 		closed:  func(code int, reason string) { got = append(got, "closed "+strconv.Itoa(code)+" "+reason) },
-	})
+	}, safejs.Undefined())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,13 +153,106 @@ func TestWebSocketTransport(t *testing.T) {
 	}
 }
 
+// The first dial asks the page's takeWarm (wsready.js) for the socket
+// preconnect() opened: given one, the transport is that socket, with the
+// handlers takeWarm was handed (it sets them), and no WebSocket is
+// constructed; given undefined, it opens its own. A first dial over HTTP
+// calls takeWarm with no url, which drops the socket.
+func TestWebSocketTransportTakesThePreconnectedSocket(t *testing.T) {
+	fakeWebSocket(t)
+	fn, err := safejs.Global().Get("Function")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := fn.New(`globalThis.__warmCalls = [];
+		return (give) => (...args) => {
+			globalThis.__warmCalls.push(args.length === 0 ? 'drop' : args[0]);
+			if (!give) return undefined;
+			const s = { url: args[0], sent: [], send(x) { this.sent.push(x); }, close() {} };
+			[s.onopen, s.onmessage, s.onclose] = args.slice(1);
+			globalThis.__warmSocket = s;
+			return s;
+		};`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmer, err := mk.Invoke()
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := func(give bool) safejs.Value {
+		v, err := warmer.Invoke(give)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var got []string
+	ev := socketEvents{
+		opened:  func() { got = append(got, "opened") },
+		message: func(f []byte) { got = append(got, "message "+string(f)) },
+		closed:  func(code int, reason string) { got = append(got, "closed "+strconv.Itoa(code)) },
+	}
+	tr, err := openTransport(dialSpec{url: "ws://example.test/ws", via: client.TransportWebSocket, warm: warm(true)}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sockets, _ := safejs.Global().Get("__sockets")
+	if n, _ := sockets.Length(); n != 0 {
+		t.Fatalf("%d WebSockets constructed with a preconnected socket given", n)
+	}
+	ws, _ := safejs.Global().Get("__warmSocket")
+	for _, h := range []string{"onopen", "onmessage"} {
+		var arg []any
+		if h == "onmessage" {
+			m, _ := jsObject(map[string]any{"data": "hi"})
+			arg = []any{m}
+		}
+		if _, err := ws.Call(h, arg...); err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+	}
+	if err := tr.send([]byte("frame")); err != nil {
+		t.Fatal(err)
+	}
+	if g, s := strings.Join(got, ","), jsString(t, ws, "sent", 0); g != "opened,message hi" || s != "frame" {
+		t.Fatalf("events %q, sent %q", g, s)
+	}
+	tr.release()
+	if v := jsString(t, ws, "onopen"); v != "null" {
+		t.Fatalf("onopen after release: %s", v)
+	}
+
+	// takeWarm had nothing that fits: the transport opens its own.
+	if _, err := openTransport(dialSpec{url: "ws://example.test/ws", via: client.TransportWebSocket, warm: warm(false)}, ev); err != nil {
+		t.Fatal(err)
+	}
+	if u := jsString(t, lastFake(t), "url"); u != "ws://example.test/ws" {
+		t.Fatalf("own socket's url %q", u)
+	}
+	// A first dial over HTTP drops the preconnected socket.
+	fakeHTTP(t)
+	if _, err := openTransport(dialSpec{url: "ws://example.test/ws", via: client.TransportHTTP, warm: warm(true)}, ev); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := safejs.Global().Get("__warmCalls")
+	var seen []string
+	n, _ := calls.Length()
+	for i := 0; i < n; i++ {
+		seen = append(seen, jsString(t, calls, i))
+	}
+	if s := strings.Join(seen, ","); s != "ws://example.test/ws,ws://example.test/ws,drop" {
+		t.Fatalf("takeWarm calls %q", s)
+	}
+}
+
 // Without a WebSocket constructor the opener says so.
 func TestWebSocketTransportWithoutWebSocket(t *testing.T) {
 	fakeWebSocket(t) // restores the real one after
 	if err := safejs.Global().Set("WebSocket", safejs.Undefined()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openWebSocket("ws://example.test/ws", socketEvents{}); !errors.Is(err, errNoWebSocket) {
+	if _, err := openWebSocket("ws://example.test/ws", socketEvents{}, safejs.Undefined()); !errors.Is(err, errNoWebSocket) {
 		t.Fatalf("open: %v", err)
 	}
 }

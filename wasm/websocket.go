@@ -18,19 +18,18 @@ var errNoWebSocket = errors.New("no WebSocket in this environment")
 
 // openWebSocket is the WebSocket opener: new WebSocket(url), its onopen,
 // onmessage and onclose handed to ev. onerror is not listened to: it is
-// always followed by onclose, which carries what the core needs.
-func openWebSocket(url string, ev socketEvents) (transport, error) {
+// always followed by onclose, which carries what the core needs. warm,
+// when a function (wsready.js's takeWarm, on the client's first dial),
+// is asked first for the socket the page preconnected to url: it gives
+// that socket the handlers, in a task of its own, after replaying to them
+// what came so far.
+func openWebSocket(url string, ev socketEvents, warm safejs.Value) (transport, error) {
 	ctor, err := safejs.Global().Get("WebSocket")
 	if err != nil || ctor.Type() != safejs.TypeFunction {
 		return nil, errNoWebSocket
 	}
-	ws, err := ctor.New(url)
-	if err != nil {
-		return nil, errors.New("WebSocket constructor failed: " + err.Error())
-	}
-	t := &wsTransport{ws: ws}
-	t.on("onopen", func([]safejs.Value) { ev.opened() })
-	t.on("onmessage", func(args []safejs.Value) {
+	t := &wsTransport{}
+	h := [len(wsHandlers)]safejs.Value{t.fn(func([]safejs.Value) { ev.opened() }), t.fn(func(args []safejs.Value) {
 		var frame []byte
 		if len(args) > 0 {
 			if data, err := args[0].Get("data"); err == nil && data.Type() == safejs.TypeString {
@@ -39,8 +38,7 @@ func openWebSocket(url string, ev socketEvents) (transport, error) {
 			}
 		}
 		ev.message(frame)
-	})
-	t.on("onclose", func(args []safejs.Value) {
+	}), t.fn(func(args []safejs.Value) {
 		code, reason := 1006, ""
 		if len(args) > 0 {
 			if v, err := args[0].Get("code"); err == nil {
@@ -51,22 +49,40 @@ func openWebSocket(url string, ev socketEvents) (transport, error) {
 			}
 		}
 		ev.closed(code, reason)
-	})
+	})}
+	if isFunc(warm) {
+		if ws, err := warm.Invoke(url, h[0], h[1], h[2]); err == nil && ws.Type() == safejs.TypeObject {
+			t.ws = ws
+			return t, nil
+		}
+	}
+	ws, err := ctor.New(url)
+	if err != nil {
+		t.release()
+		return nil, errors.New("WebSocket constructor failed: " + err.Error())
+	}
+	t.ws = ws
+	for i, name := range wsHandlers {
+		ws.Set(name, h[i])
+	}
 	return t, nil
 }
 
-// on sets the socket's handler name to fn, which must only report (push
-// onto the driver's queue).
-func (t *wsTransport) on(name string, fn func(args []safejs.Value)) {
+// wsHandlers are the socket's handlers openWebSocket sets, in its order.
+var wsHandlers = [...]string{"onopen", "onmessage", "onclose"}
+
+// fn wraps fn, which must only report (push onto the driver's queue), as
+// one of the socket's handlers, released with it.
+func (t *wsTransport) fn(fn func(args []safejs.Value)) safejs.Value {
 	f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 		fn(args)
 		return nil
 	})
 	if err != nil {
-		return
+		return safejs.Null()
 	}
 	t.funcs = append(t.funcs, f)
-	t.ws.Set(name, f.Value())
+	return f.Value()
 }
 
 func (t *wsTransport) send(frame []byte) error {
@@ -89,8 +105,10 @@ func (t *wsTransport) buffered() int {
 }
 
 func (t *wsTransport) release() {
-	for _, name := range []string{"onopen", "onmessage", "onclose"} {
-		t.ws.Set(name, safejs.Null())
+	if t.ws.Type() == safejs.TypeObject {
+		for _, name := range wsHandlers {
+			t.ws.Set(name, safejs.Null())
+		}
 	}
 	for _, f := range t.funcs {
 		f.Release()
