@@ -406,3 +406,126 @@ func TestLoadTakesACompiledModule(t *testing.T) {
 		t.Errorf("load({module: a promise of a string}): %+v, want a TypeError", r)
 	}
 }
+
+// preconnect() opens the socket the page's first connect() then takes: the
+// server sees it open before connect() and no second handshake after, and
+// the client is READY on it (the server's first ping, sent at once, came
+// while nobody listened and was replayed). A connect() to another URL
+// drops it (closed, its own socket dialled); one the server refused is the
+// client's first attempt; connect() alone preconnects while the wasm
+// loads, unless told not to; one nobody takes is closed after
+// PRECONNECT_MS (5 s).
+func TestPreconnect(t *testing.T) {
+	env, err := StartServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	b, err := NewBrowser(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// A page with no client of its own (an unknown stage), and no socket
+	// left from the page before it.
+	blank := func() {
+		t.Helper()
+		if err := b.Navigate(env.Base + "/?stage=x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := WaitJS(b, "window.wsreadyDemo && wsreadyDemo.error", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		waitOpen(t, env, 0, 5*time.Second)
+	}
+	run := func(js string) {
+		t.Helper()
+		if _, err := Eval[any](b, `(async () => { const m = await import('/wsready.js'); `+js+` })()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	blank()
+	h0 := env.Srv.Stats().Handshakes
+	run(`window.__pre = m.preconnect();`)
+	waitOpen(t, env, 1, 5*time.Second)
+	time.Sleep(1200 * time.Millisecond) // the server's pings come meanwhile
+	run(`window.__c = await m.connect({ stage: 7, topic: 'feed' }); await window.__c.ready({ timeoutMs: 5000 });`)
+	st := env.Srv.Stats()
+	if pre, _ := Eval[bool](b, "window.__pre"); !pre || st.Handshakes-h0 != 1 || st.Open != 1 {
+		t.Fatalf("preconnect() then connect(): preconnect said %v; the server counts %d handshakes and %d open, want 1 and 1", pre, st.Handshakes-h0, st.Open)
+	}
+	if again, _ := Eval[bool](b, "(async () => (await import('/wsready.js')).preconnect())()"); again {
+		t.Errorf("a second preconnect() with the first taken opened a socket")
+	}
+
+	blank()
+	h0 = env.Srv.Stats().Handshakes
+	run(`m.preconnect(m.defaultURL() + '?other'); window.__c = await m.connect({ stage: 7, topic: 'feed' }); await window.__c.ready({ timeoutMs: 5000 });`)
+	waitOpen(t, env, 1, 5*time.Second)
+	if st := env.Srv.Stats(); st.Handshakes-h0 != 2 {
+		t.Fatalf("preconnect() to another URL, then connect(): %d handshakes, want 2 (the preconnected one dropped)", st.Handshakes-h0)
+	}
+
+	// connect() alone opens its first socket while the wasm loads: before
+	// Go has started; with preconnect: false, after.
+	for _, c := range []struct {
+		opt    string
+		before bool
+	}{{"", true}, {"preconnect: false, ", false}} {
+		blank()
+		h0 = env.Srv.Stats().Handshakes
+		run(`const made = []; const W = WebSocket;
+  window.WebSocket = class extends W { constructor(...a) { super(...a); made.push(performance.now()); } };
+  window.__c = await m.connect({ ` + c.opt + `stage: 7, topic: 'feed' }); await window.__c.ready({ timeoutMs: 5000 });
+  window.__made = made.length === 1 && made[0] < performance.getEntriesByName('wsready:go-started')[0].startTime;`)
+		if before, _ := Eval[bool](b, "window.__made"); before != c.before || env.Srv.Stats().Handshakes-h0 != 1 {
+			t.Fatalf("connect({ %s...}): one socket, made before Go started: %v, want %v; %d handshakes, want 1", c.opt, before, c.before, env.Srv.Stats().Handshakes-h0)
+		}
+	}
+
+	// A preconnected socket the server refused (Overload: 1013 and a 5 s
+	// retry-after) is the client's first attempt: it honours the
+	// retry-after instead of dialling again at once.
+	blank()
+	h0 = env.Srv.Stats().Handshakes
+	env.Set("overload", true)
+	run(`m.preconnect();`)
+	deadline := time.Now().Add(5 * time.Second)
+	for env.Srv.Stats().Handshakes == h0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitOpen(t, env, 0, 5*time.Second)
+	run(`window.__closes = []; window.__c = await m.connect({ stage: 7, topic: 'feed', onEvent: (e) => { if (e.kind === 'close') __closes.push(e.detail); } });`)
+	time.Sleep(1500 * time.Millisecond)
+	closes, _ := Eval[[]string](b, "window.__closes")
+	n := env.Srv.Stats().Handshakes - h0
+	env.Set("overload", false)
+	if len(closes) != 1 || !strings.Contains(closes[0], "1013") || n != 1 {
+		t.Fatalf("preconnected socket refused with 1013: the client saw closes %q and the server %d handshakes in 1.5 s, want that one close and 1", closes, n)
+	}
+
+	blank()
+	run(`m.preconnect();`)
+	waitOpen(t, env, 1, 5*time.Second)
+	opened := time.Now()
+	waitOpen(t, env, 0, 10*time.Second)
+	if d := time.Since(opened); d < 4*time.Second {
+		t.Fatalf("the unused preconnected socket closed %v after it opened, want about 5 s", d)
+	}
+	if _, err := Eval[any](b, "(async () => (await import('/wsready.js')).preconnect('http://x/'))()"); err == nil || !strings.Contains(err.Error(), "must be a ws:// or wss:// URL") {
+		t.Errorf("preconnect('http://x/'): %v, want a TypeError", err)
+	}
+}
+
+// waitOpen waits until the server counts n open connections.
+func waitOpen(t *testing.T, env *Env, n int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for env.Srv.Stats().Open != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server counts %d open connections after %v, want %d", env.Srv.Stats().Open, d, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

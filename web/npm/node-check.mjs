@@ -2,6 +2,10 @@
 // environment" error instead of hanging. Run by make npm.
 const path = process.argv[2];
 const m = await import(new URL(path, `file://${process.cwd()}/`).href);
+if (m.preconnect('ws://127.0.0.1:9/ws') !== false) {
+  console.error('node-check: preconnect opened a socket in Node.js');
+  process.exit(1);
+}
 const started = Date.now();
 try {
   await m.connect({ url: 'ws://127.0.0.1:9/ws' });

@@ -259,6 +259,12 @@ export interface ConnectOptions {
    * a leader, a BroadcastChannel carries the rest). Default true at stage 8, false before.
    */
   tabs?: boolean;
+  /**
+   * Open the first socket while the wasm loads (see preconnect()), so its
+   * handshake is off the way to READY. Default true; false dials only once
+   * the client has started.
+   */
+  preconnect?: boolean;
   /** Presence events of the topics subscribed with { presence: true }. */
   onPresence?: (p: PresenceEvent) => void;
   /** Where wsready.wasm and wasm_exec.js live. Default: beside wsready.js (bundlers emit them there). */
@@ -396,3 +402,20 @@ export declare function load(opts?: LoadOptions | URL | string): Promise<unknown
 export declare const version: string;
 export declare function defaultURL(): string;
 export declare function connect(opts?: ConnectOptions): Promise<Client>;
+/**
+ * Opens the WebSocket the page's first connect() will dial first (url,
+ * default defaultURL()), now, while the wasm loads: its handshake is off
+ * the way to READY. connect() takes it and replays its events (a close
+ * too: the first attempt's outcome); it is closed (1000) if not taken
+ * within PRECONNECT_MS, if connect() dials another URL or over HTTP first,
+ * or if the client follows another tab. opts.tabs: connect() will share its connection with
+ * the other tabs (stage 8): then it opens nothing while another tab holds
+ * the connection, and holds the tabs' lock until connect() asks for it.
+ * Returns whether a socket is being opened (false: one already is,
+ * connect() was called already, no WebSocket here, or Node.js). Throws a
+ * TypeError for a URL that is not ws:// or wss://, or a tabs that is not a
+ * boolean.
+ */
+export declare function preconnect(url?: string, opts?: { tabs?: boolean }): boolean;
+/** How long a preconnected socket waits for connect(): 5000 ms. */
+export declare const PRECONNECT_MS: number;

@@ -99,6 +99,131 @@ export function load(opts = {}) {
   return loading;
 }
 
+// The socket preconnect() opened, until connect()'s client takes it for its
+// first dial or it is dropped: { url, ws, events, timer, unlock, released }.
+let warm;
+let connectCalled = false; // preconnect() is for the page's first connect() only
+
+/** How long a preconnected socket waits for connect() before it is closed. */
+export const PRECONNECT_MS = 5000;
+
+/** At most this many events (its open, the server's frames, its close) are kept for a preconnected socket; one more spoils it. */
+const PRECONNECT_EVENTS = 32;
+
+// dropWarm closes the preconnected socket w (if it is still the one) with
+// 1000, lets its tabs' lock go and forgets it.
+const dropWarm = (w, reason) => {
+  if (warm === w) warm = undefined;
+  clearTimeout(w.timer);
+  releaseWarmLock(w);
+  if (w.ws) {
+    w.ws.onopen = w.ws.onmessage = w.ws.onclose = null;
+    try { w.ws.close(1000, reason); } catch { /* already closed */ }
+  }
+};
+
+// releaseWarmLock lets the tabs' lock preconnect() took go (or, still
+// asked for, go as soon as it comes): the client's own request, made next,
+// takes it.
+const releaseWarmLock = (w) => {
+  w.released = true;
+  w.unlock?.();
+  w.unlock = undefined;
+};
+
+/**
+ * Opens the WebSocket the page's first connect() will use, now, while the
+ * wasm downloads and compiles: the socket's handshake (and the server's
+ * first ping) are off the way to READY; on a 40 ms link that is one round
+ * trip. url: the one connect() will dial first (default defaultURL()).
+ * Nothing is sent on it: the client sends its auth and hello once it takes
+ * it, and replays what came meanwhile (its open, the server's frames) in
+ * order; if it closed meanwhile, that close is the first attempt's. It is
+ * closed (1000) and forgotten if connect() has not taken it within
+ * PRECONNECT_MS, if connect() dials another URL or over HTTP first, if
+ * more than a few frames came before it was taken, or if the client
+ * follows another tab; connect() then dials as it would have.
+ *
+ * opts.tabs: true when connect() will share its connection with the other
+ * tabs (tabs, stage 8). Then it opens nothing if another tab of this
+ * browser holds the connection for url, and holds the tabs' lock itself
+ * until connect() asks for it, so a tab opened meanwhile does not open one
+ * too.
+ *
+ * Returns whether a socket is being opened (false: one already is,
+ * connect() was called already, there is no WebSocket, or this is
+ * Node.js, where connect() fails).
+ */
+export function preconnect(url, opts = {}) {
+  if (url === undefined) url = defaultURL();
+  if (typeof url !== 'string' || !/^wss?:\/\//.test(url)) throw new TypeError('wsready.preconnect: url must be a ws:// or wss:// URL');
+  if (opts.tabs !== undefined && typeof opts.tabs !== 'boolean') throw new TypeError('wsready.preconnect: tabs must be true or false');
+  if (warm !== undefined || connectCalled || typeof globalThis.WebSocket !== 'function' || typeof document === 'undefined' && globalThis.process?.versions?.node) return false;
+  const w = { url, events: [] };
+  warm = w;
+  w.timer = setTimeout(() => dropWarm(w, 'preconnect unused'), PRECONNECT_MS);
+  const dial = () => {
+    if (warm !== w) return;
+    try { w.ws = new globalThis.WebSocket(url); } catch { dropWarm(w); return; }
+    w.keep = (e) => {
+      if (!w.taken && w.events.length >= PRECONNECT_EVENTS) { dropWarm(w, 'preconnect unused'); return; }
+      w.events.push(e);
+    };
+    w.ws.onopen = w.ws.onmessage = w.ws.onclose = w.keep;
+  };
+  const locks = globalThis.navigator?.locks;
+  if (!opts.tabs || typeof locks?.request !== 'function') {
+    dial();
+    return true;
+  }
+  // The tabs' lock, as wasm/tabs.go names it. Not to be had: another tab
+  // leads, and this one will follow it without a socket of its own.
+  locks.request(`wsready:${url}`, { ifAvailable: true }, (lock) => {
+    if (!lock || warm !== w) {
+      if (!lock) dropWarm(w);
+      return undefined;
+    }
+    dial();
+    if (w.released) return undefined; // connect() has asked for it already
+    return new Promise((resolve) => { w.unlock = resolve; });
+  }).catch(() => { if (warm === w && !w.ws) dial(); });
+  return true;
+}
+
+// takeWarm is the client's first dial: over WebSocket to url, the
+// preconnected socket, or undefined when nothing fits (the client then
+// opens its own). A first dial over HTTP calls it with no url: the socket
+// is dropped. The events so far (and any until then) are replayed to the
+// client's handlers in order in a task of their own, which then take
+// over: after connect() has resolved to the page, whose callbacks should
+// not hear of READY before it holds its client (the socket's own events
+// always came in later tasks). Not if the client let the socket go first
+// (its release() unset the handlers). A socket that closed meanwhile is
+// taken too: its close (a refused handshake, the server's 1013 and its
+// retry-after) is the first attempt's outcome, as if the client had
+// dialled it.
+const takeWarm = (url, onopen, onmessage, onclose) => {
+  const w = warm;
+  if (!w) return undefined;
+  if (w.url !== url || !w.ws) { // another URL, over HTTP, or not dialled yet (the tabs' lock still asked for)
+    dropWarm(w, 'preconnect unused');
+    return undefined;
+  }
+  warm = undefined;
+  w.taken = true; // w.keep keeps every event now: the client owns the socket
+  clearTimeout(w.timer);
+  releaseWarmLock(w);
+  setTimeout(() => {
+    if (w.ws.onopen !== w.keep) return;
+    w.ws.onopen = onopen;
+    w.ws.onmessage = onmessage;
+    w.ws.onclose = onclose;
+    const on = { open: onopen, message: onmessage, close: onclose };
+    for (const e of w.events) on[e.type](e);
+  }, 0);
+  return w.ws;
+};
+
 /**
  * A rejected request (NotReady, RequestTimeout, ConnectionClosed, ServerError,
  * InvalidRequest, Aborted) or ready() (Timeout, SessionEnded).
@@ -124,6 +249,26 @@ export const version = '0.5.0';
 
 /** Starts a client. It connects and reconnects in the background. */
 export async function connect(opts = {}) {
+  if (opts.preconnect !== undefined && typeof opts.preconnect !== 'boolean') throw new TypeError('wsready.connect: preconnect must be true or false');
+  // The first socket opens while the wasm loads (see preconnect), unless
+  // the page opened it already, says not to, or dials over HTTP first.
+  if (opts.preconnect !== false && !connectCalled && (opts.transports?.[0] ?? 'websocket') === 'websocket') {
+    try {
+      const url = opts.urls?.[0] ?? opts.url ?? defaultURL();
+      if (typeof url === 'string' && /^wss?:\/\//.test(url)) preconnect(url, { tabs: opts.tabs ?? (opts.stage ?? 8) >= 8 });
+    } catch { /* options connect() refuses below, once loaded */ }
+  }
+  connectCalled = true;
+  try {
+    return await start(opts);
+  } catch (e) {
+    if (warm) dropWarm(warm, 'preconnect unused'); // no client to take it
+    throw e;
+  }
+}
+
+// start is connect() once its first socket is on its way.
+async function start(opts) {
   const api = await load({ base: opts.base, wasmURL: opts.wasmURL, wasmExecURL: opts.wasmExecURL });
   if (opts.token !== undefined && typeof opts.token !== 'function') {
     throw new TypeError('wsready.connect: token must be a function ({ force }) => string | Promise<string>');
@@ -191,6 +336,7 @@ export async function connect(opts = {}) {
     return t;
   };
   markOnce('connect');
+  if (warm) releaseWarmLock(warm); // the client asks for the tabs' lock now
   h = api.connect({
     url: urls[0],
     moreURLs: urls.slice(1).join('\n'),
@@ -215,8 +361,16 @@ export async function connect(opts = {}) {
     queue: opts.queue,
     tabs: opts.tabs,
     token,
+    // The preconnected socket, for the first dial (when that is over
+    // WebSocket to urls[0]); a client that will not dial it drops it.
+    warm: takeWarm,
     onRecord: (r) => emit('record', opts.onRecord, r),
-    onState: (s) => { lastState = s; if (s.ready) markOnce('ready'); emit('state', opts.onState, s); },
+    onState: (s) => {
+      lastState = s;
+      if (s.ready) markOnce('ready');
+      if (s.follower && s.ready && warm) dropWarm(warm, 'preconnect unused'); // another tab leads (READY is its): this one dials nothing
+      emit('state', opts.onState, s);
+    },
     onUpdate: (u) => {
       let data;
       try { data = JSON.parse(u.data); } catch { data = u.data; }
