@@ -181,10 +181,12 @@ func measureViteLoad() (string, error) {
 // floorPage is the least a page can do to be READY: no UI, no token, no
 // other request; the wasm fetched and compiled from an inline script in
 // the head (as the demo's index.html does), then wsready.js's connect()
-// from a module script. The demo also preloads the wasm and starts Go from
-// its inline script; this page does neither, so its figures stay those of
-// the rounds before (with no other file on the link, the preload's gain
-// is not there to have).
+// from a module script (which, by default, opens its first socket while
+// the wasm loads: preconnect). The demo also preloads the wasm, starts Go
+// and preconnects from its inline script; this page does none of that, so
+// it stays what it was in the rounds before but for connect()'s default
+// (with no other file on the link, the preload's gain is not there to
+// have).
 const floorPage = `<!doctype html>
 <meta charset="utf-8">
 <title>wsready: the floor</title>
