@@ -114,6 +114,11 @@ func TestSmokeSwitchFromThePage(t *testing.T) {
 	if err := WaitJS(b, "wsreadyDemo.state && wsreadyDemo.state.ready", 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// The switches are drawn once /api/faults has answered (and, like all
+	// the page draws, not before READY): READY can come first.
+	if err := WaitJS(b, "!!document.querySelector('[data-switch=serviceDown]')", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Eval[bool](b, "(document.querySelector('[data-switch=serviceDown]').click(), true)"); err != nil {
 		t.Fatal(err)
 	}
