@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/server"
 )
 
 // Page load to READY with a cold cache, on loopback and on an emulated
@@ -412,11 +414,15 @@ func TestLoadTakesACompiledModule(t *testing.T) {
 // the client is READY on it (the server's first ping, sent at once, came
 // while nobody listened and was replayed). A connect() to another URL
 // drops it (closed, its own socket dialled); one the server refused is the
-// client's first attempt; connect() alone preconnects while the wasm
+// client's first attempt (with a retry-after), or not (over 1 s old, with
+// none); connect() alone preconnects while the wasm
 // loads, unless told not to; one nobody takes is closed after
 // PRECONNECT_MS (5 s).
 func TestPreconnect(t *testing.T) {
-	env, err := StartServer(nil)
+	// Pings 30 s apart: the first, sent at once, is the only one within
+	// the test's waits, so a READY on the preconnected socket needs it
+	// replayed.
+	env, err := StartServer(&server.Options{PingInterval: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,9 +484,10 @@ func TestPreconnect(t *testing.T) {
 		run(`const made = []; const W = WebSocket;
   window.WebSocket = class extends W { constructor(...a) { super(...a); made.push(performance.now()); } };
   window.__c = await m.connect({ ` + c.opt + `stage: 7, topic: 'feed' }); await window.__c.ready({ timeoutMs: 5000 });
-  window.__made = made.length === 1 && made[0] < performance.getEntriesByName('wsready:go-started')[0].startTime;`)
-		if before, _ := Eval[bool](b, "window.__made"); before != c.before || env.Srv.Stats().Handshakes-h0 != 1 {
-			t.Fatalf("connect({ %s...}): one socket, made before Go started: %v, want %v; %d handshakes, want 1", c.opt, before, c.before, env.Srv.Stats().Handshakes-h0)
+  window.__made = [made.length, made[0] < performance.getEntriesByName('wsready:go-started')[0].startTime];`)
+		made, _ := Eval[[]any](b, "window.__made")
+		if len(made) != 2 || made[0] != 1.0 || made[1] != c.before || env.Srv.Stats().Handshakes-h0 != 1 {
+			t.Fatalf("connect({ %s...}): [sockets made, the first before Go started] %v, want [1 %v]; %d handshakes, want 1", c.opt, made, c.before, env.Srv.Stats().Handshakes-h0)
 		}
 	}
 
@@ -505,6 +512,21 @@ func TestPreconnect(t *testing.T) {
 		t.Fatalf("preconnected socket refused with 1013: the client saw closes %q and the server %d handshakes in 1.5 s, want that one close and 1", closes, n)
 	}
 
+	// A close heard over 1 s before with no retry-after (WebSocket
+	// blocked: a 403, so 1006) is old news: the client dials afresh, and
+	// the first close it reports is its own socket's, the second made.
+	blank()
+	env.Set("blockWebSocket", true)
+	run(`window.__made = 0; const W = WebSocket; window.WebSocket = class extends W { constructor(...a) { super(...a); __made++; } }; m.preconnect();`)
+	time.Sleep(1500 * time.Millisecond)
+	run(`window.__at = []; window.__c = await m.connect({ stage: 7, topic: 'feed', onEvent: (e) => { if (e.kind === 'close') __at.push(__made); } });
+  await new Promise((r) => setTimeout(r, 500));`)
+	at, _ := Eval[[]float64](b, "window.__at")
+	env.Set("blockWebSocket", false)
+	if len(at) == 0 || at[0] != 2 {
+		t.Fatalf("a stale close (1.5 s old, no retry-after): the client's closes came with %v sockets made, want the first with 2 (its own dial, not the old close replayed)", at)
+	}
+
 	blank()
 	run(`m.preconnect();`)
 	waitOpen(t, env, 1, 5*time.Second)
@@ -527,5 +549,41 @@ func waitOpen(t *testing.T, env *Env, n int, d time.Duration) {
 			t.Fatalf("the server counts %d open connections after %v, want %d", env.Srv.Stats().Open, d, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// preconnect(url, { tabs: true }) holds the tabs' lock until its own
+// connect() asks for it; another tab's client asking first gets it: that
+// tab leads at once (no wait for a silent leader and a steal) and the
+// first tab's socket is dropped. The demo at stage 8 in the second tab
+// opens no socket from its head either (the lock is held).
+func TestPreconnectYieldsTheTabsLock(t *testing.T) {
+	env, b := newEnv(t)
+	if err := b.Navigate(env.Base + "/?stage=x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(b, "window.wsreadyDemo && wsreadyDemo.error", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Eval[any](b, "(async () => { (await import('/wsready.js')).preconnect(undefined, { tabs: true }); })()"); err != nil {
+		t.Fatal(err)
+	}
+	waitOpen(t, env, 1, 5*time.Second)
+	h0 := env.Srv.Stats().Handshakes
+	tab := newTab(t, b)
+	t.Cleanup(tab.Close)
+	openStage8(t, env, tab, "")
+	if err := WaitJS(tab, "wsreadyDemo.state && wsreadyDemo.state.ready && wsreadyDemo.state.leader", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	steals, _ := Eval[[]string](tab, "wsreadyDemo.log.filter((e) => e.kind === 'tabs').map((e) => e.detail)")
+	for _, d := range steals {
+		if strings.Contains(d, "went silent") {
+			t.Fatalf("the second tab took the lock from a silent leader (%q): the preconnect's lock did not yield", d)
+		}
+	}
+	waitOpen(t, env, 1, 5*time.Second) // the first tab's socket dropped
+	if n := env.Srv.Stats().Handshakes - h0; n != 1 {
+		t.Fatalf("the second tab: %d handshakes, want 1 (its own; none from its head)", n)
 	}
 }

@@ -261,8 +261,9 @@ export interface ConnectOptions {
   tabs?: boolean;
   /**
    * Open the first socket while the wasm loads (see preconnect()), so its
-   * handshake is off the way to READY. Default true; false dials only once
-   * the client has started.
+   * handshake is off the way to READY. Default true; false: connect()
+   * opens none itself (one the page opened with preconnect() is still
+   * taken).
    */
   preconnect?: boolean;
   /** Presence events of the topics subscribed with { presence: true }. */
@@ -406,15 +407,18 @@ export declare function connect(opts?: ConnectOptions): Promise<Client>;
  * Opens the WebSocket the page's first connect() will dial first (url,
  * default defaultURL()), now, while the wasm loads: its handshake is off
  * the way to READY. connect() takes it and replays its events (a close
- * too: the first attempt's outcome); it is closed (1000) if not taken
- * within PRECONNECT_MS, if connect() dials another URL or over HTTP first,
- * or if the client follows another tab. opts.tabs: connect() will share its connection with
+ * too: the first attempt's outcome, its retry-after counted from when it
+ * came; a close over 1 s old without one is not replayed, the client
+ * dials afresh). It is closed (1000) if not taken within PRECONNECT_MS, if
+ * connect() dials another URL or over HTTP first, or once the tab this one
+ * follows is READY. opts.tabs: connect() will share its connection with
  * the other tabs (stage 8): then it opens nothing while another tab holds
- * the connection, and holds the tabs' lock until connect() asks for it.
- * Returns whether a socket is being opened (false: one already is,
- * connect() was called already, no WebSocket here, or Node.js). Throws a
- * TypeError for a URL that is not ws:// or wss://, or a tabs that is not a
- * boolean.
+ * the connection, and holds the tabs' lock until connect() asks for it
+ * (another tab's client asking first gets it; this socket is dropped).
+ * Returns whether it set out to open one (false: one already is,
+ * connect() was called already, no WebSocket here, or Node.js; with tabs
+ * the lock decides later). Throws a TypeError for a URL that is not ws://
+ * or wss://, or a tabs that is not a boolean.
  */
 export declare function preconnect(url?: string, opts?: { tabs?: boolean }): boolean;
 /** How long a preconnected socket waits for connect(): 5000 ms. */

@@ -127,9 +127,13 @@ const dropWarm = (w, reason) => {
 // takes it.
 const releaseWarmLock = (w) => {
   w.released = true;
+  clearTimeout(w.watch);
   w.unlock?.();
   w.unlock = undefined;
 };
+
+/** A close a preconnected socket heard longer ago than this, with no retry-after, is not replayed: the client dials afresh. */
+const STALE_CLOSE_MS = 1000;
 
 /**
  * Opens the WebSocket the page's first connect() will use, now, while the
@@ -138,27 +142,32 @@ const releaseWarmLock = (w) => {
  * trip. url: the one connect() will dial first (default defaultURL()).
  * Nothing is sent on it: the client sends its auth and hello once it takes
  * it, and replays what came meanwhile (its open, the server's frames) in
- * order; if it closed meanwhile, that close is the first attempt's. It is
- * closed (1000) and forgotten if connect() has not taken it within
- * PRECONNECT_MS, if connect() dials another URL or over HTTP first, if
- * more than a few frames came before it was taken, or if the client
- * follows another tab; connect() then dials as it would have.
+ * order; if it closed meanwhile, that close is the first attempt's (a
+ * retry-after counted from when it came), unless it came over
+ * STALE_CLOSE_MS before with no retry-after: then the client dials
+ * afresh. It is closed (1000) and forgotten if connect() has not taken it
+ * within PRECONNECT_MS, if connect() dials another URL or over HTTP first,
+ * if more than a few frames came before it was taken, or once the tab
+ * this one follows is READY; connect() then dials as it would have.
  *
  * opts.tabs: true when connect() will share its connection with the other
  * tabs (tabs, stage 8). Then it opens nothing if another tab of this
  * browser holds the connection for url, and holds the tabs' lock itself
  * until connect() asks for it, so a tab opened meanwhile does not open one
- * too.
+ * too; another tab's client asking for the lock meanwhile gets it (this
+ * socket is dropped).
  *
- * Returns whether a socket is being opened (false: one already is,
- * connect() was called already, there is no WebSocket, or this is
- * Node.js, where connect() fails).
+ * Returns whether it set out to open one: false when one already is,
+ * connect() was called already, there is no WebSocket, or this is Node.js
+ * (where connect() fails). With tabs, whether the lock lets it is known
+ * only later.
  */
 export function preconnect(url, opts = {}) {
+  if (typeof globalThis.WebSocket !== 'function' || typeof document === 'undefined' && globalThis.process?.versions?.node) return false;
   if (url === undefined) url = defaultURL();
   if (typeof url !== 'string' || !/^wss?:\/\//.test(url)) throw new TypeError('wsready.preconnect: url must be a ws:// or wss:// URL');
   if (opts.tabs !== undefined && typeof opts.tabs !== 'boolean') throw new TypeError('wsready.preconnect: tabs must be true or false');
-  if (warm !== undefined || connectCalled || typeof globalThis.WebSocket !== 'function' || typeof document === 'undefined' && globalThis.process?.versions?.node) return false;
+  if (warm !== undefined || connectCalled) return false;
   const w = { url, events: [] };
   warm = w;
   w.timer = setTimeout(() => dropWarm(w, 'preconnect unused'), PRECONNECT_MS);
@@ -177,16 +186,40 @@ export function preconnect(url, opts = {}) {
     return true;
   }
   // The tabs' lock, as wasm/tabs.go names it. Not to be had: another tab
-  // leads, and this one will follow it without a socket of its own.
-  locks.request(`wsready:${url}`, { ifAvailable: true }, (lock) => {
+  // leads, and this one will follow it without a socket of its own. Held
+  // until connect() asks for it; meanwhile another tab's client asking
+  // for it (a tab opened at the same time, whose wasm was quicker) gets it
+  // within WATCH_MS: that tab leads, and this one drops its socket and
+  // will follow it (the other tabs cannot hear a leader in this one
+  // before its client runs).
+  const name = `wsready:${url}`;
+  const WATCH_MS = 100;
+  locks.request(name, { ifAvailable: true }, (lock) => {
     if (!lock || warm !== w) {
       if (!lock) dropWarm(w);
       return undefined;
     }
     dial();
     if (w.released) return undefined; // connect() has asked for it already
-    return new Promise((resolve) => { w.unlock = resolve; });
-  }).catch(() => { if (warm === w && !w.ws) dial(); });
+    return new Promise((resolve) => {
+      w.unlock = resolve;
+      const watch = () => {
+        w.watch = undefined;
+        locks.query().then((q) => {
+          if (w.unlock !== resolve) return; // let go meanwhile
+          if (q.pending?.some((l) => l.name === name)) dropWarm(w, 'preconnect unused');
+          else w.watch = setTimeout(watch, WATCH_MS);
+        }, () => {});
+      };
+      w.watch = setTimeout(watch, WATCH_MS);
+    });
+  }).catch(() => {
+    // No Web Locks to be had here: dial without. Or the lock was stolen
+    // (another tab found none leading): drop the socket, that tab leads.
+    if (warm !== w) return;
+    if (w.ws) dropWarm(w, 'preconnect unused');
+    else dial();
+  });
   return true;
 }
 
@@ -209,6 +242,24 @@ const takeWarm = (url, onopen, onmessage, onclose) => {
     dropWarm(w, 'preconnect unused');
     return undefined;
   }
+  // A close heard a while ago: a retry-after in it counts from then (the
+  // client waits only what is left of it); without one it is old news,
+  // and the client dials afresh rather than back off from it.
+  const closed = w.events.find((e) => e.type === 'close');
+  if (closed) {
+    const ago = performance.now() - closed.timeStamp;
+    const m = /(^|[ ;,])retry-after-ms=(\d+)/.exec(closed.reason);
+    if (!m && ago > STALE_CLOSE_MS) {
+      dropWarm(w, 'preconnect unused');
+      return undefined;
+    }
+    if (m) {
+      const at = m.index + m[1].length;
+      const left = `retry-after-ms=${Math.max(1, Number(m[2]) - Math.round(ago))}`;
+      const reason = closed.reason.slice(0, at) + left + closed.reason.slice(m.index + m[0].length);
+      w.events[w.events.indexOf(closed)] = { type: 'close', code: closed.code, reason };
+    }
+  }
   warm = undefined;
   w.taken = true; // w.keep keeps every event now: the client owns the socket
   clearTimeout(w.timer);
@@ -219,7 +270,10 @@ const takeWarm = (url, onopen, onmessage, onclose) => {
     w.ws.onmessage = onmessage;
     w.ws.onclose = onclose;
     const on = { open: onopen, message: onmessage, close: onclose };
-    for (const e of w.events) on[e.type](e);
+    for (const e of w.events) {
+      if (w.ws.onopen !== onopen) return; // the client let it go (its release() unset them) while this replayed
+      on[e.type](e);
+    }
   }, 0);
   return w.ws;
 };
