@@ -356,16 +356,7 @@ func writeLoadSection(path, section string) error {
 // The demo at an unknown stage neither compiles nor loads a client itself,
 // so both are the test's.
 func TestLoadTakesACompiledModule(t *testing.T) {
-	env, err := StartServer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	b, err := NewBrowser(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	env, b := newEnv(t)
 	type result struct {
 		Connect string
 		Fetches int
@@ -422,16 +413,7 @@ func TestPreconnect(t *testing.T) {
 	// Pings 30 s apart: the first, sent at once, is the only one within
 	// the test's waits, so a READY on the preconnected socket needs it
 	// replayed.
-	env, err := StartServer(&server.Options{PingInterval: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	b, err := NewBrowser(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	env, b := newEnvWith(t, &server.Options{PingInterval: 30 * time.Second})
 	// A page with no client of its own (an unknown stage), and no socket
 	// left from the page before it.
 	blank := func() {

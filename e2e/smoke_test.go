@@ -8,11 +8,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/server"
 )
 
 func newEnv(t *testing.T) (*Env, *Browser) {
 	t.Helper()
-	env, err := StartServer(nil)
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the server's options (nil: make run's).
+func newEnvWith(t *testing.T, opts *server.Options) (*Env, *Browser) {
+	t.Helper()
+	env, err := StartServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
