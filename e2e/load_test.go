@@ -365,12 +365,7 @@ func TestLoadTakesACompiledModule(t *testing.T) {
 	const fetches = `performance.getEntriesByType('resource').filter((e) => new URL(e.name).pathname === '/wsready.wasm').length`
 	try := func(module string) result {
 		t.Helper()
-		if err := b.Navigate(env.Base + "/?stage=x"); err != nil {
-			t.Fatal(err)
-		}
-		if err := WaitJS(b, "window.wsreadyDemo && wsreadyDemo.error", 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		openNoClient(t, env, b)
 		r, err := Eval[result](b, `(async () => {
   if (window.wsreadyWasm || window.wsreadyLoad) return { Error: 'the page at an unknown stage started a client itself' };
   const { load } = await import('/wsready.js');
@@ -418,12 +413,7 @@ func TestPreconnect(t *testing.T) {
 	// left from the page before it.
 	blank := func() {
 		t.Helper()
-		if err := b.Navigate(env.Base + "/?stage=x"); err != nil {
-			t.Fatal(err)
-		}
-		if err := WaitJS(b, "window.wsreadyDemo && wsreadyDemo.error", 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		openNoClient(t, env, b)
 		waitOpen(t, env, 0, 5*time.Second)
 	}
 	run := func(js string) {
@@ -522,6 +512,18 @@ func TestPreconnect(t *testing.T) {
 	}
 }
 
+// openNoClient opens the demo at an unknown stage: a page that starts no
+// client, asks for no ticket and compiles nothing, for a test's own.
+func openNoClient(t *testing.T, env *Env, b *Browser) {
+	t.Helper()
+	if err := b.Navigate(env.Base + "/?stage=x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(b, "window.wsreadyDemo && wsreadyDemo.error", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitOpen waits until the server counts n open connections.
 func waitOpen(t *testing.T, env *Env, n int, d time.Duration) {
 	t.Helper()
@@ -541,12 +543,7 @@ func waitOpen(t *testing.T, env *Env, n int, d time.Duration) {
 // opens no socket from its head either (the lock is held).
 func TestPreconnectYieldsTheTabsLock(t *testing.T) {
 	env, b := newEnv(t)
-	if err := b.Navigate(env.Base + "/?stage=x"); err != nil {
-		t.Fatal(err)
-	}
-	if err := WaitJS(b, "window.wsreadyDemo && wsreadyDemo.error", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	openNoClient(t, env, b)
 	if _, err := Eval[any](b, "(async () => { (await import('/wsready.js')).preconnect(undefined, { tabs: true }); })()"); err != nil {
 		t.Fatal(err)
 	}
