@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +17,9 @@ import (
 // The Vite example, built by make example from the npm tarball, served
 // from its own origin: the package's wasm and wasm_exec.js were emitted by
 // Vite, and the app reaches READY, gets the feed and a request's answer
-// from the real server on another origin.
+// from the real server on another origin. The example's build preloads the
+// wasm and precompresses it: the page asks for it once (load's fetch takes
+// the preload) and gets the brotli file.
 func TestViteExample(t *testing.T) {
 	const dist = "../examples/vite/dist"
 	if _, err := os.Stat(dist + "/index.html"); err != nil {
@@ -30,7 +34,14 @@ func TestViteExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := &http.Server{Handler: http.FileServer(http.Dir(dist))}
+	var wasmGets atomic.Int32
+	static := precompressedStatic(dist)
+	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".wasm") {
+			wasmGets.Add(1)
+		}
+		static.ServeHTTP(w, r)
+	})}
 	go app.Serve(ln)
 	t.Cleanup(func() { app.Close() })
 	b, err := NewBrowser(t.Context())
@@ -53,5 +64,15 @@ func TestViteExample(t *testing.T) {
 	echo, _ := r["echo"].(map[string]any)
 	if r["error"] != nil || r["ready"] != true || echo["from"] != "vite" || r["version"] != r["wasmVersion"] {
 		t.Fatalf("example result %v", r)
+	}
+	if n := wasmGets.Load(); n != 1 {
+		t.Errorf("the wasm was asked for %d times, want 1 (the preload, taken by load's fetch)", n)
+	}
+	enc, err := Eval[[]float64](b, `performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.wasm')).flatMap((e) => [e.encodedBodySize, e.decodedBodySize])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enc) != 2 || enc[0] <= 0 || enc[0] > 0.25*enc[1] {
+		t.Errorf("the wasm's resource timing [encoded decoded] = %v: want one fetch, brotli (under a quarter of its size)", enc)
 	}
 }

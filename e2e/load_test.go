@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"mime"
@@ -15,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -291,42 +288,37 @@ func medianWorstF(v []float64) (float64, float64) {
 	return s[len(s)/2], s[len(s)-1]
 }
 
-// gzipStatic serves the files under dir, each .wasm and .js gzipped
-// (best compression, once) to a client that accepts gzip, as a static
-// host or CDN in front of a bundled app would: the Vite example's load is
-// measured with it.
-func gzipStatic(dir string) http.Handler {
+// precompressedStatic serves the files under dir as a static host that
+// serves precompressed files does (Caddy's file_server with precompressed
+// br gzip, nginx's brotli_static and gzip_static): name.br to a client that
+// accepts br, else name.gz to one that accepts gzip, when the build wrote
+// them beside name (the Vite example's does, examples/vite/vite.config.js);
+// name itself otherwise. The Vite example's load is measured with it.
+func precompressedStatic(dir string) http.Handler {
 	files := http.FileServer(http.Dir(dir))
-	var mu sync.Mutex
-	cache := map[string][]byte{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := path.Clean(r.URL.Path)
-		ext := path.Ext(name)
-		if (ext != ".wasm" && ext != ".js") || !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-			files.ServeHTTP(w, r)
+		if strings.HasSuffix(name, "/") {
+			name += "index.html"
+		}
+		accept := r.Header.Get("Accept-Encoding")
+		for _, enc := range []struct{ token, ext string }{{"br", ".br"}, {"gzip", ".gz"}} {
+			if !strings.Contains(accept, enc.token) {
+				continue
+			}
+			f := filepath.Join(dir, filepath.FromSlash(name)+enc.ext)
+			if st, err := os.Stat(f); err != nil || st.IsDir() {
+				continue
+			}
+			if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+				w.Header().Set("Content-Type", ct)
+			}
+			w.Header().Set("Content-Encoding", enc.token)
+			w.Header().Set("Vary", "Accept-Encoding")
+			http.ServeFile(w, r, f)
 			return
 		}
-		mu.Lock()
-		gz, ok := cache[name]
-		if !ok {
-			raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
-			if err != nil {
-				mu.Unlock()
-				http.NotFound(w, r)
-				return
-			}
-			var buf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-			zw.Write(raw)
-			zw.Close()
-			gz = buf.Bytes()
-			cache[name] = gz
-		}
-		mu.Unlock()
-		w.Header().Set("Content-Type", mime.TypeByExtension(ext))
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Header().Set("Vary", "Accept-Encoding")
-		w.Write(gz)
+		files.ServeHTTP(w, r)
 	})
 }
 

@@ -141,7 +141,7 @@ const viteDist = "../examples/vite/dist"
 
 // measureViteLoad loads the Vite example (make example builds it from the
 // npm tarball) as TestMeasureLoad loads the demo, served from its own
-// origin by gzipStatic, against the demo server on another.
+// origin by precompressedStatic, against the demo server on another.
 func measureViteLoad() (string, error) {
 	if _, err := os.Stat(viteDist + "/index.html"); err != nil {
 		return "", errors.New("examples/vite/dist is missing: run make example first")
@@ -151,7 +151,7 @@ func measureViteLoad() (string, error) {
 		return "", err
 	}
 	defer env.Close()
-	base, stop, err := serveApp(gzipStatic(viteDist))
+	base, stop, err := serveApp(precompressedStatic(viteDist))
 	if err != nil {
 		return "", err
 	}
@@ -173,7 +173,7 @@ func measureViteLoad() (string, error) {
 	fm, fw := medianWorst(readyMs(fast))
 	sm, sw := medianWorst(readyMs(slow))
 	var md strings.Builder
-	fmt.Fprintf(&md, "\n### The Vite example\n\nexamples/vite built by `make example` (the npm tarball through Vite; the package's default stage, 8; no token; no preload links: the wasm is fetched when the bundle runs), served from its own origin with its .wasm and .js gzipped (a static host's usual compression; the demo server sends brotli), the demo server on another. READY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
+	fmt.Fprintf(&md, "\n### The Vite example\n\nexamples/vite built by `make example` (the npm tarball through Vite; the package's default stage, 8; no token; its vite.config.js adds a preload link for the wasm and writes each .wasm, .js and .html precompressed), served from its own origin as a static host that serves precompressed files does (brotli here, as the demo server sends; Caddy's `precompressed br gzip`, nginx's `brotli_static`), the demo server on another. READY on loopback: median %d ms, worst %d ms (%v), goal 300 ms: %s. On 10 Mbit/s, 40 ms: median %d ms, worst %d ms (%v), goal 1.0 s: %s. The wasm: %.0f bytes on the wire.\n\n", fm, fw, readyMs(fast), metOrMissed(fm, 300), sm, sw, readyMs(slow), metOrMissed(sm, 1000), fast[0]["wasm:bytes"])
 	md.WriteString(BreakdownTable(LoadRun{"loopback", fast}) + "\n" + BreakdownTable(LoadRun{"10 Mbit/s, 40 ms", slow}))
 	return md.String(), nil
 }
