@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 	"github.com/wsready/wsready/server"
 )
 
@@ -89,6 +91,8 @@ var loadPoints = []struct{ key, label string }{
 	{"wasm:start", "wasm requested"},
 	{"wasm:responseEnd", "wasm downloaded"},
 	{"wsready:wasm-response", "wasm response handed to the compiler"},
+	{"wsready:preconnect", "first socket dialled by preconnect()"},
+	{"wsready:preconnect-open", "that socket open"},
 	{"wsready:instantiated", "wasm compiled and instantiated"},
 	{"wsready:go-started", "Go started (its API registered)"},
 	{"wsready:connect", "connect() called"},
@@ -525,6 +529,94 @@ func waitOpen(t *testing.T, env *Env, n int, d time.Duration) {
 			t.Fatalf("the server counts %d open connections after %v, want %d", env.Srv.Stats().Open, d, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// jsCountLockRequests, run before a page's scripts, records each Web Locks
+// request the page makes: its name and whether it asked ifAvailable.
+const jsCountLockRequests = `(() => {
+  const proto = globalThis.LockManager && LockManager.prototype;
+  if (!proto) return;
+  const request = proto.request;
+  window.lockRequests = [];
+  proto.request = function (name, ...rest) {
+    window.lockRequests.push(name + (typeof rest[0] === 'object' && rest[0].ifAvailable ? ' ifAvailable' : ''));
+    return request.call(this, name, ...rest);
+  };
+})();`
+
+// The demo at stage 8 preconnects from its head, asking for the tabs'
+// lock: its client leads with that request's lock, handed over, and makes
+// no request of its own. Another tab stealing it is heard as a steal of
+// the client's own lock: this tab steps down and follows.
+func TestPreconnectHandsTheTabsLockOver(t *testing.T) {
+	env, b := newEnv(t)
+	if _, err := chromedp.Call(b.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsCountLockRequests}); err != nil {
+		t.Fatal(err)
+	}
+	openStage8(t, env, b, "")
+	if err := WaitJS(b, "wsreadyDemo.state && wsreadyDemo.state.ready && wsreadyDemo.state.leader", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := Eval[[]string](b, "window.lockRequests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 1 || !strings.HasSuffix(reqs[0], " ifAvailable") {
+		t.Fatalf("the page's Web Locks requests: %q; want one, preconnect's (ifAvailable), handed to the client", reqs)
+	}
+	tab := newTab(t, b)
+	t.Cleanup(tab.Close)
+	openNoClient(t, env, tab)
+	steal := `navigator.locks.request('wsready:' + (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws',
+		{ steal: true }, () => new Promise(() => {})); true`
+	if _, err := Eval[bool](tab, steal); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(b, "wsreadyDemo.log.some((e) => e.kind === 'follower' && e.detail.includes('another tab took the lock')) && wsreadyDemo.state.follower", 5*time.Second); err != nil {
+		logEvents(t, b, 0)
+		t.Fatalf("the tab whose handed-over lock was stolen: %v", err)
+	}
+}
+
+// A page that preconnects while another tab leads: its preconnect() finds
+// the tabs' lock taken (ifAvailable), and the client it hands the request
+// to asks for it as usual, queued; it follows that tab, and leads once
+// that tab is gone.
+func TestPreconnectHandoverWhileAnotherTabLeads(t *testing.T) {
+	env, b := newEnv(t)
+	leader := newTab(t, b)
+	t.Cleanup(leader.Close)
+	openStage8(t, env, leader, "")
+	if err := WaitJS(leader, "wsreadyDemo.state && wsreadyDemo.state.ready && wsreadyDemo.state.leader", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tab := newTab(t, b)
+	t.Cleanup(tab.Close)
+	if _, err := chromedp.Call(tab.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsCountLockRequests}); err != nil {
+		t.Fatal(err)
+	}
+	openNoClient(t, env, tab)
+	if _, err := Eval[any](tab, `(async () => {
+		const m = await import('/wsready.js');
+		m.preconnect(undefined, { tabs: true });
+		window.handed = await m.connect({ stage: 8 });
+	})()`); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitJS(tab, "window.handed && handed.state().follower && handed.state().ready", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := Eval[[]string](tab, "window.lockRequests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 || !strings.HasSuffix(reqs[0], " ifAvailable") || strings.HasSuffix(reqs[1], " ifAvailable") {
+		t.Fatalf("the second tab's Web Locks requests: %q; want preconnect's (ifAvailable) and its client's, queued", reqs)
+	}
+	leader.Close()
+	if err := WaitJS(tab, "handed.state().leader && handed.state().ready", 10*time.Second); err != nil {
+		t.Fatalf("the second tab, once the leader's tab is gone: %v", err)
 	}
 }
 

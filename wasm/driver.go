@@ -52,8 +52,9 @@ type driver struct {
 type callbacks struct {
 	onState, onUpdate, onEvent, onRecord, onLost, onTopic, onPresence, token safejs.Value
 	// warm is wsready.js's takeWarm (the socket preconnect() opened), for
-	// the first dial only: dial clears it.
-	warm safejs.Value
+	// the first dial only: dial clears it. warmLock is its takeWarmLock
+	// (the tabs' lock preconnect() took), for the first lock request.
+	warm, warmLock safejs.Value
 }
 
 func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
@@ -70,6 +71,9 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
 	if o.Tabs {
 		d.tabs, d.tabsMode = newTabs(d, o.URL)
+		if d.tabs != nil {
+			d.tabs.first = cb.warmLock
+		}
 		// Until the lock is granted this tab follows whoever holds it.
 		cfg.Follower = d.tabs != nil
 	}

@@ -74,6 +74,7 @@ type tabs struct {
 	leading  bool         // this tab's lock request was granted and not stolen
 	release  safejs.Value // resolves the promise that holds the lock
 	abort    safejs.Value // aborts the lock request waiting in the queue
+	first    safejs.Value // wsready.js's takeWarmLock, for the first request (see requestLock)
 	stealing bool         // a {steal: true} request is on its way
 	term     uint64       // this tab's term while it leads
 	maxTerm  uint64       // the highest term heard
@@ -132,7 +133,7 @@ func newTabs(d *driver, url string) (*tabs, bridge.Tabs) {
 		return nil, bridge.TabsUnsupported
 	}
 	t := &tabs{d: d, id: strconv.FormatUint(uint64(random()*(1<<53)), 36), name: "wsready:" + url, locks: locks,
-		beat: safejs.Undefined(), release: safejs.Undefined(), abort: safejs.Undefined(),
+		beat: safejs.Undefined(), release: safejs.Undefined(), abort: safejs.Undefined(), first: safejs.Undefined(),
 		silent: bridge.SilentAfter + time.Duration(random()*float64(bridge.SilentJitter)), fwd: map[uint64]fwdFrom{},
 		refused: map[string]string{}, told: map[string]string{}}
 	bc, err := ctor.New(t.name)
@@ -216,7 +217,12 @@ func (t *tabs) listen() {
 
 // requestLock asks for the lock: queued behind the holder, or taking it
 // from the holder (steal). Its answers come back as steps tagged with
-// this request's number.
+// this request's number. The first request goes through wsready.js's
+// takeWarmLock (t.first), which has locks.request's signature: it hands
+// this request the lock preconnect() holds or asked for, when it did (no
+// second request, no IPC round trip, no moment between that lock's
+// release and this request for another tab to take it), and asks as usual
+// otherwise.
 func (t *tabs) requestLock(steal bool) {
 	t.gen++
 	g := t.gen
@@ -252,7 +258,13 @@ func (t *tabs) requestLock(steal bool) {
 		t.d.q.Push(func(now time.Time) { t.lockFailed(g, now) })
 		return
 	}
-	req, err := t.locks.Call("request", t.name, optsV, cb.Value())
+	var req safejs.Value
+	if first := t.first; isFunc(first) && !steal {
+		t.first = safejs.Undefined()
+		req, err = first.Invoke(t.name, optsV, cb.Value())
+	} else {
+		req, err = t.locks.Call("request", t.name, optsV, cb.Value())
+	}
 	if err == nil {
 		err = then(req, func(safejs.Value) {
 			cb.Release() // the lock was released: the callback is done with

@@ -132,6 +132,32 @@ const releaseWarmLock = (w) => {
   w.unlock = undefined;
 };
 
+// takeWarmLock is the client's first request for the tabs' lock, with
+// navigator.locks.request's signature and answers (a promise that settles
+// once the lock is let go, or rejects if another tab steals it): the lock
+// preconnect() holds, or has asked for, is handed to cb, and held until
+// the promise cb returns resolves. No second request: no IPC round trip,
+// and no moment between this lock's release and the client's request for
+// another tab to take it. If another tab holds it, or preconnect() asked
+// for none, the client's request is made as usual.
+const takeWarmLock = (name, opts, cb) => {
+  const locks = globalThis.navigator.locks;
+  const w = warm;
+  if (!w || w.released || !w.lock || `wsready:${w.url}` !== name) {
+    if (w) releaseWarmLock(w);
+    return locks.request(name, opts, cb);
+  }
+  const held = w.unlock;
+  w.unlock = undefined; // the client's now: dropping the socket does not let it go
+  releaseWarmLock(w);
+  if (held) {
+    held(cb(w.granted));
+    return w.lock;
+  }
+  w.handed = (lock) => (lock ? cb(lock) : (w.queued = locks.request(name, opts, cb), undefined));
+  return w.lock.then(() => w.queued);
+};
+
 /** A close a preconnected socket heard longer ago than this, with no retry-after, is not replayed: the client dials afresh. */
 const STALE_CLOSE_MS = 1000;
 
@@ -174,8 +200,10 @@ export function preconnect(url, opts = {}) {
   const dial = () => {
     if (warm !== w) return;
     try { w.ws = new globalThis.WebSocket(url); } catch { dropWarm(w); return; }
+    mark('preconnect');
     w.keep = (e) => {
       if (!w.taken && w.events.length >= PRECONNECT_EVENTS) { dropWarm(w, 'preconnect unused'); return; }
+      if (e.type === 'open') mark('preconnect-open');
       w.events.push(e);
     };
     w.ws.onopen = w.ws.onmessage = w.ws.onclose = w.keep;
@@ -194,11 +222,14 @@ export function preconnect(url, opts = {}) {
   // before its client runs).
   const name = `wsready:${url}`;
   const WATCH_MS = 100;
-  locks.request(name, { ifAvailable: true }, (lock) => {
-    if (!lock || warm !== w) {
-      if (!lock) dropWarm(w);
-      return undefined;
+  w.lock = locks.request(name, { ifAvailable: true }, (lock) => {
+    if (!lock) dropWarm(w, 'preconnect unused');
+    w.granted = lock;
+    if (w.handed) { // the client's (takeWarmLock)
+      if (lock) dial();
+      return w.handed(lock);
     }
+    if (!lock || warm !== w) return undefined;
     dial();
     if (w.released) return undefined; // connect() has asked for it already
     return new Promise((resolve) => {
@@ -213,11 +244,13 @@ export function preconnect(url, opts = {}) {
       };
       w.watch = setTimeout(watch, WATCH_MS);
     });
-  }).catch(() => {
-    // No Web Locks to be had here: dial without. Or the lock was stolen
-    // (another tab found none leading): drop the socket, that tab leads.
+  });
+  w.lock.catch(() => {
+    // The lock was stolen (another tab found none leading): drop the
+    // socket, that tab leads. Or no Web Locks to be had here: dial without
+    // (a client it was handed to hears the same rejection).
     if (warm !== w) return;
-    if (w.ws) dropWarm(w, 'preconnect unused');
+    if (w.granted) dropWarm(w, 'preconnect unused');
     else dial();
   });
   return true;
@@ -390,7 +423,6 @@ async function start(opts) {
     return t;
   };
   markOnce('connect');
-  if (warm) releaseWarmLock(warm); // the client asks for the tabs' lock now
   h = api.connect({
     url: urls[0],
     moreURLs: urls.slice(1).join('\n'),
@@ -418,6 +450,8 @@ async function start(opts) {
     // The preconnected socket, for the first dial (when that is over
     // WebSocket to urls[0]); a client that will not dial it drops it.
     warm: takeWarm,
+    // The tabs' lock preconnect() holds, handed to the client's election.
+    warmLock: takeWarmLock,
     onRecord: (r) => emit('record', opts.onRecord, r),
     onState: (s) => {
       lastState = s;
@@ -446,6 +480,8 @@ async function start(opts) {
       emit('event', opts.onEvent, e);
     },
   });
+  // A client without the tabs will not ask for the lock: let it go.
+  if (warm && !h.error && h.state().tabs !== 'on') releaseWarmLock(warm);
   if (h.error) throw new TypeError(h.error);
   if (storeKey) globalThis.addEventListener?.('pagehide', save);
   let closing;
