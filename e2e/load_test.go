@@ -579,44 +579,54 @@ func TestPreconnectHandsTheTabsLockOver(t *testing.T) {
 	}
 }
 
-// A page that preconnects while another tab leads: its preconnect() finds
-// the tabs' lock taken (ifAvailable), and the client it hands the request
-// to asks for it as usual, queued; it follows that tab, and leads once
-// that tab is gone.
-func TestPreconnectHandoverWhileAnotherTabLeads(t *testing.T) {
+// A client whose connect() comes before the lock manager has answered
+// preconnect()'s request (the wasm already loaded: connect() asks at once)
+// is handed that request, still pending. Alone, the grant goes to it: one
+// Web Locks request, and it leads. In a second tab the answer is that
+// another tab holds the lock: the client asks as usual, queued, follows
+// that tab, and leads once that tab is gone.
+func TestPreconnectHandsAPendingLockOver(t *testing.T) {
 	env, b := newEnv(t)
-	leader := newTab(t, b)
-	t.Cleanup(leader.Close)
-	openStage8(t, env, leader, "")
-	if err := WaitJS(leader, "wsreadyDemo.state && wsreadyDemo.state.ready && wsreadyDemo.state.leader", 10*time.Second); err != nil {
+	open := func() *Browser {
+		tab := newTab(t, b)
+		t.Cleanup(tab.Close)
+		if _, err := chromedp.Call(tab.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsCountLockRequests}); err != nil {
+			t.Fatal(err)
+		}
+		openNoClient(t, env, tab)
+		if _, err := Eval[any](tab, `(async () => {
+			const m = await import('/wsready.js');
+			await m.load();
+			window.handed = await m.connect({ stage: 8 }); // preconnects, and asks in the same task
+		})()`); err != nil {
+			t.Fatal(err)
+		}
+		return tab
+	}
+	requests := func(tab *Browser) []string {
+		reqs, err := Eval[[]string](tab, "window.lockRequests")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reqs
+	}
+	first := open()
+	if err := WaitJS(first, "handed.state().leader && handed.state().ready", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	tab := newTab(t, b)
-	t.Cleanup(tab.Close)
-	if _, err := chromedp.Call(tab.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsCountLockRequests}); err != nil {
+	if reqs := requests(first); len(reqs) != 1 || !strings.HasSuffix(reqs[0], " ifAvailable") {
+		t.Fatalf("the first tab's Web Locks requests: %q; want one, preconnect's (ifAvailable), handed to the client while pending", reqs)
+	}
+	second := open()
+	if err := WaitJS(second, "handed.state().follower && handed.state().ready", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	openNoClient(t, env, tab)
-	if _, err := Eval[any](tab, `(async () => {
-		const m = await import('/wsready.js');
-		m.preconnect(undefined, { tabs: true });
-		window.handed = await m.connect({ stage: 8 });
-	})()`); err != nil {
-		t.Fatal(err)
-	}
-	if err := WaitJS(tab, "window.handed && handed.state().follower && handed.state().ready", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	reqs, err := Eval[[]string](tab, "window.lockRequests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(reqs) != 2 || !strings.HasSuffix(reqs[0], " ifAvailable") || strings.HasSuffix(reqs[1], " ifAvailable") {
+	if reqs := requests(second); len(reqs) != 2 || !strings.HasSuffix(reqs[0], " ifAvailable") || strings.HasSuffix(reqs[1], " ifAvailable") {
 		t.Fatalf("the second tab's Web Locks requests: %q; want preconnect's (ifAvailable) and its client's, queued", reqs)
 	}
-	leader.Close()
-	if err := WaitJS(tab, "handed.state().leader && handed.state().ready", 10*time.Second); err != nil {
-		t.Fatalf("the second tab, once the leader's tab is gone: %v", err)
+	first.Close()
+	if err := WaitJS(second, "handed.state().leader && handed.state().ready", 10*time.Second); err != nil {
+		t.Fatalf("the second tab, once the first is gone: %v", err)
 	}
 }
 
