@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
 	"github.com/wsready/wsready/server"
 )
 
@@ -551,9 +549,7 @@ const jsCountLockRequests = `(() => {
 // the client's own lock: this tab steps down and follows.
 func TestPreconnectHandsTheTabsLockOver(t *testing.T) {
 	env, b := newEnv(t)
-	if _, err := chromedp.Call(b.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsCountLockRequests}); err != nil {
-		t.Fatal(err)
-	}
+	runBeforeScripts(t, b, jsCountLockRequests)
 	openStage8(t, env, b, "")
 	if err := WaitJS(b, "wsreadyDemo.state && wsreadyDemo.state.ready && wsreadyDemo.state.leader", 10*time.Second); err != nil {
 		t.Fatal(err)
@@ -590,9 +586,7 @@ func TestPreconnectHandsAPendingLockOver(t *testing.T) {
 	open := func() *Browser {
 		tab := newTab(t, b)
 		t.Cleanup(tab.Close)
-		if _, err := chromedp.Call(tab.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsCountLockRequests}); err != nil {
-			t.Fatal(err)
-		}
+		runBeforeScripts(t, tab, jsCountLockRequests)
 		openNoClient(t, env, tab)
 		if _, err := Eval[any](tab, `(async () => {
 			const m = await import('/wsready.js');

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
 )
 
 // stage8Runs is how many times TestMeasureStage8 runs each measurement.
@@ -196,9 +193,7 @@ func TestMeasureStage8(t *testing.T) {
 		var s []float64
 		t.Run(fmt.Sprintf("deaf/%d", i+1), func(t *testing.T) {
 			env, b := stage8Env(t)
-			if _, err := chromedp.Call(b.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsWatchSockets}); err != nil {
-				t.Fatal(err)
-			}
+			runBeforeScripts(t, b, jsWatchSockets)
 			openStage8(t, env, b, "")
 			if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
 				t.Fatal(err)

@@ -427,6 +427,15 @@ func newTab(t *testing.T, b *Browser) *Browser {
 	return &Browser{Ctx: ctx, cancel: []context.CancelFunc{cancel}}
 }
 
+// runBeforeScripts has b's pages run src before their own scripts, from
+// the next navigation on (CDP Page.addScriptToEvaluateOnNewDocument).
+func runBeforeScripts(t *testing.T, b *Browser, src string) {
+	t.Helper()
+	if _, err := chromedp.Call(b.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func setLifecycle(t *testing.T, b *Browser, state page.SetWebLifecycleStateState) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
@@ -967,9 +976,7 @@ func stallAt(events string) (probe, closed int64) {
 // once Deaf is off, with nothing lost. Stage 7 never notices.
 func TestStage8DeafServerIsNoticed(t *testing.T) {
 	env, b := stage8Env(t)
-	if _, err := chromedp.Call(b.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: jsWatchSockets}); err != nil {
-		t.Fatal(err)
-	}
+	runBeforeScripts(t, b, jsWatchSockets)
 	openStage8(t, env, b, "")
 	if err := WaitJS(b, "wsreadyDemo.state.ready && wsreadyDemo.updates > 2", 20*time.Second); err != nil {
 		t.Fatal(err)
