@@ -612,8 +612,12 @@ func TestPreconnectHandsAPendingLockOver(t *testing.T) {
 		t.Fatalf("the first tab's Web Locks requests: %q; want one, preconnect's (ifAvailable), handed to the client while pending", reqs)
 	}
 	second := open()
-	if err := WaitJS(second, "handed.state().follower && handed.state().ready", 10*time.Second); err != nil {
-		t.Fatal(err)
+	// A follower can be READY (the leader's state, heard over the tabs'
+	// channel) before the lock manager's answer, and so before the queued
+	// request that answer leads to.
+	if err := WaitJS(second, "handed.state().follower && handed.state().ready && window.lockRequests.length >= 2", 10*time.Second); err != nil {
+		r, _ := Eval[[]string](second, "window.lockRequests")
+		t.Fatalf("%v (the second tab's Web Locks requests: %q)", err, r)
 	}
 	if reqs := requests(second); len(reqs) != 2 || !strings.HasSuffix(reqs[0], " ifAvailable") || strings.HasSuffix(reqs[1], " ifAvailable") {
 		t.Fatalf("the second tab's Web Locks requests: %q; want preconnect's (ifAvailable) and its client's, queued", reqs)
