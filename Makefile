@@ -121,7 +121,7 @@ NPMDIR := build/npm
 npm: wasm
 	@command -v npm >/dev/null || { echo "make npm needs Node.js with npm (the machine image has them)"; exit 1; }
 	rm -rf $(NPMDIR) && mkdir -p $(NPMDIR) dist
-	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE web/npm/README.md $(NPMDIR)/
+	cp $(STATIC)/wsready.js $(STATIC)/wsready.d.ts $(STATIC)/wsready.wasm $(STATIC)/wasm_exec.js LICENSE web/npm/README.md web/npm/vite.js web/npm/vite.d.ts $(NPMDIR)/
 	mkdir -p $(NPMDIR)/licenses
 	cp $(GOROOT)/LICENSE $(NPMDIR)/licenses/go-LICENSE
 	cp "$$($(GO) list -m -f '{{.Dir}}' github.com/hack-pad/safejs)/LICENSE" $(NPMDIR)/licenses/safejs-LICENSE
@@ -131,15 +131,16 @@ npm: wasm
 	node web/npm/node-check.mjs $(NPMDIR)/wsready.js
 
 # The Vite example app, built from the tarball (npm ci for Vite and
-# TypeScript, pinned in its lockfile), and a strict tsc check of a usage file
-# against the package's .d.ts. The browser suite loads the built app.
+# TypeScript, pinned in its lockfile), and strict tsc checks of usage files
+# against the package's .d.ts files (the client's; wsready/vite's, with
+# Node's types). The browser suite loads the built app.
 # The example application's page (examples/app/web) is built the same way
 # (app-web); the browser suite runs the app with it (e2e/app_test.go).
 example: npm app-web
 	@command -v npm >/dev/null || { echo "make example needs Node.js 20.19+ with npm (the machine image has them)"; exit 1; }
 	cd examples/vite && npm ci --silent --no-audit --no-fund && \
 	  npm install --silent --no-save --no-package-lock --no-audit --no-fund ../../dist/wsready-$(VERSION).tgz && \
-	  npx tsc -p tsconfig.json && npx vite build --logLevel warn
+	  npx tsc -p tsconfig.json && npx tsc -p tsconfig.node.json && npx vite build --logLevel warn
 
 # The example application (docs/app.md): its page, Vite + TypeScript with
 # the package from the tarball, into examples/app/web/dist.

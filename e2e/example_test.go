@@ -68,6 +68,15 @@ func TestViteExample(t *testing.T) {
 	if n := wasmGets.Load(); n != 1 {
 		t.Errorf("the wasm was asked for %d times, want 1 (the preload, taken by load's fetch)", n)
 	}
+	wasmFetchedOnceBrotli(t, b)
+}
+
+// wasmFetchedOnceBrotli checks, from the page's resource timing, that it
+// fetched the wasm once and brotli-compressed (under a quarter of its size):
+// the preload wsready/vite adds, taken by load's fetch, and the .br it
+// writes, served.
+func wasmFetchedOnceBrotli(t *testing.T, b *Browser) {
+	t.Helper()
 	enc, err := Eval[[]float64](b, `performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.wasm')).flatMap((e) => [e.encodedBodySize, e.decodedBodySize])`)
 	if err != nil {
 		t.Fatal(err)
