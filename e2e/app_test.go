@@ -104,6 +104,9 @@ func TestApp(t *testing.T) {
 	}
 	t.Cleanup(bob.Close)
 	signIn(t, alice, base, "alice")
+	// The page as make example builds it (wsready/vite) and the app serves
+	// it (wsready's StaticHandler): its wasm fetched once, brotli.
+	wasmFetchedOnceBrotli(t, alice)
 	signIn(t, bob, base, "bob")
 
 	// Presence: both in the lobby, on both pages.

@@ -76,7 +76,9 @@ type Config struct {
 	// for a new one. Required (above 0, at most 24h) in JWT mode; must be 0
 	// in ticket mode.
 	JWTLife time.Duration
-	// Static is the built page (examples/app/web/dist). Default nil: / says
+	// Static is the built page (examples/app/web/dist), served by wsready's
+	// StaticHandler: read once by New, with ETags and the .br and .gz files
+	// beside each file sent to browsers that take them. Default nil: / says
 	// how to build it.
 	Static fs.FS
 	// AllowedHosts are the host names clients use besides loopback's
@@ -208,8 +210,14 @@ func New(cfg Config) (*App, error) {
 	mux.Handle("GET /healthz", srv.HealthHandler())
 	// The page: "/" without a method, as "GET /" would conflict with the
 	// "/realtime/" subtree (which serves POSTs too); others get 405.
-	var page http.Handler = http.FileServerFS(cfg.Static)
-	if cfg.Static == nil {
+	// The page through the library's StaticHandler: strong ETags, the .br
+	// and .gz the Vite plugin (wsready/vite) writes beside each file sent to
+	// browsers that take them (the wasm: 0.65 MB instead of 3 MB), and
+	// content-hashed names cached for good. It reads the files once, here.
+	var page http.Handler
+	if cfg.Static != nil {
+		page = srv.StaticHandler(cfg.Static)
+	} else {
 		page = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/" {
 				http.NotFound(w, r)

@@ -457,6 +457,37 @@ func TestJWTRefresh(t *testing.T) {
 	}
 }
 
+// The page is served by wsready's StaticHandler: the .br the Vite plugin
+// writes beside the wasm goes to a browser that takes brotli, the file
+// itself to one that does not, each with its ETag.
+func TestPagePrecompressed(t *testing.T) {
+	_, hs := start(t, app.Config{Static: fstest.MapFS{
+		"index.html":         {Data: []byte("<title>shop</title>")},
+		"assets/app.wasm":    {Data: []byte("\x00asm raw")},
+		"assets/app.wasm.br": {Data: []byte("brotli")},
+		"assets/app.wasm.gz": {Data: []byte("gzipped")},
+	}})
+	for _, tc := range []struct{ path, accept, body, encoding string }{
+		{"/", "br", "<title>shop</title>", ""},
+		{"/assets/app.wasm", "gzip, deflate, br", "brotli", "br"},
+		{"/assets/app.wasm", "gzip", "gzipped", "gzip"},
+		{"/assets/app.wasm", "identity", "\x00asm raw", ""},
+	} {
+		req, _ := http.NewRequest("GET", hs.URL+tc.path, nil)
+		req.Header.Set("Accept-Encoding", tc.accept)
+		resp, err := http.DefaultTransport.RoundTrip(req) // not the client's transparent gzip
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != tc.body || resp.Header.Get("Content-Encoding") != tc.encoding || resp.Header.Get("ETag") == "" {
+			t.Errorf("GET %s (Accept-Encoding %s): %d %q, Content-Encoding %q, ETag %q; want 200 %q, %q and an ETag",
+				tc.path, tc.accept, resp.StatusCode, body, resp.Header.Get("Content-Encoding"), resp.Header.Get("ETag"), tc.body, tc.encoding)
+		}
+	}
+}
+
 // The app's routes beside wsready's: the page, the socket's path, the
 // methods each answers.
 func TestRoutes(t *testing.T) {
