@@ -72,16 +72,16 @@ func TestViteExample(t *testing.T) {
 }
 
 // wasmFetchedOnceBrotli checks, from the page's resource timing, that it
-// fetched the wasm once and brotli-compressed (under a quarter of its size):
-// the preload wsready/vite adds, taken by load's fetch, and the .br it
-// writes, served.
+// fetched the wasm once, by the preload link, and brotli-compressed (under a
+// quarter of its size): the preload wsready/vite adds, taken by load's
+// fetch, and the .br it writes, served.
 func wasmFetchedOnceBrotli(t *testing.T, b *Browser) {
 	t.Helper()
-	enc, err := Eval[[]float64](b, `performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.wasm')).flatMap((e) => [e.encodedBodySize, e.decodedBodySize])`)
+	enc, err := Eval[[]any](b, `performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.wasm')).flatMap((e) => [e.initiatorType, e.encodedBodySize, e.decodedBodySize])`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(enc) != 2 || enc[0] <= 0 || enc[0] > 0.25*enc[1] {
-		t.Errorf("the wasm's resource timing [encoded decoded] = %v: want one fetch, brotli (under a quarter of its size)", enc)
+	if len(enc) != 3 || enc[0] != "link" || enc[1].(float64) <= 0 || enc[1].(float64) > 0.25*enc[2].(float64) {
+		t.Errorf("the wasm's resource timing [initiator encoded decoded] = %v: want one fetch, by the preload link, brotli (under a quarter of its size)", enc)
 	}
 }

@@ -2,9 +2,9 @@
 import type { Plugin } from 'vite';
 
 export interface WsreadyViteOptions {
-  /** A <link rel="preload" as="fetch" crossorigin> for each emitted .wasm, first in the page's head. Default true. */
+  /** A <link rel="preload" as="fetch" crossorigin> for the emitted wsready.wasm, first in each page's head (none with experimental.renderBuiltUrl). Default true. */
   preload?: boolean;
-  /** Each emitted .wasm, .js and .html also as .br (brotli 11) and .gz (gzip -9), for a host that serves precompressed files. Default true. */
+  /** Each emitted .wasm, .js, .mjs, .html, .css, .svg and .json also as .br (brotli 11) and .gz (gzip -9), for a host that serves precompressed files; browser builds only. Default true. */
   precompress?: boolean;
 }
 
