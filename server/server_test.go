@@ -770,3 +770,49 @@ func TestStaticNegotiatesEncodingAndCaching(t *testing.T) {
 		t.Fatal("the page itself is not for other origins")
 	}
 }
+
+// deadlineWriter records the write deadlines set on a response.
+type deadlineWriter struct {
+	http.ResponseWriter
+	deadlines []time.Time
+}
+
+func (d *deadlineWriter) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+func (d *deadlineWriter) SetReadDeadline(time.Time) error { return nil }
+
+// A static file's response may take RequestTimeout plus its body's time at
+// 16 KiB/s (a 650 KB wasm on a slow link is not cut off at 30 s); a small
+// one keeps about RequestTimeout, and so does a HEAD.
+func TestStaticGivesABigFileTimeToSend(t *testing.T) {
+	srv := mustNew(t, &Options{RequestTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { srv.Close() })
+	h := srv.StaticHandler(fstest.MapFS{
+		"big.wasm":  {Data: bytes.Repeat([]byte{1}, 640<<10)},
+		"tiny.wasm": {Data: []byte("\x00asm")},
+	})
+	for _, tc := range []struct {
+		method, path string
+		extra        time.Duration
+	}{
+		{"GET", "/big.wasm", 40 * time.Second},
+		{"GET", "/tiny.wasm", 0},
+		{"HEAD", "/big.wasm", 0},
+	} {
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		req.Host = "localhost"
+		w := &deadlineWriter{ResponseWriter: httptest.NewRecorder()}
+		start := time.Now()
+		h.ServeHTTP(w, req)
+		if len(w.deadlines) == 0 {
+			t.Fatalf("%s %s: no write deadline", tc.method, tc.path)
+		}
+		got := w.deadlines[len(w.deadlines)-1].Sub(start)
+		if want := 2*time.Second + tc.extra; got < want-time.Second/2 || got > want+time.Second/2 {
+			t.Errorf("%s %s: write deadline %v after the request, want about %v", tc.method, tc.path, got, want)
+		}
+	}
+}

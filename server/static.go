@@ -35,9 +35,16 @@ import (
 //     "Access-Control-Allow-Origin: *" so a page on another origin can load
 //     them; the WebSocket itself stays origin-checked.
 type staticHandler struct {
-	files  map[string]*staticFile
-	hashed map[string]*staticFile // name.HASH.ext
+	files   map[string]*staticFile
+	hashed  map[string]*staticFile // name.HASH.ext
+	timeout time.Duration          // Options.RequestTimeout: the write deadline's base
 }
+
+// staticMinRate is the slowest link a static file's response is given
+// time for beyond RequestTimeout: 16 KiB/s (128 kbit/s), so the wasm's
+// 650 KB of brotli get 40 s more. A deadline of RequestTimeout alone (30 s
+// by default) would cut it off below 173 kbit/s.
+const staticMinRate = 16 << 10
 
 type staticFile struct {
 	name     string
@@ -55,10 +62,14 @@ type staticFile struct {
 // and wasm and the demo's page), index.html at the root: each with a
 // strong ETag, also under a content-hashed name that may be cached for
 // good, precompressed .br and .gz siblings sent to clients that accept
-// them, and the client's files open to other origins. Behind the Host check; GET and HEAD only. wsready serve mounts it
-// at /.
+// them, and the client's files open to other origins. It reads fsys once,
+// here: files changed later are not seen. Behind the Host check; GET and
+// HEAD only; a response may take RequestTimeout plus its body's time at
+// 16 KiB/s. wsready serve mounts it at /.
 func (s *Server) StaticHandler(fsys fs.FS) http.Handler {
-	return s.httpGuard(newStaticHandler(fsys), readMethods...)
+	h := newStaticHandler(fsys)
+	h.timeout = s.opts.RequestTimeout
+	return s.httpGuard(h, readMethods...)
 }
 
 func newStaticHandler(fsys fs.FS) *staticHandler {
@@ -169,6 +180,10 @@ func (h *staticHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	hdr.Set("ETag", etag)
+	if h.timeout > 0 && r.Method == http.MethodGet {
+		// RequestTimeout plus the body's time at staticMinRate.
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.timeout + time.Duration(len(body))*time.Second/staticMinRate))
+	}
 	if hdr.Get("Content-Encoding") != "" {
 		// ServeContent leaves the length out of an encoded whole
 		// response (it assumes an encoding applied on the fly); ours is
