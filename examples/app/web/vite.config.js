@@ -2,9 +2,9 @@ import { defineConfig } from 'vite';
 import wsready from 'wsready/vite';
 
 // wsready(): the package's plugin (wsready/vite) adds a preload for the wasm
-// to the built page's head and writes each .wasm, .js and .html also as .br
-// and .gz, which the app's server (wsready's StaticHandler) sends to
-// browsers that take them.
+// to the built page's head and writes each .wasm, .js, .html, .css, .svg and
+// .json also as .br and .gz, which the app's server (wsready's StaticHandler)
+// sends to browsers that take them.
 // Top-level await in the app and in the package: target browsers that have it.
 // Brotli at quality 11 takes the 3 MB wasm about 10 s: no warning about it.
 export default defineConfig({
