@@ -314,12 +314,15 @@ func (c *Core) settledAll() {
 
 // refusal says a topic error is the server's final word for this socket:
 // the app may not have the topic, and asking again will not change that.
+// That is every code but the server's own transient ones: forbidden,
+// invalid_topic, too_many_subscriptions, and any code of the app's own
+// (a server's Authorize hook refusing with a *server.Error).
 func refusal(code string) bool {
 	switch code {
-	case protocol.ErrForbidden, protocol.ErrInvalidTopic, protocol.ErrTooManySubs:
-		return true
+	case protocol.ErrUnknownTopic, protocol.ErrTooManyTopics, protocol.ErrUnavailable, protocol.ErrInternal, protocol.ErrTimeout, protocol.ErrRateLimited:
+		return false
 	}
-	return false
+	return true
 }
 
 func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
@@ -344,10 +347,9 @@ func (c *Core) onPresence(m protocol.Message) {
 }
 
 // onTopicError handles an error frame about a topic: the app hears of it.
-// A refusal (forbidden, invalid_topic, too_many_subscriptions) is the
-// server's answer for this socket; any other error (unknown_topic,
-// too_many_topics, unavailable) is retried at the subscribe deadline
-// (Service).
+// A refusal (see refusal) is the server's answer for this socket; a
+// transient error (unknown_topic, too_many_topics, unavailable, internal,
+// timeout, rate_limited) is retried at the subscribe deadline (Service).
 func (c *Core) onTopicError(m protocol.Message) {
 	c.trace("topic-error", c.current, "subscribe to "+m.Topic+" refused: "+m.Error.Code)
 	t := c.topicOf(m.Topic)

@@ -167,12 +167,14 @@ func TestEveryWantedTopicIsTheService(t *testing.T) {
 }
 
 // A topic the app may not have (forbidden, invalid_topic,
-// too_many_subscriptions) counts as answered: the app hears of it, the
-// client is READY, and it is not asked for again on this socket; the next
-// socket asks again. Other errors (unknown_topic, unavailable) keep the
-// service Pending and are retried at the subscribe deadline.
+// too_many_subscriptions, or a code of the app's own, which a server's
+// Authorize hook may refuse with) counts as answered: the app hears of it,
+// the client is READY, and it is not asked for again on this socket; the
+// next socket asks again. The server's transient errors (unknown_topic,
+// unavailable, ...) keep the service Pending and are retried at the
+// subscribe deadline.
 func TestARefusedTopicDoesNotHoldReadiness(t *testing.T) {
-	for _, code := range []string{protocol.ErrForbidden, protocol.ErrInvalidTopic, protocol.ErrTooManySubs} {
+	for _, code := range []string{protocol.ErrForbidden, protocol.ErrInvalidTopic, protocol.ErrTooManySubs, "not_a_member"} {
 		h := newHarness(t, 7)
 		h.c.Subscribe("secret", 0, false, h.now)
 		h.start()
@@ -197,7 +199,7 @@ func TestARefusedTopicDoesNotHoldReadiness(t *testing.T) {
 			t.Fatalf("%s: %+v", code, h.state())
 		}
 	}
-	for _, code := range []string{protocol.ErrUnknownTopic, protocol.ErrUnavailable, protocol.ErrTooManyTopics} {
+	for _, code := range []string{protocol.ErrUnknownTopic, protocol.ErrUnavailable, protocol.ErrTooManyTopics, protocol.ErrInternal, protocol.ErrTimeout, protocol.ErrRateLimited} {
 		h := newHarness(t, 7)
 		h.c.Subscribe("later", 0, false, h.now)
 		h.start()
