@@ -12,6 +12,14 @@ import (
 
 // memHistory is History in this process's memory: a bounded ring per topic.
 // It is lost when the process ends; every restart starts new streams.
+//
+// At most maxTopics topics. At the cap, a new topic makes room by
+// forgetting every idle one: watched by nobody (no subscriber on this
+// node) and with no update retained (all gone by age or count), so only
+// its seq and stream id go, as in a restart. A client that subscribes to
+// one again gets a new stream, and hears its history was reset (nothing
+// was lost that the history still had). Below the cap nothing is
+// forgotten: a topic's seqs run on for as long as the process does.
 type memHistory struct {
 	lim       Retention
 	maxTopics int
@@ -19,6 +27,10 @@ type memHistory struct {
 
 	mu     sync.Mutex
 	topics map[string]*memTopic
+	// fruitless is when a sweep at the cap last found no idle topic: the
+	// next is not before a second later, so a flood of new topics at the
+	// cap costs one pass over the topics a second, not one each.
+	fruitless time.Time
 }
 
 type memTopic struct {
@@ -52,13 +64,38 @@ func (h *memHistory) topicLocked(topic string, create bool) (*memTopic, error) {
 		if !create {
 			return nil, ErrNoTopic
 		}
-		if len(h.topics) >= h.maxTopics {
+		if len(h.topics) >= h.maxTopics && !h.forgetIdleLocked() {
 			return nil, ErrTooManyTopics
 		}
 		t = &memTopic{stream: newStreamID(), watchers: map[int]func(Entry){}}
 		h.topics[topic] = t
 	}
 	return t, nil
+}
+
+// forgetIdleLocked forgets every idle topic (see memHistory) and reports
+// whether it forgot any.
+func (h *memHistory) forgetIdleLocked() bool {
+	now := h.now()
+	if !h.fruitless.IsZero() && now.Sub(h.fruitless) < time.Second {
+		return false
+	}
+	freed := false
+	for name, t := range h.topics {
+		if len(t.watchers) > 0 {
+			continue
+		}
+		h.trim(t)
+		if len(t.entries) == 0 {
+			delete(h.topics, name)
+			freed = true
+		}
+	}
+	h.fruitless = time.Time{}
+	if !freed {
+		h.fruitless = now
+	}
+	return freed
 }
 
 func (h *memHistory) Append(_ context.Context, topic string, data []byte, create bool) (int64, error) {

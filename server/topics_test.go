@@ -159,11 +159,62 @@ func TestMemoryHistoryBounds(t *testing.T) {
 	if info, _ := h.Info(ctx, "t"); info.First != 5 || info.Last != 4 {
 		t.Fatalf("age bound: %+v, want none kept (first 5, last 4)", info)
 	}
-	if _, err := h.Append(ctx, "u", []byte(`1`), true); !errors.Is(err, ErrTooManyTopics) {
-		t.Fatalf("second topic with a cap of 1: %v", err)
-	}
 	if _, err := h.Append(ctx, "v", []byte(`1`), false); !errors.Is(err, ErrNoTopic) {
 		t.Fatalf("append without create: %v", err)
+	}
+}
+
+// At the topic cap the memory history makes room by forgetting the topics
+// nobody watches whose updates are all gone (by age here), and only those;
+// a topic made again starts a new stream. With nothing to forget it
+// refuses, and does not look again for a second.
+func TestMemoryHistoryForgetsIdleTopicsAtTheCap(t *testing.T) {
+	now := time.Unix(0, 0)
+	h := NewMemoryHistory(Retention{MaxMsgs: 100, MaxBytes: 1 << 10, MaxAge: time.Minute}, 2, func() time.Time { return now })
+	ctx := context.Background()
+	for _, topic := range []string{"a", "b"} {
+		if _, err := h.Append(ctx, topic, []byte(`1`), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldA, _ := h.Info(ctx, "a")
+	if _, err := h.Append(ctx, "c", []byte(`1`), true); !errors.Is(err, ErrTooManyTopics) {
+		t.Fatalf("a third topic while both keep an update: %v, want ErrTooManyTopics", err)
+	}
+	stop, err := h.Watch(ctx, "b", 1, func(Entry) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	now = now.Add(2 * time.Minute) // both updates expire; b is watched
+	if _, err := h.Append(ctx, "c", []byte(`1`), true); err != nil {
+		t.Fatalf("a third topic once a is idle: %v", err)
+	}
+	if _, err := h.Info(ctx, "a"); !errors.Is(err, ErrNoTopic) {
+		t.Fatalf("a after it was forgotten: %v, want ErrNoTopic", err)
+	}
+	if info, err := h.Info(ctx, "b"); err != nil || info.Last != 1 {
+		t.Fatalf("the watched topic b: %+v, %v; want kept, last 1", info, err)
+	}
+	// b is watched and c keeps its update: nothing to forget.
+	if _, err := h.Append(ctx, "d", []byte(`1`), true); !errors.Is(err, ErrTooManyTopics) {
+		t.Fatalf("d with nothing idle: %v, want ErrTooManyTopics", err)
+	}
+	stop() // b is idle now, but the last look was fruitless just now
+	now = now.Add(500 * time.Millisecond)
+	if _, err := h.Append(ctx, "d", []byte(`1`), true); !errors.Is(err, ErrTooManyTopics) {
+		t.Fatalf("d within a second of a fruitless look: %v, want ErrTooManyTopics", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := h.Append(ctx, "d", []byte(`1`), true); err != nil {
+		t.Fatalf("d once b is idle, a second on: %v", err)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := h.Create(ctx, "a"); err != nil {
+		t.Fatalf("a made again: %v", err)
+	}
+	if newA, _ := h.Info(ctx, "a"); newA.Stream == oldA.Stream || newA.Last != 0 {
+		t.Fatalf("a made again: %+v, want a new stream from 0 (was %+v)", newA, oldA)
 	}
 }
 
@@ -229,6 +280,39 @@ func (h *renamedHistory) Watch(ctx context.Context, topic string, from int64, fn
 		fn(Entry{Stream: "new"})
 	}
 	return h.History.Watch(ctx, topic, from, fn)
+}
+
+// A server at its topic cap makes room for a new topic by forgetting the
+// ones nobody subscribes to whose history has expired: a chat's rooms come
+// and go without a restart. (Before, every topic the memory history had
+// ever made counted for the process's life: with MaxTopics 2 the third room
+// was refused for good.)
+func TestTopicsComeAndGoAtTheCap(t *testing.T) {
+	f := newFixture(t, &Options{MaxTopics: 2, HistoryAge: 100 * time.Millisecond, NoFeed: true})
+	ctx := context.Background()
+	for _, topic := range []string{"room1", "room2"} {
+		if _, err := f.srv.Publish(ctx, topic, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.srv.Publish(ctx, "room3", []byte(`{}`)); !errors.Is(err, ErrTooManyTopics) {
+		t.Fatalf("a third topic while both keep their update: %v, want ErrTooManyTopics", err)
+	}
+	time.Sleep(1100 * time.Millisecond) // their updates expire, and the refusal's second is over
+	p := f.dial()
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room3"})
+	if sub := p.next(protocol.TypeSubscribed, 2*time.Second); sub.Topic != "room3" {
+		t.Fatalf("subscribe to a new topic at the cap: %+v", sub)
+	}
+	if _, err := f.srv.Publish(ctx, "room4", []byte(`{}`)); err != nil {
+		t.Fatalf("a fourth topic: %v", err)
+	}
+	if _, err := f.srv.Publish(ctx, "room3", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.updatesOf("room3", 1, 2*time.Second); got[0] != 1 {
+		t.Fatalf("room3's first update: %v", got)
+	}
 }
 
 // A stream id that changes while the hub loads a topic makes it load the

@@ -240,10 +240,12 @@ func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 // negative since, a closed client (ErrClosed), or ctx's end, before the
 // subscribe was taken in (no func) or while waiting for the server (the
 // func is returned: the subscription stands). A refusal by the server
-// (forbidden, too_many_subscriptions, unknown_topic, ...) ends the wait
-// with a *SubscribeError (its Code is the server's) and the func: the
-// subscription stands and is asked for again on the next connection, as
-// OnTopicError also hears; call the func to give it up.
+// (forbidden, too_many_subscriptions, an application's own code, ...)
+// ends the wait with a *SubscribeError (its Code is the server's) and the
+// func: the subscription stands and is asked for again on the next
+// connection, as OnTopicError also hears; call the func to give it up. (A
+// transient error, such as unavailable, is asked for again at the
+// subscribe deadline: see Options.OnTopicError.)
 func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
 	var o client.SubscribeOptions
 	if since != nil {

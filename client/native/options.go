@@ -51,9 +51,12 @@ type Options struct {
 	// Default nil.
 	OnContinuityLost func(client.ContinuityLost)
 	// OnTopicError hears of a subscribe the server refused (code:
-	// unknown_topic, too_many_subscriptions, unavailable, ...); the client
-	// retries it at the subscribe deadline. Same rules as OnState. Default
-	// nil.
+	// forbidden, too_many_subscriptions, unavailable, an application's own,
+	// ...). A transient error (unknown_topic, too_many_topics, unavailable,
+	// internal, timeout, rate_limited) is asked for again at the subscribe
+	// deadline, and READY waits for it; any other code is the server's
+	// answer for this connection, asked for again on the next. Same rules
+	// as OnState. Default nil.
 	OnTopicError func(topic, code string)
 	// OnPresence hears the join and leave events of the topics subscribed
 	// with presence (SubscribeWith); same rules as OnState. Default nil.

@@ -121,10 +121,15 @@ export interface ContinuityLost {
   reset: boolean;
 }
 
-/** A subscribe the server refused; retried at the subscribe timeout. */
+/**
+ * A subscribe the server refused. A transient error (unknown_topic, too_many_topics, unavailable,
+ * internal, timeout, rate_limited) is asked for again at the subscribe timeout, and READY waits for
+ * it; any other code (forbidden, invalid_topic, too_many_subscriptions, the server application's own)
+ * is final for this connection: READY no longer waits for the topic, and the next connection asks again.
+ */
 export interface TopicError {
   topic: string;
-  /** unknown_topic, invalid_topic, too_many_subscriptions, too_many_topics, unavailable. */
+  /** The server's code: forbidden, unavailable, ..., or the server application's own. */
   code: string;
 }
 
