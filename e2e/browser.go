@@ -47,6 +47,9 @@ func StartServer(opts *server.Options) (*Env, error) {
 	}
 	o.Demo = true    // the suite flips the switches, as make run's demo does
 	o.Publish = true // as make run: the page's Publish button
+	if o.PingInterval == 0 {
+		o.PingInterval = time.Second // as make run (-ping 1s): a dead link shows within seconds
+	}
 	if o.Auth == "" {
 		o.Auth = server.AuthOptional // as make run
 	}

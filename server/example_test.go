@@ -81,7 +81,7 @@ func ExampleServer_Handler() {
 	// the app's own route
 	// plain GET /realtime: 426
 	// GET /realtime/probe: 204
-	// {"type":"ping","intervalMs":1000} <nil>
+	// {"type":"ping","intervalMs":25000} <nil>
 }
 
 // Mount the ticket endpoint and the metrics where the application wants

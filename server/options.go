@@ -26,7 +26,11 @@ import (
 // nothing.
 type Options struct {
 	// PingInterval is how often the server pings each connection; the first
-	// ping goes out at once. Default 1s.
+	// ping goes out at once, and a client's watchdog follows the interval
+	// each ping announces. Default 25s, production heartbeats (as wsready
+	// serve's -ping, centrifuge's and socket.io's): each ping wakes every
+	// idle connection. The demo runs at 1s so a dead link shows within
+	// seconds.
 	PingInterval time.Duration
 	// FeedInterval is the time between two feed updates. Default 250ms.
 	FeedInterval time.Duration
@@ -383,7 +387,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	}
 	// One line a field: its name, where it is, its default.
 	withDefaults([]numField[time.Duration]{
-		{"PingInterval", &c.PingInterval, time.Second},
+		{"PingInterval", &c.PingInterval, 25 * time.Second},
 		{"FeedInterval", &c.FeedInterval, 250 * time.Millisecond},
 		{"SlowReplyDelay", &c.SlowReplyDelay, 8 * time.Second},
 		{"FlapAfter", &c.FlapAfter, 300 * time.Millisecond},

@@ -72,7 +72,7 @@ func TestZeroOptionsMeanTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.PingInterval != time.Second || o.MaxConns != 10000 || o.AdmitRate != 500 || o.RefuseWith != RefuseClose ||
+	if o.PingInterval != 25*time.Second || o.MaxConns != 10000 || o.AdmitRate != 500 || o.RefuseWith != RefuseClose ||
 		o.Auth != AuthOff || o.HistoryBytes != 256<<10 || o.Logger == nil || o.Now == nil {
 		t.Fatalf("defaults: %+v", o)
 	}
@@ -83,7 +83,7 @@ func TestZeroOptionsMeanTheDefaults(t *testing.T) {
 		t.Fatalf("TenantMsgBurst %d for a rate of 2.5, want one second's worth, 3", r.TenantMsgBurst)
 	}
 	n, err := (*Options)(nil).cloneWithDefaults()
-	if err != nil || n.PingInterval != time.Second {
+	if err != nil || n.PingInterval != 25*time.Second {
 		t.Fatalf("nil options: %+v, %v", n, err)
 	}
 	s, err := New(&Options{AuthKey: make([]byte, 32), Logger: discard()})
