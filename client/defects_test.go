@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,45 @@ func TestInvalidRequestsSettleAtOnce(t *testing.T) {
 	}
 	if len(h.sockets[s].sent) != before {
 		t.Fatal("an invalid request was sent")
+	}
+}
+
+// A request or publish whose frame would exceed protocol.MaxFrameBytes is
+// never sent (the server would close the connection with 1009, failing
+// every request on it): it settles at once with ErrInvalidRequest, queued
+// or not, and the connection is untouched. One that fits to the byte is
+// sent. (Found by a walkthrough: a 70 KB request closed the connection.)
+func TestAnOversizedRequestIsNeverSent(t *testing.T) {
+	if tooLarge == nil {
+		t.Skip("GOOS=js: wsready.js refuses it before the wasm (e2e TestHandleAfterCloseAndBadRequests)")
+	}
+	h := newHarness(t, 7)
+	h.start()
+	s := h.ready()
+	before := len(h.sockets[s].sent)
+	big := func(n int) []byte { return []byte(`"` + strings.Repeat("x", n-2) + `"`) }
+	a := h.c.Request("echo", big(protocol.MaxFrameBytes), h.now)
+	b := h.c.PublishWith("chat", big(protocol.MaxFrameBytes-20), RequestOptions{Queue: true}, h.now)
+	h.drain()
+	for _, id := range []uint64{a, b} {
+		e, ok := h.settled[id]
+		if !ok || !errors.Is(e.Err, ErrInvalidRequest) || !strings.Contains(e.Err.Error(), "too large") {
+			t.Fatalf("request %d: %+v", id, e)
+		}
+	}
+	if len(h.sockets[s].sent) != before || !h.state().Ready {
+		t.Fatalf("an oversized request was sent, or READY went: %+v", h.state())
+	}
+	// The largest params that fit: the frame at MaxFrameBytes exactly.
+	probe := protocol.Encode(protocol.Message{Type: protocol.TypeRequest, ID: h.c.nextID + 1, Method: "echo", Params: []byte(`""`), TimeoutMs: protocol.MaxTimeoutMs})
+	fits := big(protocol.MaxFrameBytes - len(probe) + 2)
+	c := h.c.Request("echo", fits, h.now)
+	h.drain()
+	if _, settled := h.settled[c]; settled || len(h.sockets[s].sent) != before+1 {
+		t.Fatalf("a request of %d bytes of params was not sent", len(fits))
+	}
+	if n := len(protocol.Encode(h.sockets[s].sent[before])); n > protocol.MaxFrameBytes {
+		t.Fatalf("sent a frame of %d bytes", n)
 	}
 }
 

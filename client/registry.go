@@ -87,11 +87,16 @@ func (c *Core) PublishWith(topic string, data []byte, o RequestOptions, now time
 }
 
 // call sends a request or a publish (m, without its id) and registers it.
+// One whose frame would exceed protocol.MaxFrameBytes (tooLarge) settles
+// at once with ErrInvalidRequest, never sent.
 func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now time.Time) uint64 {
 	c.nextID++
 	id := c.nextID
 	queue := (o.Queue || c.cfg.QueueWhileNotReady) && c.cfg.Features.Registry
 	ready := c.state().Ready
+	if tooLarge != nil && invalid == "" {
+		invalid = tooLarge(m, id, o.Key, queue)
+	}
 	switch {
 	case invalid != "":
 		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: invalid})

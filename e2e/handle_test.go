@@ -52,6 +52,28 @@ func TestHandleAfterCloseAndBadRequests(t *testing.T) {
 	if len(bad) != 5 {
 		t.Fatalf("cases run: %v", bad)
 	}
+	// A request or publish whose frame would pass the server's 64 KiB is
+	// refused before it is sent (InvalidRequest), counted in UTF-8 bytes:
+	// the server would close the connection (1009), failing every request
+	// on it. The connection stays; one just within the bound is sent.
+	big, err := Eval[map[string]any](b, `(async () => {
+		const epoch = c2.state().epoch;
+		const name = (p) => p.then((r) => 'resolved ' + JSON.stringify(r).length, (e) => e.name);
+		const out = {};
+		out.request = await name(c2.request('echo', { s: 'x'.repeat(70000) }));
+		out.multibyte = await name(c2.request('echo', { s: 'é'.repeat(33000) })); // 66,000 bytes in 33,000 chars
+		out.publish = await name(c2.publish('chat', 'x'.repeat(66000)));
+		out.fits = await name(c2.request('echo', { s: 'é'.repeat(30000) }));
+		out.same = c2.state().ready && c2.state().epoch === epoch;
+		return out;
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big["request"] != "InvalidRequest" || big["multibyte"] != "InvalidRequest" || big["publish"] != "InvalidRequest" ||
+		big["fits"] != "resolved 30008" || big["same"] != true {
+		t.Fatalf("oversized requests: %v; want InvalidRequest for each, the one that fits resolved, the same READY connection", big)
+	}
 
 	// Leak sockets at stage 2: freeze long enough for the watchdog to
 	// replace the socket, then let the late closes arrive.

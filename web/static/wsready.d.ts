@@ -327,7 +327,8 @@ export interface SubscribeOptions {
  * - RequestTimeout: outcome unknown; retry only if idempotent.
  * - ConnectionClosed: outcome unknown; retry only if idempotent.
  * - ServerError: the server refused it; `code` says why.
- * - InvalidRequest: never sent (an empty method, params that are not JSON).
+ * - InvalidRequest: never sent: its frame would exceed the 64 KiB the server takes (which would close the
+ *   connection, failing every request on it).
  * - Aborted: its AbortSignal fired; never sent if it had not been yet.
  * - Timeout, SessionEnded: from ready() and subscribed().
  * - TopicRefused: from subscribed(): the server refused the subscribe; `code` says why.

@@ -331,6 +331,24 @@ export function defaultURL() {
   return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws';
 }
 
+// The largest frame the server takes (protocol.MaxFrameBytes): it closes a
+// connection that sends a larger one (1009), failing every request on it,
+// so a request or publish whose frame would be larger is refused before
+// it reaches the wasm, never sent (the Go client measures its frames
+// itself). frameTooLarge counts the frame as the wasm would encode it,
+// with the longest id, timeoutMs and key: a few bytes over, never under.
+const MAX_FRAME_BYTES = 65536;
+let utf8;
+const frameTooLarge = (what, name, json = '', key) => {
+  const fixed = 96 + (key?.length ?? 16); // {"type":...,"id":...,"timeoutMs":...,"key":"..."} and the two field names
+  if ((json.length + name.length * 2) * 3 + fixed <= MAX_FRAME_BYTES) return undefined;
+  utf8 ??= new TextEncoder();
+  // The wasm's encoder escapes < > & U+2028 U+2029 in a string as \u00XX.
+  const n = fixed + utf8.encode(json).length + utf8.encode(JSON.stringify(name)).length + 5 * (name.match(/[<>&\u2028\u2029]/g)?.length ?? 0);
+  if (n <= MAX_FRAME_BYTES) return undefined;
+  return new WsreadyError('InvalidRequest', `wsready: the ${what} would be a frame of about ${n} bytes; the server takes at most ${MAX_FRAME_BYTES}`);
+};
+
 /** The package's version (the wasm's own, once loaded, is client.version). */
 export const version = '0.5.0';
 
@@ -549,6 +567,8 @@ async function start(opts) {
       if (params !== undefined && json === undefined) {
         return Promise.reject(new TypeError('wsready: request params cannot be sent as JSON'));
       }
+      const big = frameTooLarge('request', method, json, options?.key);
+      if (big) return Promise.reject(big);
       return send('request', (ticket, ms, queue, key) => h.request(method, json, ms, ticket, queue, key), options)
         .then((result) => JSON.parse(result));
     },
@@ -629,6 +649,8 @@ async function start(opts) {
       let json;
       try { json = JSON.stringify(data); } catch (e) { return Promise.reject(new TypeError(`wsready: publish data cannot be sent as JSON: ${e.message}`)); }
       if (json === undefined) return Promise.reject(new TypeError('wsready: publish data cannot be sent as JSON'));
+      const big = typeof topic === 'string' && frameTooLarge('publish', topic, json, options?.key);
+      if (big) return Promise.reject(big);
       return send('publish', (ticket, ms, queue, key) => h.publish(topic, json, ms, ticket, queue, key), options)
         .then((result) => JSON.parse(result).seq);
     },
