@@ -50,7 +50,9 @@ func main() {
 	}()
 
 	mux := http.NewServeMux()
-	mux.Handle("/realtime", srv.Handler()) // the WebSocket endpoint, beside the app's own routes
+	rt := srv.Handler() // the WebSocket endpoint, and under /realtime/ the HTTP fallback for blocked WebSockets
+	mux.Handle("/realtime", rt)
+	mux.Handle("/realtime/", rt)
 	mux.Handle("GET /healthz", srv.HealthHandler())
 	hs := srv.HTTPServer(mux) // with the Options' header and idle timeouts
 	hs.Addr = *addr

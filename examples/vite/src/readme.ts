@@ -19,7 +19,7 @@ const client = await connect({
   },
 });
 
-// Every update of the topic from now on, across reconnects, with no gap.
+// Every update of the topic (the Go server below publishes it) from now on, across reconnects, with no gap.
 const unsubscribe = client.subscribe<{ unixMs: number }>('clock', (u) => {
   console.log(`clock #${u.seq}`, new Date(u.data.unixMs));
 });
