@@ -49,7 +49,14 @@ type Client struct {
 	changed  chan struct{} // closed and replaced on every state change
 	done     chan struct{} // closed when the loop has stopped the core
 	lastDial error         // the last dial's error, for WaitReady; guarded by mu
+	// lastCode is each topic's last topic error code, for WaitReady's
+	// error (at most maxLastCodes topics); guarded by mu.
+	lastCode map[string]string
 }
+
+// maxLastCodes bounds Client.lastCode: past it, a new topic's code is not
+// kept (WaitReady's error then says "no answer" for it).
+const maxLastCodes = 1024
 
 // eventQueue is how many events the loop's channel holds before a poster
 // waits (a socket reader, a caller).
@@ -108,8 +115,10 @@ func (c *Client) Stats() client.Stats {
 	return c.stats
 }
 
-// WaitReady blocks until the client is READY, ctx ends (a *NotReadyError),
-// the session ends (an *EndedError) or the client closes (ErrClosed).
+// WaitReady blocks until the client is READY, ctx ends (a *NotReadyError:
+// why the last dial failed, or, connected, the topics the server has not
+// taken with its last answer about each), the session ends (an
+// *EndedError) or the client closes (ErrClosed).
 func (c *Client) WaitReady(ctx context.Context) error {
 	var ended client.State
 	err := c.WaitState(ctx, func(s client.State) bool {
@@ -123,9 +132,19 @@ func (c *Client) WaitReady(ctx context.Context) error {
 		return &EndedError{Ended: ended.Ended, Code: ended.EndCode}
 	}
 	if err != nil && ctx.Err() != nil {
+		topics := c.Topics()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state}
+		e := &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state}
+		if s := c.state; s.Transport == client.Up && s.Protocol != client.Down && s.Service != client.Up {
+			// Connected, and the service layer waits: for these.
+			for _, t := range topics {
+				if !t.Subscribed {
+					e.Waiting = append(e.Waiting, TopicWait{Topic: t.Topic, Code: c.lastCode[t.Topic]})
+				}
+			}
+		}
+		return e
 	}
 	return err
 }

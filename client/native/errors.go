@@ -20,10 +20,38 @@ type NotReadyError struct {
 	Err      error // ctx's
 	LastDial error // nil if no dial failed
 	State    client.State
+	// Waiting, when the client was connected (its transport up) and the
+	// service layer was not: the topics the server had not taken, each
+	// with the server's last answer about it.
+	Waiting []TopicWait
+}
+
+// TopicWait is a topic the server had not taken when WaitReady gave up.
+type TopicWait struct {
+	Topic string
+	Code  string // the server's last topic error code for it; "" for none (no answer yet)
 }
 
 func (e *NotReadyError) Error() string {
 	s := "failed to get READY: " + e.Err.Error()
+	if len(e.Waiting) > 0 {
+		s += " (connected; the server has not taken "
+		for i, w := range e.Waiting {
+			if i == 5 {
+				s += ", and " + strconv.Itoa(len(e.Waiting)-5) + " more"
+				break
+			}
+			if i > 0 {
+				s += ", "
+			}
+			code := w.Code
+			if code == "" {
+				code = "no answer"
+			}
+			s += w.Topic + " (" + code + ")"
+		}
+		return s + ")"
+	}
 	if e.LastDial != nil {
 		s += " (last dial: " + e.LastDial.Error() + ")"
 	} else if f := e.State.LastError; f.Class != client.FailNone {

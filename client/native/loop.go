@@ -244,6 +244,14 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 				c.opts.OnPresence(e.Presence)
 			}
 		case client.EffTopicError:
+			c.mu.Lock()
+			if c.lastCode == nil {
+				c.lastCode = map[string]string{}
+			}
+			if _, ok := c.lastCode[e.TopicError.Topic]; ok || len(c.lastCode) < maxLastCodes {
+				c.lastCode[e.TopicError.Topic] = e.TopicError.Code
+			}
+			c.mu.Unlock()
 			if c.subWait[e.TopicError.Topic] != nil {
 				if c.topicErr == nil {
 					c.topicErr = map[string]string{}

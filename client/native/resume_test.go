@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -387,4 +388,49 @@ func TestSubscribeRefusedReturnsTheCode(t *testing.T) {
 		t.Fatalf("READY after a refused topic: %v", err)
 	}
 	stop()
+}
+
+// Through the real server: a topic the app's Authorize refuses with a code
+// of its own does not hold READY (it was retried for ever, and READY never
+// came); a transient answer (too_many_topics) does, and WaitReady's error
+// names each topic the server has not taken, with its last answer.
+func TestWaitReadyNamesTheTopicsItWaitsFor(t *testing.T) {
+	_, url := topicServer(t, server.Options{NoFeed: true, MaxTopics: 1, Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
+		if a.Kind == server.ActSubscribe && a.Topic == "room2" {
+			return &server.Error{Code: "not_a_member", Message: "no"}
+		}
+		return nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, url, &Options{Config: fastStage7(12)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, topic := range []string{"room1", "room2"} {
+		if _, err := c.Subscribe(ctx, topic, nil, nil); err != nil {
+			t.Fatalf("%s before the connection: %v", topic, err)
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("with room2 refused by the app's own code: %v", err)
+	}
+	// room1 holds the server's one topic: room3 is too_many_topics.
+	c2, err := Dial(ctx, url, &Options{Config: fastStage7(13)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Subscribe(ctx, "room3", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	short, stop := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer stop()
+	err = c2.WaitReady(short)
+	var nr *NotReadyError
+	if !errors.As(err, &nr) || len(nr.Waiting) != 1 || nr.Waiting[0] != (TopicWait{Topic: "room3", Code: "too_many_topics"}) ||
+		!strings.Contains(err.Error(), "the server has not taken room3 (too_many_topics)") {
+		t.Fatalf("WaitReady: %v (%+v), want a NotReadyError naming room3 and too_many_topics", err, nr)
+	}
 }
