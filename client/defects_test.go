@@ -54,6 +54,12 @@ func TestAnOversizedRequestIsNeverSent(t *testing.T) {
 			t.Fatalf("request %d: %+v", id, e)
 		}
 	}
+	// A method of 11,000 '<' is 66,000 bytes in the frame (\u003c each).
+	d := h.c.Request(strings.Repeat("<", 11000), []byte(`{}`), h.now)
+	h.drain()
+	if e, ok := h.settled[d]; !ok || !errors.Is(e.Err, ErrInvalidRequest) {
+		t.Fatalf("a method that escapes past the bound: %+v", e)
+	}
 	if len(h.sockets[s].sent) != before || !h.state().Ready {
 		t.Fatalf("an oversized request was sent, or READY went: %+v", h.state())
 	}
@@ -64,6 +70,12 @@ func TestAnOversizedRequestIsNeverSent(t *testing.T) {
 	h.drain()
 	if _, settled := h.settled[c]; settled || len(h.sockets[s].sent) != before+1 {
 		t.Fatalf("a request of %d bytes of params was not sent", len(fits))
+	}
+	// One byte more does not fit.
+	over := h.c.Request("echo", big(len(fits)+1), h.now)
+	h.drain()
+	if e, ok := h.settled[over]; !ok || !errors.Is(e.Err, ErrInvalidRequest) || len(h.sockets[s].sent) != before+1 {
+		t.Fatalf("a request one byte past the bound: %+v", e)
 	}
 	if n := len(protocol.Encode(h.sockets[s].sent[before])); n > protocol.MaxFrameBytes {
 		t.Fatalf("sent a frame of %d bytes", n)

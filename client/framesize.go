@@ -10,7 +10,9 @@ import "github.com/wsready/wsready/protocol"
 // it. In the browser (GOOS=js) it is nil: wsready.js measures the params
 // before they reach the wasm, whose size this would add to.
 var tooLarge = func(m protocol.Message, id uint64, key string, queue bool) string {
-	if len(m.Params)+len(m.Data)+len(m.Method)+len(m.Topic) <= protocol.MaxFrameBytes-frameSlack {
+	// A method's byte can take six in the frame (<, > and & are escaped as
+	// \u003c, ...); a topic's cannot (protocol.ValidTopic).
+	if len(m.Params)+len(m.Data)+6*len(m.Method)+len(m.Topic) <= protocol.MaxFrameBytes-frameSlack {
 		return ""
 	}
 	// As it would be sent: its id, the longest timeoutMs, its key or one
@@ -25,6 +27,7 @@ var tooLarge = func(m protocol.Message, id uint64, key string, queue bool) strin
 	return ""
 }
 
-// frameSlack is more than a frame adds to its params or data, method and
-// topic: a request within MaxFrameBytes-frameSlack of them fits.
+// frameSlack is more than a frame adds to its params or data, method (at
+// six bytes a byte) and topic: a request within MaxFrameBytes-frameSlack
+// of them fits.
 const frameSlack = 1024

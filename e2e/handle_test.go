@@ -64,6 +64,8 @@ func TestHandleAfterCloseAndBadRequests(t *testing.T) {
 		out.multibyte = await name(c2.request('echo', { s: 'é'.repeat(33000) })); // 66,000 bytes in 33,000 chars
 		out.publish = await name(c2.publish('chat', 'x'.repeat(66000)));
 		out.fits = await name(c2.request('echo', { s: 'é'.repeat(30000) }));
+		out.badOption = await name(c2.request('echo', { s: 'x'.repeat(70000) }, { timeoutMs: -1 })); // the options first
+		out.escaped = await name(c2.request('<'.repeat(11000), {})); // 66,000 bytes escaped
 		out.same = c2.state().ready && c2.state().epoch === epoch;
 		return out;
 	})()`)
@@ -71,7 +73,7 @@ func TestHandleAfterCloseAndBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	if big["request"] != "InvalidRequest" || big["multibyte"] != "InvalidRequest" || big["publish"] != "InvalidRequest" ||
-		big["fits"] != "resolved 30008" || big["same"] != true {
+		big["fits"] != "resolved 30008" || big["badOption"] != "TypeError" || big["escaped"] != "InvalidRequest" || big["same"] != true {
 		t.Fatalf("oversized requests: %v; want InvalidRequest for each, the one that fits resolved, the same READY connection", big)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -49,14 +50,17 @@ type Client struct {
 	changed  chan struct{} // closed and replaced on every state change
 	done     chan struct{} // closed when the loop has stopped the core
 	lastDial error         // the last dial's error, for WaitReady; guarded by mu
-	// lastCode is each topic's last topic error code, for WaitReady's
-	// error (at most maxLastCodes topics); guarded by mu.
-	lastCode map[string]string
+	waiting  []TopicWait   // waitingNow's, as of the loop's last batch; guarded by mu
+
+	// The loop's: each topic's last topic error code on the connection of
+	// codesEpoch (at most maxCodes topics), for waitingNow.
+	codes      map[string]string
+	codesEpoch uint64
 }
 
-// maxLastCodes bounds Client.lastCode: past it, a new topic's code is not
-// kept (WaitReady's error then says "no answer" for it).
-const maxLastCodes = 1024
+// maxCodes bounds Client.codes: past it, a new topic's code is not kept
+// (WaitReady's error then says "no answer" for it).
+const maxCodes = 1024
 
 // eventQueue is how many events the loop's channel holds before a poster
 // waits (a socket reader, a caller).
@@ -132,19 +136,9 @@ func (c *Client) WaitReady(ctx context.Context) error {
 		return &EndedError{Ended: ended.Ended, Code: ended.EndCode}
 	}
 	if err != nil && ctx.Err() != nil {
-		topics := c.Topics()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		e := &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state}
-		if s := c.state; s.Transport == client.Up && s.Protocol != client.Down && s.Service != client.Up {
-			// Connected, and the service layer waits: for these.
-			for _, t := range topics {
-				if !t.Subscribed {
-					e.Waiting = append(e.Waiting, TopicWait{Topic: t.Topic, Code: c.lastCode[t.Topic]})
-				}
-			}
-		}
-		return e
+		return &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state, Waiting: slices.Clone(c.waiting)}
 	}
 	return err
 }

@@ -218,6 +218,9 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 				w <- r
 			}
 		case client.EffState:
+			if e.State.Epoch != c.codesEpoch { // a new connection: the old one's answers are not its
+				c.codes, c.codesEpoch = nil, e.State.Epoch
+			}
 			c.mu.Lock()
 			c.state = e.State
 			close(c.changed)
@@ -244,14 +247,12 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 				c.opts.OnPresence(e.Presence)
 			}
 		case client.EffTopicError:
-			c.mu.Lock()
-			if c.lastCode == nil {
-				c.lastCode = map[string]string{}
+			if c.codes == nil {
+				c.codes = map[string]string{}
 			}
-			if _, ok := c.lastCode[e.TopicError.Topic]; ok || len(c.lastCode) < maxLastCodes {
-				c.lastCode[e.TopicError.Topic] = e.TopicError.Code
+			if _, ok := c.codes[e.TopicError.Topic]; ok || len(c.codes) < maxCodes {
+				c.codes[e.TopicError.Topic] = e.TopicError.Code
 			}
-			c.mu.Unlock()
 			if c.subWait[e.TopicError.Topic] != nil {
 				if c.topicErr == nil {
 					c.topicErr = map[string]string{}
@@ -273,8 +274,10 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 			c.askToken(e.Force)
 		}
 	}
+	w := c.waitingNow(c.state) // the loop's own field: read without the lock
 	c.mu.Lock()
 	c.stats = c.core.Stats()
+	c.waiting = w
 	c.mu.Unlock()
 }
 
@@ -326,4 +329,21 @@ func (c *Client) answerSubscribes() {
 		delete(c.subWait, topic)
 	}
 	clear(c.topicErr)
+}
+
+// waitingNow is what WaitReady's error names when the client is connected
+// (transport up, the peer not lost) and the service layer is not up: the
+// topics the server has not taken on this connection, each with its last
+// answer on it (codes). Nil otherwise. The loop's.
+func (c *Client) waitingNow(s client.State) []TopicWait {
+	if s.Transport != client.Up || s.Protocol == client.Down || s.Service == client.Up {
+		return nil
+	}
+	var w []TopicWait
+	for _, t := range c.core.Topics() {
+		if !t.Subscribed {
+			w = append(w, TopicWait{Topic: t.Topic, Code: c.codes[t.Topic]})
+		}
+	}
+	return w
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,4 +434,38 @@ func TestWaitReadyNamesTheTopicsItWaitsFor(t *testing.T) {
 		!strings.Contains(err.Error(), "the server has not taken room3 (too_many_topics)") {
 		t.Fatalf("WaitReady: %v (%+v), want a NotReadyError naming room3 and too_many_topics", err, nr)
 	}
+}
+
+// WaitReady may be called from a callback, which runs on the client's
+// loop: with a ctx that has ended it returns at once. (Its error asked the
+// loop for the topics once, and hung there.)
+func TestWaitReadyFromACallbackReturns(t *testing.T) {
+	_, url := topicServer(t, server.Options{NoFeed: true})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	var cp atomic.Pointer[Client]
+	got := make(chan error, 1)
+	c, err := Dial(context.Background(), url, &Options{Config: fastStage7(14), OnState: func(s client.State) {
+		if p := cp.Load(); p != nil && !s.Ready {
+			select {
+			case got <- p.WaitReady(ended):
+			default:
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Store(c)
+	c.Reconnect() // a state change, so OnState runs with cp set
+	select {
+	case err := <-got:
+		var nr *NotReadyError
+		if !errors.As(err, &nr) {
+			t.Fatalf("WaitReady from OnState: %v, want a *NotReadyError", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitReady from OnState did not return within 5 s: the loop is stuck (the client is left open)")
+	}
+	c.Close()
 }

@@ -343,8 +343,10 @@ const frameTooLarge = (what, name, json = '', key) => {
   const fixed = 96 + (key?.length ?? 16); // {"type":...,"id":...,"timeoutMs":...,"key":"..."} and the two field names
   if ((json.length + name.length * 2) * 3 + fixed <= MAX_FRAME_BYTES) return undefined;
   utf8 ??= new TextEncoder();
-  // The wasm's encoder escapes < > & U+2028 U+2029 in a string as \u00XX.
-  const n = fixed + utf8.encode(json).length + utf8.encode(JSON.stringify(name)).length + 5 * (name.match(/[<>&\u2028\u2029]/g)?.length ?? 0);
+  // The wasm's encoder escapes < > & U+2028 U+2029 and control characters
+  // in a string as \u00XX (six bytes; JSON.stringify writes \n in two, so
+  // counting five more for each overcounts those by four).
+  const n = fixed + utf8.encode(json).length + utf8.encode(JSON.stringify(name)).length + 5 * (name.match(/[<>&\u2028\u2029\u0000-\u001f]/g)?.length ?? 0);
   if (n <= MAX_FRAME_BYTES) return undefined;
   return new WsreadyError('InvalidRequest', `wsready: the ${what} would be a frame of about ${n} bytes; the server takes at most ${MAX_FRAME_BYTES}`);
 };
@@ -506,15 +508,18 @@ async function start(opts) {
   let tickets = 0;
   // send starts a request or a publish (start(ticket, timeoutMs, queue,
   // key) calls the handle) and resolves with its raw result: the options
-  // checked, an AbortSignal wired to the ticket, a failure turned into a
-  // WsreadyError. Never throws.
-  const send = (what, start, { timeoutMs, signal, queue, key }) => {
+  // checked, then its frame's size (name, its method or topic; json, its
+  // params or data), an AbortSignal wired to the ticket, a failure turned
+  // into a WsreadyError. Never throws.
+  const send = (what, start, { timeoutMs, signal, queue, key }, name, json) => {
     if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
       return Promise.reject(new TypeError(`wsready: ${what} timeoutMs must be a positive whole number`));
     }
     if (queue !== undefined && typeof queue !== 'boolean') return Promise.reject(new TypeError(`wsready: ${what} queue must be true or false`));
     if (key !== undefined && typeof key !== 'string') return Promise.reject(new TypeError(`wsready: ${what} key must be a string`));
     if (signal?.aborted) return Promise.reject(new WsreadyError('Aborted', `wsready: the AbortSignal fired before the ${what} was sent`));
+    const big = frameTooLarge(what, name, json, key);
+    if (big) return Promise.reject(big);
     const ticket = ++tickets;
     const p = start(ticket, timeoutMs ?? 0, queue, key);
     if (p.error) return Promise.reject(new TypeError(p.error));
@@ -567,9 +572,7 @@ async function start(opts) {
       if (params !== undefined && json === undefined) {
         return Promise.reject(new TypeError('wsready: request params cannot be sent as JSON'));
       }
-      const big = frameTooLarge('request', method, json, options?.key);
-      if (big) return Promise.reject(big);
-      return send('request', (ticket, ms, queue, key) => h.request(method, json, ms, ticket, queue, key), options)
+      return send('request', (ticket, ms, queue, key) => h.request(method, json, ms, ticket, queue, key), options, method, json)
         .then((result) => JSON.parse(result));
     },
     /**
@@ -649,9 +652,7 @@ async function start(opts) {
       let json;
       try { json = JSON.stringify(data); } catch (e) { return Promise.reject(new TypeError(`wsready: publish data cannot be sent as JSON: ${e.message}`)); }
       if (json === undefined) return Promise.reject(new TypeError('wsready: publish data cannot be sent as JSON'));
-      const big = typeof topic === 'string' && frameTooLarge('publish', topic, json, options?.key);
-      if (big) return Promise.reject(big);
-      return send('publish', (ticket, ms, queue, key) => h.publish(topic, json, ms, ticket, queue, key), options)
+      return send('publish', (ticket, ms, queue, key) => h.publish(topic, json, ms, ticket, queue, key), options, typeof topic === 'string' ? topic : '', json)
         .then((result) => JSON.parse(result).seq);
     },
     /**
