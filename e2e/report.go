@@ -35,7 +35,7 @@ func NewReport(plan Plan, rows []Row) Report {
 	return Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Command: "make measure",
 		Go: runtime.Version(), Chromium: chromium, CPUs: runtime.NumCPU(),
-		Plan: fmt.Sprintf("freeze %v, service down %v, flapping %v, offline %v, short tokens %v, revoke %v, end session %v, overload %v; server defaults (ping 1 s, slow replies 8 s, restart downtime 4 s, tickets 10 min or 5 s with Short tokens, overload retry-after 5 s), auth optional",
+		Plan: fmt.Sprintf("freeze %v, service down %v, flapping %v, offline %v, short tokens %v, revoke %v, end session %v, overload %v; the demo server (ping 1 s, as make run passes it; slow replies 8 s, restart downtime 4 s, tickets 10 min or 5 s with Short tokens, overload retry-after 5 s), auth optional",
 			plan.Freeze, plan.ServiceDown, plan.Flapping, plan.Offline, plan.ShortTokens, plan.Revoke, plan.EndSession, plan.Overload),
 		Rows: rows,
 	}

@@ -21,7 +21,8 @@ import (
 // The server (Options.Authorize) refuses every subscribe to a topic named
 // "secret.*" with forbidden (a refusal for good: the client does not ask
 // again on that connection) and to "odd.*" with the application's code
-// no_odd (retried: the client asks again every SubscribeTimeout), and
+// no_odd (also final for that connection, as every code but the server's
+// transient ones), and
 // holds every subscribe to a topic named "held.*" unanswered until the
 // test releases them (or the connection ends), so a subscribed() can be
 // pending on purpose.

@@ -15,7 +15,9 @@ import (
 //
 // At most maxTopics topics. At the cap, a new topic makes room by
 // forgetting every idle one: watched by nobody (no subscriber on this
-// node) and with no update retained (all gone by age or count), so only
+// node: the hub stops its watch when the last one leaves), made more
+// than a second ago, and with no update retained (all gone by age or
+// count), so only
 // its seq and stream id go, as in a restart. A client that subscribes to
 // one again gets a new stream, and hears its history was reset (nothing
 // was lost that the history still had). Below the cap nothing is
@@ -34,6 +36,7 @@ type memHistory struct {
 }
 
 type memTopic struct {
+	made     time.Time // when this incarnation was made: not forgotten in its first second
 	stream   string
 	entries  []Entry // retained, oldest first
 	bytes    int
@@ -67,7 +70,7 @@ func (h *memHistory) topicLocked(topic string, create bool) (*memTopic, error) {
 		if len(h.topics) >= h.maxTopics && !h.forgetIdleLocked() {
 			return nil, ErrTooManyTopics
 		}
-		t = &memTopic{stream: newStreamID(), watchers: map[int]func(Entry){}}
+		t = &memTopic{made: h.now(), stream: newStreamID(), watchers: map[int]func(Entry){}}
 		h.topics[topic] = t
 	}
 	return t, nil
@@ -82,8 +85,8 @@ func (h *memHistory) forgetIdleLocked() bool {
 	}
 	freed := false
 	for name, t := range h.topics {
-		if len(t.watchers) > 0 {
-			continue
+		if len(t.watchers) > 0 || now.Sub(t.made) < time.Second {
+			continue // watched, or just made (its subscriber is on its way to Watch it)
 		}
 		h.trim(t)
 		if len(t.entries) == 0 {
@@ -152,6 +155,10 @@ func (h *memHistory) Watch(_ context.Context, topic string, from int64, fn func(
 	if t == nil {
 		return nil, ErrNoTopic
 	}
+	// The stream first, as JetStream's Watch gives it: one that differs
+	// from what Info said (the topic forgotten and made again between the
+	// two) makes the watcher load it again.
+	fn(Entry{Stream: t.stream})
 	for _, e := range t.entries {
 		if e.Seq >= from {
 			fn(e)

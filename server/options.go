@@ -314,10 +314,11 @@ type Options struct {
 	HistoryAge   time.Duration
 	// MaxTopics caps the topics (and the topics this node keeps in
 	// memory); a publish that would create one more is answered with
-	// too_many_topics. In the memory history a new topic at the cap first
-	// makes room: the topics nobody on this node subscribes to whose
-	// updates have all expired are forgotten (a client resuming one hears
-	// its history was reset). Default 256.
+	// too_many_topics. A node lets go of a topic its last subscriber there
+	// left. In the memory history a new topic at the cap first makes room:
+	// the topics nobody on this node subscribes to whose updates have all
+	// expired are forgotten (a client resuming one hears its history was
+	// reset). Default 256.
 	MaxTopics int
 	// MaxSubscriptions caps the topics one connection may subscribe to;
 	// one more is answered with too_many_subscriptions. Default 16.

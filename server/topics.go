@@ -374,13 +374,28 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 }
 
 // remove drops c's subscription (and its place in presence); it reports
-// whether there was one.
+// whether there was one. A topic left with no subscriber on this node is
+// released, as centrifuge's hub unsubscribes a node from a channel its
+// last client left: retired (its watch stopped by the hub's goroutine,
+// its ring dropped), so it no longer counts toward MaxTopics here and the
+// History may forget it; the next subscribe attaches it afresh (a replay
+// then comes from the History), and one that found it just before looks
+// it up again (serveOrWait).
 func (t *topic) remove(c *conn) bool {
 	t.mu.Lock()
 	_, had := t.subs[c]
 	delete(t.subs, c)
 	delete(t.waiting, c)
+	idle := t.attached && !t.retired && len(t.subs) == 0 && len(t.waiting) == 0
+	if idle {
+		t.retired = true
+		clear(t.ring)
+		t.ring, t.bytes = nil, 0
+	}
 	t.mu.Unlock()
+	if idle {
+		t.hub.retire(t)
+	}
 	t.hub.s.presence.leave(c, t.name)
 	return had
 }

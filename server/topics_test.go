@@ -279,7 +279,14 @@ func (h *renamedHistory) Watch(ctx context.Context, topic string, from int64, fn
 	if h.watches.Add(1) == 1 {
 		fn(Entry{Stream: "new"})
 	}
-	return h.History.Watch(ctx, topic, from, fn)
+	// The memory history's own marker names its real stream: as this
+	// wrapper presents it, "new".
+	return h.History.Watch(ctx, topic, from, func(e Entry) {
+		if e.Stream != "" {
+			e.Stream = "new"
+		}
+		fn(e)
+	})
 }
 
 // A server at its topic cap makes room for a new topic by forgetting the
@@ -312,6 +319,43 @@ func TestTopicsComeAndGoAtTheCap(t *testing.T) {
 	}
 	if got := p.updatesOf("room3", 1, 2*time.Second); got[0] != 1 {
 		t.Fatalf("room3's first update: %v", got)
+	}
+}
+
+// Rooms clients joined and left are freed too (a review found they were
+// not): the hub releases a topic when its last subscriber on the node
+// leaves, by unsubscribing or by closing, so the memory history can forget
+// it once its updates expire; a room joined again is attached afresh.
+func TestTopicsJoinedAndLeftAreFreedAtTheCap(t *testing.T) {
+	f := newFixture(t, &Options{MaxTopics: 2, HistoryAge: 100 * time.Millisecond, NoFeed: true})
+	ctx := context.Background()
+	p := f.dial()
+	for _, topic := range []string{"room1", "room2"} {
+		p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: topic})
+		p.next(protocol.TypeSubscribed, 2*time.Second)
+		if _, err := f.srv.Publish(ctx, topic, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.send(protocol.Message{Type: protocol.TypeUnsubscribe, Topic: "room1"})
+	p.next(protocol.TypeUnsubscribed, 2*time.Second)
+	p.ws.CloseNow() // leaves room2
+	f.waitOpen(0)
+	time.Sleep(1100 * time.Millisecond) // their updates expire
+	q := f.dial()
+	q.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room3"})
+	if sub := q.next(protocol.TypeSubscribed, 2*time.Second); sub.Topic != "room3" {
+		t.Fatalf("a new room at the cap: %+v", sub)
+	}
+	if _, err := f.srv.Publish(ctx, "room4", []byte(`{}`)); err != nil {
+		t.Fatalf("a fourth room: %v", err)
+	}
+	// room3 is still subscribed: it is kept, and its updates flow.
+	if _, err := f.srv.Publish(ctx, "room3", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.updatesOf("room3", 1, 2*time.Second); got[0] != 1 {
+		t.Fatalf("room3's update: %v", got)
 	}
 }
 
