@@ -57,6 +57,10 @@ type Call struct {
 	Params json.RawMessage
 	// Session is the connection's session id (the welcome frame's).
 	Session string
+	// Server is the server the request came to, so a method can publish
+	// (Server.Publish) or ask who is on a topic (Server.Presence) without
+	// keeping the *Server that New returned after its Options were made.
+	Server *Server
 }
 
 // maxErrorMessageBytes bounds the message of an *Error a method or a hook
@@ -203,7 +207,7 @@ func (c *conn) request(m protocol.Message) {
 			return
 		}
 	}
-	call := &Call{Identity: c.identity, Method: m.Method, Params: m.Params, Session: c.session}
+	call := &Call{Identity: c.identity, Method: m.Method, Params: m.Params, Session: c.session, Server: c.s}
 	c.req.wg.Add(1) // on the reader, before run's wait (which follows the reader's end)
 	go c.call(fn, call, m.ID, m.Key, s.requestTimeout(m.TimeoutMs), start, slow, func() { <-slots })
 }

@@ -62,6 +62,11 @@ func TestAMethodAnswersWithItsResult(t *testing.T) {
 		},
 		"raw":  func(context.Context, *Call) (any, error) { return json.RawMessage(`{"b":2,"a":1}`), nil },
 		"none": func(context.Context, *Call) (any, error) { return nil, nil },
+		// A method publishes through the server it was called on.
+		"say": func(ctx context.Context, c *Call) (any, error) {
+			seq, err := c.Server.Publish(ctx, "room.lobby", c.Params)
+			return map[string]int64{"seq": seq}, err
+		},
 	}})
 	p := f.dial()
 	welcome := p.next(protocol.TypeWelcome, time.Second)
@@ -84,6 +89,19 @@ func TestAMethodAnswersWithItsResult(t *testing.T) {
 	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 4, Method: "cart.add"})
 	if m := p.response(4, time.Second); m.Error == nil || m.Error.Code != "bad_params" || m.Error.Message != `params are {"item": ...}` {
 		t.Fatalf("cart.add without params: %+v", m.Error)
+	}
+	if c.Server != f.srv {
+		t.Fatalf("the call's Server is %p, want the server, %p", c.Server, f.srv)
+	}
+	q := f.dial() // another connection, subscribed: the update may come before p's response
+	q.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room.lobby"})
+	q.next(protocol.TypeSubscribed, time.Second)
+	p.send(protocol.Message{Type: protocol.TypeRequest, ID: 5, Method: "say", Params: []byte(`{"text":"hi"}`)})
+	if m := p.response(5, time.Second); m.Error != nil || string(m.Result) != `{"seq":1}` {
+		t.Fatalf("say: %+v %s", m.Error, m.Result)
+	}
+	if got := q.updatesOf("room.lobby", 1, time.Second); got[0] != 1 {
+		t.Fatalf("the update say published: %v", got)
 	}
 }
 
