@@ -15,13 +15,13 @@ import (
 //
 // At most maxTopics topics. At the cap, a new topic makes room by
 // forgetting every idle one: watched by nobody (no subscriber on this
-// node: the hub stops its watch when the last one leaves), made more
-// than a second ago, and with no update retained (all gone by age or
-// count), so only
-// its seq and stream id go, as in a restart. A client that subscribes to
-// one again gets a new stream, and hears its history was reset (nothing
-// was lost that the history still had). Below the cap nothing is
-// forgotten: a topic's seqs run on for as long as the process does.
+// node: the hub stops its watch when the last one leaves), made more than
+// a second ago, and with no update retained (all gone by age or count),
+// so only its seq and stream id go, as in a restart. A client that
+// subscribes to one again gets a new stream, and hears its history was
+// reset (nothing was lost that the history still had). Below the cap
+// nothing is forgotten: a topic's seqs run on for as long as the process
+// does.
 type memHistory struct {
 	lim       Retention
 	maxTopics int
