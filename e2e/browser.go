@@ -38,6 +38,11 @@ type Env struct {
 // StartServer starts the real server with the embedded page and the built
 // WASM, with the defaults a person gets from make run.
 func StartServer(opts *server.Options) (*Env, error) {
+	return startServer(opts, true)
+}
+
+// startServer is StartServer with Options.Publish said (make run's is on).
+func startServer(opts *server.Options, publish bool) (*Env, error) {
 	if _, err := fs.Stat(web.FS(), "wsready.wasm"); err != nil {
 		return nil, errors.New("web/static/wsready.wasm is missing: run make build first")
 	}
@@ -46,7 +51,7 @@ func StartServer(opts *server.Options) (*Env, error) {
 		o = *opts
 	}
 	o.Demo = true    // the suite flips the switches, as make run's demo does
-	o.Publish = true // as make run: the page's Publish button
+	o.Publish = publish // as make run (on): the page's Publish button
 	if o.PingInterval == 0 {
 		o.PingInterval = time.Second // as make run (-ping 1s): a dead link shows within seconds
 	}

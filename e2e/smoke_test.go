@@ -141,3 +141,37 @@ func TestSmokeSwitchFromThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The page's Publish button is live only on a server that takes publishes:
+// without -publish every publish is refused, and the page says so.
+func TestSmokePublishButtonFollowsTheServer(t *testing.T) {
+	for _, publish := range []bool{false, true} {
+		t.Run(fmt.Sprint("publish=", publish), func(t *testing.T) {
+			env, err := startServer(nil, publish)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(env.Close)
+			b, err := NewBrowser(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.Close)
+			if err := b.Navigate(env.Base + "/?stage=7"); err != nil {
+				t.Fatal(err)
+			}
+			if err := WaitJS(b, "wsreadyDemo.state && wsreadyDemo.state.ready && wsreadyDemo.server", 20*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("document.getElementById('publish').disabled === %v", !publish)
+			if err := WaitJS(b, want, 5*time.Second); err != nil {
+				text, _ := Eval[string](b, "document.getElementById('pub-result').textContent")
+				t.Fatalf("the Publish button's disabled is not %v (it reads %q): %v", !publish, text, err)
+			}
+			text, _ := Eval[string](b, "document.getElementById('pub-result').textContent")
+			if says := strings.Contains(text, "-publish"); says == publish {
+				t.Errorf("with publish %v the page reads %q", publish, text)
+			}
+		})
+	}
+}

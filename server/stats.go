@@ -38,8 +38,9 @@ type Limits struct {
 // Stats is the server's own accounting, as GET /api/stats returns it.
 type Stats struct {
 	Now              time.Time       `json:"now"`
-	Demo             bool            `json:"demo"`  // Options.Demo: the demo's switches can be changed over HTTP
-	Slots            bool            `json:"slots"` // refusals, Restart and drains carry reconnect slots
+	Demo             bool            `json:"demo"`    // Options.Demo: the demo's switches can be changed over HTTP
+	Slots            bool            `json:"slots"`   // refusals, Restart and drains carry reconnect slots
+	Publish          bool            `json:"publish"` // Options.Publish: clients may publish (where Authorize allows)
 	Open             int             `json:"open"`
 	Subscribed       int             `json:"subscribed"`
 	Handshakes       uint64          `json:"handshakes"`       // since start
@@ -90,7 +91,7 @@ func (s *Server) Stats() Stats {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	st := Stats{
-		Now: now, Demo: s.opts.Demo, Slots: !s.opts.NoSlots, Open: len(s.conns), Handshakes: k.handshakes,
+		Now: now, Demo: s.opts.Demo, Slots: !s.opts.NoSlots, Publish: s.opts.Publish, Open: len(s.conns), Handshakes: k.handshakes,
 		HandshakesWindow: k.handshakesWindow, RefusedWindow: k.refused,
 		ResetAt: k.resetAt, FeedSeq: s.feedSeq.Load(), Node: s.opts.Node, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
 		Faults: s.faultsLocked(now),

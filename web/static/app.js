@@ -363,6 +363,10 @@ function renderServer(st, gen = Infinity) {
     el.disabled = !st.demo || (sw.needsAuth && !authOn);
   }
   for (const el of document.querySelectorAll('#reset, #drain')) el.disabled = !st.demo;
+  // Publishing is the server's choice (wsready serve -publish; make run has
+  // it): without it every publish is refused, so the button says so.
+  $('publish').disabled = !st.publish;
+  if (!st.publish && !demo.published.length) $('pub-result').textContent = 'publishing is off on this server: start it with -publish (make run does)';
   $('s-status').textContent = st.demo ? '' : 'The switches are off: start the server with -demo (make run does) to use them.';
 }
 
