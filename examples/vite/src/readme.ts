@@ -13,15 +13,17 @@ const status = document.querySelector('#status') ?? document.body;
 // The client connects, and reconnects, in the background. READY: the socket is
 // open, the server's pings arrive, and it acknowledged every topic subscribed to.
 const client = await connect({
-  url: 'wss://app.example.com/realtime', // default: /ws on the page's host, as wsready serve has it
+  // url: default /ws on the page's host, where wsready serve has it; your own
+  // server's, for example 'wss://app.example.com/realtime' (the Go server below).
   onState: (s) => {
     status.textContent = s.ready ? 'READY' : `not READY: ${s.lastError?.message ?? 'connecting'}`;
   },
 });
 
-// Every update of the topic (the Go server below publishes it) from now on, across reconnects, with no gap.
-const unsubscribe = client.subscribe<{ unixMs: number }>('clock', (u) => {
-  console.log(`clock #${u.seq}`, new Date(u.data.unixMs));
+// Every update of the topic from now on, across reconnects, with no gap. wsready
+// serve publishes "feed" four times a second; the Go server below publishes "clock".
+const unsubscribe = client.subscribe<{ ts: number; value: number }>('feed', (u) => {
+  console.log(`feed #${u.seq}`, new Date(u.data.ts), u.data.value);
 });
 
 try {
@@ -41,6 +43,9 @@ try {
   }
 }
 
-unsubscribe();
-await client.close(); // every socket closed with 1000; pending requests reject with ConnectionClosed
+// The updates go on until the page says it is done with them, not right after the echo.
+addEventListener('pagehide', () => {
+  unsubscribe();
+  void client.close(); // every socket closed with 1000; pending requests reject with ConnectionClosed
+});
 // snippet:end web
