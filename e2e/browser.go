@@ -50,7 +50,7 @@ func startServer(opts *server.Options, publish bool) (*Env, error) {
 	if opts != nil {
 		o = *opts
 	}
-	o.Demo = true    // the suite flips the switches, as make run's demo does
+	o.Demo = true       // the suite flips the switches, as make run's demo does
 	o.Publish = publish // as make run (on): the page's Publish button
 	if o.PingInterval == 0 {
 		o.PingInterval = time.Second // as make run (-ping 1s): a dead link shows within seconds
