@@ -116,6 +116,9 @@ func (s *Server) Stats() Stats {
 			Frozen: frozen, FramesIn: c.framesIn.Load(), ErrorsSent: c.errorsOut.Load()}
 		if s.opts.Demo {
 			cs.Remote = c.remote
+			if c.ip != remoteIP(c.remote) {
+				cs.Remote = c.ip // behind TrustedProxies: the client the limits key by, not the proxy
+			}
 		}
 		st.Connections = append(st.Connections, cs)
 	}
