@@ -155,16 +155,17 @@ type Options struct {
 
 	// MaxSendPOSTs caps the POST <mount>/send requests one HTTP-transport
 	// session may have in progress at once (waiting, reading or handing
-	// over their frames); one more is answered 429 with Retry-After (1 s)
-	// before its body is read. The client sends one at a time. Default 2
-	// (0: the default; there is no "unbounded").
+	// over their frames); one more is answered 429 with Retry-After (1 s),
+	// its body dropped as it comes, never held. The client sends one at a
+	// time. Default 2 (0: the default; there is no "unbounded").
 	MaxSendPOSTs int
 	// MaxSendBytes caps the bytes of POST <mount>/send bodies this node
 	// reads and holds at once, all sessions together (a body counts its
 	// Content-Length, or 1 MiB when it has none, from before it is read
 	// until its frames are handed over); a POST that would pass it is
-	// answered 429 with Retry-After (1 s) before its body is read. At
-	// least 1 MiB (one full body). Default 16 MiB (0: the default).
+	// answered 429 with Retry-After (1 s), its body dropped unheld. At
+	// least 1 MiB (one full body). Default 8 MiB (0: the default), which
+	// keeps a flood of 1 MiB POSTs within tens of MB of idle.
 	MaxSendBytes int
 	// HTTPAttachTimeout is how long a new HTTP-transport session waits for
 	// its first stream (GET <mount>/sse) before it is dropped and gives
@@ -453,7 +454,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"MaxPresenceUsers", &c.MaxPresenceUsers, 100},
 		{"MaxIdempotencyKeys", &c.MaxIdempotencyKeys, 10000},
 		{"MaxSendPOSTs", &c.MaxSendPOSTs, 2},
-		{"MaxSendBytes", &c.MaxSendBytes, 16 << 20},
+		{"MaxSendBytes", &c.MaxSendBytes, 8 << 20},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},

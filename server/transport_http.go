@@ -313,8 +313,8 @@ func unknownSession(w http.ResponseWriter) {
 // most MaxSendPOSTs POSTs in progress per session, and at most
 // MaxSendBytes of bodies on the node (each body reserved at its
 // Content-Length, or maxSendBody without one); past either the POST is
-// answered 429 with Retry-After and its body is never read. The session
-// stays: the client may send again after the wait.
+// answered 429 with Retry-After and its body is dropped, never held. The
+// session stays: the client may send again after the wait.
 func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	if s.corsPreflight(w, r) || !allowMethods(w, r, http.MethodPost) || !jsonBody(w, r) {
 		return
@@ -329,7 +329,7 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := t.posts.Add(1); n > int32(s.opts.MaxSendPOSTs) {
 		t.posts.Add(-1)
-		sendBusy(w, "this session has "+strconv.Itoa(s.opts.MaxSendPOSTs)+" POSTs in progress: send one at a time")
+		s.sendBusy(w, r, "this session has "+strconv.Itoa(s.opts.MaxSendPOSTs)+" POSTs in progress: send one at a time")
 		return
 	}
 	defer t.posts.Add(-1)
@@ -344,7 +344,7 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 		size = r.ContentLength
 	}
 	if !s.takeSendBytes(size) {
-		sendBusy(w, "the server holds its most POST bodies: try again later")
+		s.sendBusy(w, r, "the server holds its most POST bodies: try again later")
 		return
 	}
 	defer s.sendBytes.Add(-size)
@@ -388,12 +388,14 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 const sendRetryAfter = time.Second
 
 // sendBusy answers a POST <mount>/send refused by its bounds: 429 with
-// Retry-After. The session stays; the body is not read, and the
-// connection is not kept (net/http would read what is left of the body to
-// reuse it).
-func sendBusy(w http.ResponseWriter, why string) {
+// Retry-After. The session stays. The body is read and dropped first
+// (within MessageTimeout, at most maxSendBody, through a small shared
+// buffer: it costs no memory): a client still writing a body the server
+// never reads would have its connection reset and lose the answer.
+func (s *Server) sendBusy(w http.ResponseWriter, r *http.Request, why string) {
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.MessageTimeout))
+	io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxSendBody))
 	w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(sendRetryAfter)))
-	w.Header().Set("Connection", "close")
 	writeJSON(w, http.StatusTooManyRequests, closeBody{Error: why, RetryAfterMs: sendRetryAfter.Milliseconds()})
 }
 

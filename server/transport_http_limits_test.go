@@ -130,7 +130,7 @@ func TestHTTPSendBytesAreBoundedPerNode(t *testing.T) {
 func TestHTTPSendBoundOptions(t *testing.T) {
 	s := mustNew(t, &Options{Logger: discard()})
 	defer s.Close()
-	if o := s.opts; o.MaxSendPOSTs != 2 || o.MaxSendBytes != 16<<20 || o.HTTPAttachTimeout != 5*time.Second {
+	if o := s.opts; o.MaxSendPOSTs != 2 || o.MaxSendBytes != 8<<20 || o.HTTPAttachTimeout != 5*time.Second {
 		t.Fatalf("defaults %d %d %v", o.MaxSendPOSTs, o.MaxSendBytes, o.HTTPAttachTimeout)
 	}
 	for _, c := range []struct {
