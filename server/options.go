@@ -153,6 +153,27 @@ type Options struct {
 	// Default 10s.
 	DrainWindow time.Duration
 
+	// MaxSendPOSTs caps the POST <mount>/send requests one HTTP-transport
+	// session may have in progress at once (waiting, reading or handing
+	// over their frames); one more is answered 429 with Retry-After (1 s),
+	// its body dropped as it comes, never held. The client sends one at a
+	// time. Default 2 (0: the default; there is no "unbounded").
+	MaxSendPOSTs int
+	// MaxSendBytes caps the bytes of POST <mount>/send bodies this node
+	// reads and holds at once, all sessions together (a body counts its
+	// Content-Length, or 1 MiB when it has none, from before it is read
+	// until its frames are handed over); a POST that would pass it is
+	// answered 429 with Retry-After (1 s), its body dropped unheld. At
+	// least 1 MiB (one full body). Default 8 MiB (0: the default), which
+	// keeps a flood of 1 MiB POSTs within tens of MB of idle.
+	MaxSendBytes int
+	// HTTPAttachTimeout is how long a new HTTP-transport session waits for
+	// its first stream (GET <mount>/sse) before it is dropped and gives
+	// back its place under MaxConns and MaxConnsPerIP; capped by the
+	// detach limit (two ping intervals plus SweepGrace) that applies once
+	// a stream has come. Default 5s (0: the default).
+	HTTPAttachTimeout time.Duration
+
 	// Auth is whether the server asks for tokens (auth.go). Default
 	// AuthRequired with Authenticate or JWT set, else AuthOff; AuthOff
 	// with either of them set is refused (nothing would check the
@@ -412,6 +433,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"MaxRequestTimeout", &c.MaxRequestTimeout, 30 * time.Second},
 		{"PresenceHeartbeat", &c.PresenceHeartbeat, 2 * time.Second},
 		{"IdempotencyWindow", &c.IdempotencyWindow, 2 * time.Minute},
+		{"HTTPAttachTimeout", &c.HTTPAttachTimeout, 5 * time.Second},
 	}, "a duration", bad)
 	withDefaults([]numField[int]{
 		{"MaxConns", &c.MaxConns, 10000},
@@ -431,6 +453,8 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"MaxConcurrentRequests", &c.MaxConcurrentRequests, 16},
 		{"MaxPresenceUsers", &c.MaxPresenceUsers, 100},
 		{"MaxIdempotencyKeys", &c.MaxIdempotencyKeys, 10000},
+		{"MaxSendPOSTs", &c.MaxSendPOSTs, 2},
+		{"MaxSendBytes", &c.MaxSendBytes, 8 << 20},
 	}, "a count", bad)
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},
@@ -460,6 +484,9 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		bad("DefaultRequestTimeout", "is %v: at most MaxRequestTimeout (%v)", d, c.MaxRequestTimeout)
 	}
 	c.Methods = checkMethods(c.Methods, bad)
+	if c.MaxSendBytes > 0 && c.MaxSendBytes < maxSendBody {
+		bad("MaxSendBytes", "is %d: at least %d (one full POST body)", c.MaxSendBytes, maxSendBody)
+	}
 	if c.MaxPresenceUsers > maxPresenceUsers {
 		bad("MaxPresenceUsers", "is %d: at most %d (a presence answer is one frame)", c.MaxPresenceUsers, maxPresenceUsers)
 	}

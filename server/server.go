@@ -39,6 +39,7 @@ type Server struct {
 	mu           sync.Mutex
 	conns        map[uint64]*conn
 	sessions     map[string]*conn // the HTTP sessions (transport_http.go), by session id
+	sendBytes    atomic.Int64     // POST <mount>/send body bytes held now, all sessions (MaxSendBytes)
 	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool

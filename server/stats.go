@@ -14,7 +14,7 @@ import (
 type ConnStats struct {
 	ID         uint64    `json:"id"`
 	OpenedAt   time.Time `json:"openedAt"`
-	Remote     string    `json:"remote,omitempty"` // only in Demo mode
+	Remote     string    `json:"remote,omitempty"` // only in Demo mode: the peer, or behind TrustedProxies the client the limits key by
 	Transport  string    `json:"transport"`        // "ws" (WebSocket) or "sse" (the HTTP transport)
 	Subscribed bool      `json:"subscribed"`
 	Frozen     bool      `json:"frozen"`
@@ -117,6 +117,9 @@ func (s *Server) Stats() Stats {
 			Frozen: frozen, FramesIn: c.framesIn.Load(), ErrorsSent: c.errorsOut.Load()}
 		if s.opts.Demo {
 			cs.Remote = c.remote
+			if c.ip != remoteIP(c.remote) {
+				cs.Remote = c.ip // behind TrustedProxies: the client the limits key by, not the proxy
+			}
 		}
 		st.Connections = append(st.Connections, cs)
 	}

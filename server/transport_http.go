@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
@@ -42,7 +43,8 @@ import (
 // response, writes it and runs the writer on: no flusher goroutine either
 // way), the same pings, switches, drain and sweep. The session id is the welcome frame's: 16 random bytes, a
 // capability for this session only; it is never logged. A session with no
-// stream attached for two ping intervals plus SweepGrace is dropped.
+// stream attached for two ping intervals plus SweepGrace is dropped, and
+// one whose first stream does not come within HTTPAttachTimeout too.
 
 // closeUnknownSession is the close code in the 404 answer for a session
 // the server does not have (expired, closed, another node's): not in the
@@ -197,7 +199,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ip := remoteIP(r.RemoteAddr)
+	ip := s.clientIP(r) // behind TrustedProxies, the client's (proxy.go), as for an upgrade
 	if ref := s.admit(r, ip); ref != nil {
 		s.metrics.handshakeVia(ref.kind, transportSSE)
 		writeRefusal(w, ref.status, ref.why, ref.after, protocol.CloseTryAgainLater, slotText(ref.after))
@@ -247,7 +249,10 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		switch code {
 		case protocol.CloseTokenExpired:
 			status = http.StatusUnauthorized
-		case protocol.CloseServiceRestart, protocol.CloseGoingAway:
+		case protocol.CloseServiceRestart, protocol.CloseGoingAway, protocol.CloseTryAgainLater:
+			// A capacity refusal (MaxConnsPerTenant's 1013, a Restart or
+			// drain that came meanwhile) is 503 with Retry-After, as
+			// admission's: the client waits out the slot.
 			status = http.StatusServiceUnavailable
 		}
 		after, _ := protocol.ParseRetryAfter(reason)
@@ -303,6 +308,13 @@ func unknownSession(w http.ResponseWriter) {
 // or deaf WebSocket leaves a client's bytes unread. A frame over
 // MaxFrameBytes, or a body over 16 of them, closes the session with 1009
 // (413), as an oversized WebSocket message does.
+//
+// What a peer can make the node hold is bounded before a body is read: at
+// most MaxSendPOSTs POSTs in progress per session, and at most
+// MaxSendBytes of bodies on the node (each body reserved at its
+// Content-Length, or maxSendBody without one); past either the POST is
+// answered 429 with Retry-After and its body is dropped, never held. The
+// session stays: the client may send again after the wait.
 func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	if s.corsPreflight(w, r) || !allowMethods(w, r, http.MethodPost) || !jsonBody(w, r) {
 		return
@@ -311,21 +323,38 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
+	if r.ContentLength > maxSendBody {
+		bodyTooBig(w, c)
+		return
+	}
+	if n := t.posts.Add(1); n > int32(s.opts.MaxSendPOSTs) {
+		t.posts.Add(-1)
+		s.sendBusy(w, r, "this session has "+strconv.Itoa(s.opts.MaxSendPOSTs)+" POSTs in progress: send one at a time")
+		return
+	}
+	defer t.posts.Add(-1)
 	if !s.holdPOST(c, r) {
 		if c.ctx.Err() != nil {
 			unknownSession(w) // it ended while held
 		}
 		return
 	}
+	size := int64(maxSendBody) // no Content-Length (chunked): the most it may be
+	if r.ContentLength >= 0 {
+		size = r.ContentLength
+	}
+	if !s.takeSendBytes(size) {
+		s.sendBusy(w, r, "the server holds its most POST bodies: try again later")
+		return
+	}
+	defer s.sendBytes.Add(-size)
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.opts.MessageTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSendBody))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, maxSendBody), r.ContentLength)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		c.closeAsync(protocol.CloseMessageTooBig, "body too large")
-		writeJSON(w, http.StatusRequestEntityTooLarge, closeBody{Error: "the body is over " + strconv.Itoa(maxSendBody) + " bytes",
-			Close: &closeInfo{Code: protocol.CloseMessageTooBig, Reason: "body too large"}})
+		bodyTooBig(w, c)
 		return
 	case err != nil:
 		writeJSON(w, http.StatusBadRequest, closeBody{Error: "failed to read the body"})
@@ -352,6 +381,60 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 		unknownSession(w)
 	default: // the client went away
 	}
+}
+
+// sendRetryAfter is the wait a POST refused by MaxSendPOSTs or
+// MaxSendBytes is told (Retry-After, whole seconds).
+const sendRetryAfter = time.Second
+
+// sendBusy answers a POST <mount>/send refused by its bounds: 429 with
+// Retry-After. The session stays. The body is read and dropped first
+// (within MessageTimeout, at most maxSendBody, through a small shared
+// buffer: it costs no memory): a client still writing a body the server
+// never reads would have its connection reset and lose the answer.
+func (s *Server) sendBusy(w http.ResponseWriter, r *http.Request, why string) {
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.MessageTimeout))
+	io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxSendBody))
+	w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(sendRetryAfter)))
+	writeJSON(w, http.StatusTooManyRequests, closeBody{Error: why, RetryAfterMs: sendRetryAfter.Milliseconds()})
+}
+
+// bodyTooBig closes c with 1009 for a body over maxSendBody and answers 413.
+func bodyTooBig(w http.ResponseWriter, c *conn) {
+	c.closeAsync(protocol.CloseMessageTooBig, "body too large")
+	w.Header().Set("Connection", "close")
+	writeJSON(w, http.StatusRequestEntityTooLarge, closeBody{Error: "the body is over " + strconv.Itoa(maxSendBody) + " bytes",
+		Close: &closeInfo{Code: protocol.CloseMessageTooBig, Reason: "body too large"}})
+}
+
+// takeSendBytes reserves n bytes of MaxSendBytes for a body; false if the
+// node's bodies would pass it.
+func (s *Server) takeSendBytes(n int64) bool {
+	limit := int64(s.opts.MaxSendBytes)
+	for {
+		cur := s.sendBytes.Load()
+		if cur+n > limit {
+			return false
+		}
+		if s.sendBytes.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// readBody reads a body of length bytes (-1: unknown) from r into one
+// buffer of that size, so a body costs its own bytes and not the doubling
+// of a growing one; without a length it reads as io.ReadAll does (r is
+// bounded by its caller).
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	if length < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, length)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // holdPOST waits while Freeze or Deaf holds a POST's body (unread); false
@@ -540,8 +623,9 @@ type httpTransport struct {
 	gone chan struct{} // closed when the session ends
 	once sync.Once
 
-	sendMu   sync.Mutex // one POST's frames at a time, in order
-	attachMu sync.Mutex // one attach at a time
+	sendMu   sync.Mutex   // one POST's frames at a time, in order
+	posts    atomic.Int32 // POST <mount>/send requests in progress (MaxSendPOSTs)
+	attachMu sync.Mutex   // one attach at a time
 
 	// kick tells the attached stream's handler a frame is parked (cap 1;
 	// a kick with no stream waits for the next one, which looks anyway).
@@ -554,6 +638,7 @@ type httpTransport struct {
 	stream   *sseStream  // the attached stream, or nil
 	detachT  *time.Timer // drops the session when no stream comes
 	detached time.Time   // since when no stream is attached (zero while one is)
+	attached bool        // a stream has been attached (detachLimit)
 	closed   bool        // close was called: code and reason are set
 	code     int
 	reason   string
@@ -801,10 +886,18 @@ func (t *httpTransport) rewrite(frame []byte) bool {
 	return t.park()
 }
 
-// detachLimit is how long a session lives without a stream.
+// detachLimit is how long a session lives without a stream: two ping
+// intervals plus SweepGrace once a stream has come, and before the first
+// one at most HTTPAttachTimeout, so a session nobody streams gives back
+// its place under MaxConns and MaxConnsPerIP within seconds. Called with
+// t.mu held.
 func (t *httpTransport) detachLimit() time.Duration {
 	o := t.c.s.opts
-	return 2*o.PingInterval + o.SweepGrace
+	d := 2*o.PingInterval + o.SweepGrace
+	if !t.attached {
+		d = min(d, o.HTTPAttachTimeout)
+	}
+	return d
 }
 
 // armDetachLocked starts the session's time without a stream: expire
@@ -900,6 +993,7 @@ func (t *httpTransport) attach(st *sseStream, last map[string]int64) ([][]byte, 
 	}
 	t.cursors.list = next
 	t.stream = st
+	t.attached = true
 	if t.detachT != nil {
 		t.detachT.Stop()
 	}

@@ -22,9 +22,10 @@ import (
 // Its three layers are the WebSocket's: the stream's open is the socket's
 // open, pings come on the stream. A refused session is reported as the
 // WebSocket's close would be (bridge.Refusal: 429/503 -> 1013 with the
-// retry-after, a 401/403 close body -> its code, else 1006); a close the
-// server sends on the stream (event: close) with its code; a stream error
-// or a failed POST as 1006. The EventSource's own reconnect is never used:
+// retry-after, a 401/403 close body -> its code, else 1006), and so is a
+// send POST refused for the server's bounds (429/503: 1013 with its
+// Retry-After); a close the server sends on the stream (event: close) with
+// its code; a stream error or a failed POST as 1006. The EventSource's own reconnect is never used:
 // the core reconnects, and resumes from its cursors (stage 7).
 //
 // Every answer of the browser (a fetch settled, a stream event) is handed
@@ -139,12 +140,7 @@ func (t *httpTransport) sessionAnswered(resp safejs.Value) {
 	}
 	status, _ := getNumber(resp, "status")
 	code := int(status)
-	retryAfter := ""
-	if h, err := resp.Get("headers"); err == nil {
-		if v, err := h.Call("get", "Retry-After"); err == nil && v.Type() == safejs.TypeString {
-			retryAfter, _ = v.String()
-		}
-	}
+	retryAfter := header(resp, "Retry-After")
 	switch code {
 	case 200, 401, 403, 429, 503: // a body to read: the session, or the close a refusal names
 		body, err := resp.Call("json")
@@ -162,6 +158,20 @@ func (t *httpTransport) sessionAnswered(resp safejs.Value) {
 	}
 	c, reason := bridge.Refusal(code, retryAfter, 0, "")
 	t.fail(c, reason)
+}
+
+// header is a fetch Response's header name, or "".
+func header(resp safejs.Value, name string) string {
+	h, err := resp.Get("headers")
+	if err != nil {
+		return ""
+	}
+	v, err := h.Call("get", name)
+	if err != nil || v.Type() != safejs.TypeString {
+		return ""
+	}
+	s, _ := v.String()
+	return s
 }
 
 // sessionBody reads the session's JSON body: with 200 the session id,
@@ -302,7 +312,8 @@ func (t *httpTransport) flush() {
 	if err == nil {
 		err = then(resp, func(r safejs.Value) {
 			status, _ := getNumber(r, "status")
-			t.ev.run(func() { t.posted(int(status)) })
+			retryAfter := header(r, "Retry-After")
+			t.ev.run(func() { t.posted(int(status), retryAfter) })
 		}, func(safejs.Value) {
 			t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
 		})
@@ -312,14 +323,21 @@ func (t *httpTransport) flush() {
 	}
 }
 
-// posted takes a POST /send's answer: 2xx sends what waited; anything else
-// (404: the session is gone) loses the socket, as a transport loss.
-func (t *httpTransport) posted(status int) {
+// posted takes a POST /send's answer: 2xx sends what waited; 429 or 503
+// (the server's bounds on what it holds) ends the socket as the server
+// steering, 1013 with the Retry-After as its slot, which the core waits out
+// before it dials again; anything else (404: the session is gone) loses
+// the socket, as a transport loss.
+func (t *httpTransport) posted(status int, retryAfter string) {
 	if t.done {
 		return
 	}
 	t.inflight = 0
 	t.ac = safejs.Undefined()
+	if status == 429 || status == 503 {
+		t.fail(bridge.Refusal(status, retryAfter, 0, ""))
+		return
+	}
 	if status < 200 || status > 299 {
 		t.fail(protocol.CloseAbnormal, "")
 		return

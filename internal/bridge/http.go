@@ -80,7 +80,10 @@ func ValidSession(s string) bool {
 // 1012/1001 with a reconnect slot, to the millisecond), else 1013 with
 // "retry-after-ms=N" from the Retry-After header (whole seconds), or 1013
 // alone. A 401 or 403 whose body names a close is that close (4001, 4003,
-// 1008: classified like the WebSocket's). Anything else (404, a proxy's
+// 1008: classified like the WebSocket's; a 403 naming 1013, an older
+// server's tenant refusal, is 1013 with its slot). The same mapping
+// serves a POST <base>/send the server refused for its bounds (429 with
+// Retry-After). Anything else (404, a proxy's
 // 403 without the body, 400/415, 5xx) is a transport loss, 1006, that
 // counts towards the fallback like a WebSocket that never opened.
 // closeCode is 0 when the body named none.
@@ -97,6 +100,14 @@ func Refusal(status int, retryAfter string, closeCode int, closeReason string) (
 		return protocol.CloseTryAgainLater, ""
 	case (status == 401 || status == 403) && (closeCode == protocol.ClosePolicyViolation || closeCode >= 4000 && closeCode <= 4999):
 		return closeCode, closeReason
+	case status == 403 && closeCode == protocol.CloseTryAgainLater:
+		// A server before 503 for every capacity refusal answered
+		// MaxConnsPerTenant's 1013 with 403: still the server steering,
+		// with its slot when the reason carries one.
+		if _, ok := protocol.ParseRetryAfter(closeReason); ok {
+			return closeCode, closeReason
+		}
+		return protocol.CloseTryAgainLater, ""
 	}
 	return protocol.CloseAbnormal, ""
 }

@@ -52,8 +52,10 @@ func TestRefusal(t *testing.T) {
 		{401, "", 4001, "token expired", 4001, "token expired"},
 		{403, "", 4003, "forbidden", 4003, "forbidden"},
 		{403, "", 1008, "origin not allowed", 1008, "origin not allowed"},
-		{403, "", 0, "", 1006, ""},     // a proxy's 403, no close named: not terminal
-		{403, "", 1000, "x", 1006, ""}, // not an auth close
+		{403, "", 0, "", 1006, ""},                                           // a proxy's 403, no close named: not terminal
+		{403, "", 1000, "x", 1006, ""},                                       // not an auth close
+		{403, "1", 1013, "retry-after-ms=1000", 1013, "retry-after-ms=1000"}, // an older server's tenant refusal: its slot
+		{403, "", 1013, "busy", 1013, ""},
 		{404, "", 4003, "x", 1006, ""}, // the body counts only on 401/403
 		{500, "", 0, "", 1006, ""},
 		{0, "", 0, "", 1006, ""}, // the fetch failed
