@@ -204,7 +204,7 @@ func (c *conn) readLoop() {
 func (c *conn) handle(data []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.log.Error("handler panic", "conn", c.id, "panic", fmt.Sprint(r))
+			c.s.logs.Error("handler panic", "conn", c.id, "panic", fmt.Sprint(r))
 			c.sendError(0, protocol.ErrInternal, "internal error")
 		}
 	}()
@@ -289,7 +289,7 @@ func (c *conn) encode(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Not err itself: it may quote the result.
-		c.s.log.Error("failed to encode a reply", "conn", c.id, "type", fmt.Sprintf("%T", v))
+		c.s.logs.Error("failed to encode a reply", "conn", c.id, "type", fmt.Sprintf("%T", v))
 		return []byte(`{"type":"error","code":"internal","message":"internal error"}`)
 	}
 	return b
