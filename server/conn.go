@@ -289,7 +289,7 @@ func (c *conn) encode(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Not err itself: it may quote the result.
-		c.s.logs.Error("failed to encode a reply", "conn", c.id, "type", fmt.Sprintf("%T", v))
+		c.s.log.Error("failed to encode a reply", "conn", c.id, "type", fmt.Sprintf("%T", v))
 		return []byte(`{"type":"error","code":"internal","message":"internal error"}`)
 	}
 	return b
