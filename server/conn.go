@@ -204,7 +204,7 @@ func (c *conn) readLoop() {
 func (c *conn) handle(data []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.log.Error("handler panic", "conn", c.id, "panic", fmt.Sprint(r))
+			c.s.logs.Error("handler panic", "conn", c.id, "panic", fmt.Sprint(r))
 			c.sendError(0, protocol.ErrInternal, "internal error")
 		}
 	}()

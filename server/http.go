@@ -93,7 +93,7 @@ func (s *Server) httpGuard(next http.Handler, methods ...string) http.Handler {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
 			if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
-				s.log.Debug("cross-origin request refused") // without the origin or the path: the peer's text
+				s.logs.Debug("cross-origin request refused") // without the origin or the path: the peer's text
 				writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused"})
 				return
 			}

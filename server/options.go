@@ -352,10 +352,12 @@ type Options struct {
 	Node string
 
 	// Logger receives structured logs. Per-connection events are logged at
-	// debug level; no token, payload or peer text is logged. Default
-	// slog.Default().
+	// debug level; no token, payload or peer text is logged. Lines a client
+	// can repeat are rate limited: 5 a minute per message, then one with
+	// suppressed=N. Default slog.Default().
 	Logger *slog.Logger
-	// Now is the clock for timestamps in stats. Default time.Now.
+	// Now is the clock for timestamps in stats and for the log rate
+	// limit's minute. Default time.Now.
 	Now func() time.Time
 }
 

@@ -208,7 +208,7 @@ func (p *presence) publish(out ...outMsg) {
 			continue // plain values: not reached
 		}
 		if err := b.nc.Publish(o.subject, data); err != nil {
-			p.s.log.Debug("presence: a message was not sent", "cause", err.Error())
+			p.s.logs.Debug("presence: a message was not sent", "cause", err.Error())
 		}
 	}
 }

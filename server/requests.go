@@ -296,7 +296,7 @@ var errInternal = &protocol.ErrorBody{Code: protocol.ErrInternal, Message: "inte
 
 // invoke calls fn and turns its outcome into a response's result or error.
 func (c *conn) invoke(ctx context.Context, fn Method, call *Call) (res json.RawMessage, e *protocol.ErrorBody) {
-	log := c.s.log
+	log := c.s.logs // a peer can repeat these lines: rate limited (lograte.go)
 	defer func() {
 		if r := recover(); r != nil {
 			// The method's name is the application's; its params are the

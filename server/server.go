@@ -64,6 +64,7 @@ type Server struct {
 	feedOn       atomic.Bool    // this node produces the demo's feed
 	presence     *presence      // who is subscribed, cluster-wide (presence.go)
 	revocations  revocationSet  // users refused for a while (control.go)
+	logs         *rateLog       // log lines a peer can repeat, rate limited (lograte.go)
 }
 
 type counters struct {
@@ -118,6 +119,7 @@ func New(opts *Options) (*Server, error) {
 	s := &Server{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, conns: map[uint64]*conn{}, sessions: map[string]*conn{}, perIP: map[string]int{},
 		auth: auth, adm: newAdmission(o), tenants: newTenants(o), metrics: newMetrics(), idem: newIdemCache(o)}
 	s.methods.init(o.Methods)
+	s.logs = newRateLog(func() *slog.Logger { return s.log }, o.Now)
 	s.presence = newPresence(s)
 	if o.NATS != nil {
 		if err := s.presence.startBus(o.NATS); err != nil {
@@ -167,6 +169,7 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.presence.close() // before the History, which may close the NATS connection
 	s.hub.close()
+	s.logs.flush() // the connections and the hub are gone: what they owe
 	return s.hub.h.Close()
 }
 
@@ -207,7 +210,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.metrics.handshake(outOrigin)
 		// At debug (-v), without the origin or the address: the origin is
 		// the peer's text, and no log line here carries a remote address.
-		s.log.Debug("websocket origin refused")
+		s.logs.Debug("websocket origin refused")
 		if ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}); err == nil {
 			ws.Close(websocket.StatusPolicyViolation, protocol.ReasonOriginNotAllowed)
 		}
@@ -224,7 +227,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.release(ip)
 		// The error can quote the peer's headers: log only that it happened.
-		s.log.Debug("handshake rejected")
+		s.logs.Debug("handshake rejected")
 		return
 	}
 	ws.SetReadLimit(protocol.MaxFrameBytes)

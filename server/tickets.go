@@ -260,7 +260,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, exp, err := s.auth.issue(id, now, s.ticketLife())
 	if err != nil {
-		s.log.Error("failed to issue a ticket", "err", err.Error())
+		s.logs.Error("failed to issue a ticket", "err", err.Error())
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
 		return
 	}
@@ -274,7 +274,7 @@ func (s *Server) callAuthenticate(w http.ResponseWriter, r *http.Request) (id Id
 	defer func() {
 		if p := recover(); p != nil {
 			// Not the panic's value: it may quote the request.
-			s.log.Error("Authenticate panicked")
+			s.logs.Error("Authenticate panicked")
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
 			ok = false
 		}
@@ -296,7 +296,7 @@ func (s *Server) callAuthenticate(w http.ResponseWriter, r *http.Request) (id Id
 		if err != nil {
 			why = err.Error()
 		}
-		s.log.Error("Authenticate returned an invalid identity", "why", why)
+		s.logs.Error("Authenticate returned an invalid identity", "why", why)
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
 		return Identity{}, false
 	}

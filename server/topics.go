@@ -212,6 +212,7 @@ func (t *topic) attach(ctx context.Context) error {
 		}
 		t.stop, t.attached = stop, true
 		t.mu.Unlock()
+		t.hub.s.subscribeLoaded()
 		return nil
 	}
 	return fmt.Errorf("failed to load the topic: its stream id changed %d times while it loaded", maxAttach)
@@ -445,7 +446,7 @@ func (c *conn) subscribe(m protocol.Message) {
 				c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "the server's topic cap is reached")
 				return
 			} else if err != nil {
-				s.log.Warn("topic not created", "cause", errKind(err))
+				s.subscribeFailed(err)
 				c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 				return
 			}
@@ -457,7 +458,7 @@ func (c *conn) subscribe(m protocol.Message) {
 			c.sendTopicError(m.Topic, protocol.ErrTooManyTopics, "this node has reached its topic cap")
 			return
 		case err != nil:
-			s.log.Warn("topic unavailable", "cause", errKind(err)) // the error may quote the peer's topic name
+			s.subscribeFailed(err) // not the error's text: it may quote the peer's topic name
 			c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 			return
 		}
@@ -621,7 +622,7 @@ func (s *Server) publishFailed(err error) {
 	p.failed++
 	if !p.failing.Load() {
 		p.failing.Store(true)
-		s.log.Warn("publishes not stored: the history backend failed", "cause", errKind(err))
+		s.logs.Warn("publishes not stored: the history backend failed", "cause", errKind(err))
 	}
 }
 
@@ -635,7 +636,7 @@ func (s *Server) publishStored() {
 	defer p.mu.Unlock()
 	if p.failing.Load() {
 		p.failing.Store(false)
-		s.log.Info("publishes stored again", "failed", p.failed)
+		s.logs.Info("publishes stored again", "failed", p.failed)
 		p.failed = 0
 	}
 }

@@ -96,7 +96,7 @@ func (s *Server) corsPreflight(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if !s.originAllowed(o, r.Host) {
-		s.log.Debug("cross-origin request refused") // without the origin: the peer's text
+		s.logs.Debug("cross-origin request refused") // without the origin: the peer's text
 		writeJSON(w, http.StatusForbidden, closeBody{Error: "cross-origin request refused",
 			Close: &closeInfo{Code: protocol.ClosePolicyViolation, Reason: protocol.ReasonOriginNotAllowed}})
 		return true
