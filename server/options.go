@@ -204,9 +204,11 @@ type Options struct {
 	AuthTimeout time.Duration
 	// RejectionThreshold and RejectionWindow are the backstop for a looping
 	// client: a client id whose tickets (signed by us, refused as revoked
-	// or expired) were rejected more than RejectionThreshold times within
-	// RejectionWindow is closed with 4003 at once. Default 20 in 5m. At
-	// most 10,000 client ids are tracked.
+	// or expired) from one address were rejected more than
+	// RejectionThreshold times within RejectionWindow has its next refused
+	// ones from that address closed with 4003 at once; a valid ticket is
+	// never refused by it. Default 20 in 5m. At most 10,000 client ids
+	// (per address) are tracked.
 	RejectionThreshold int
 	RejectionWindow    time.Duration
 	// BadTicketThreshold is the backstop for tickets we did not sign
