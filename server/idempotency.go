@@ -206,6 +206,7 @@ func (ic *idemCache) get(scope, key string, fp idemPrint) (e *idemEntry, first b
 				return e, false, nil
 			}
 			ic.removeLocked(e)
+			sc = ic.scopes[scope] // gone if that was its last entry
 		}
 	}
 	// Room for one more: first in the scope itself, then in the node.
