@@ -14,8 +14,9 @@ import (
 // application's JWTs alike): the revoked users, the rejections that feed
 // the backstop for looping clients, the ticket issuance limiter, and the
 // counts in Stats. A token that verified is accounted for against its
-// user; one that did not, against the address it came from (its user is
-// whatever its sender wrote).
+// user at the address it came from (anyone holding a stale one can replay
+// it); one that did not, against the address alone (its user is whatever
+// its sender wrote).
 
 type authority struct {
 	key []byte
