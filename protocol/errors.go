@@ -21,6 +21,10 @@ const (
 	ErrTooManySubs    = "too_many_subscriptions" // a subscribe past the server's cap of topics per connection
 	ErrForbidden      = "forbidden"              // the server does not allow this (Authorize refused it, or publish without -publish): a typed error on that one call, the socket stays
 	ErrUnavailable    = "unavailable"            // the history backend failed or timed out; try again
+	// ErrIdempotencyKeyReused answers a request or a publish whose
+	// idempotency key was first sent, within the server's window, with
+	// another method, params, topic or data: nothing ran; use a new key.
+	ErrIdempotencyKeyReused = "idempotency_key_reused"
 )
 
 // MaxErrorCodeBytes bounds an application's error code.

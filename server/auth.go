@@ -75,16 +75,21 @@ func (c *conn) authenticate(m protocol.Message) bool {
 		return refuse(protocol.CloseForbidden, bad)
 	}
 	user := t.identity.User
-	if s.auth.looping(user, now) {
-		return refuse(protocol.CloseForbidden, "too many rejected tickets")
-	}
-	if s.revoked(user) { // Server.Revoke (control.go)
-		s.auth.rejectVerified(user, now)
-		return refuse(protocol.CloseForbidden, "forbidden")
-	}
+	revoked := s.revoked(user) // Server.Revoke (control.go)
 	exp := s.effectiveExpiry(t)
-	if !now.Before(exp) {
-		s.auth.rejectVerified(user, now)
+	if revoked || !now.Before(exp) {
+		// Refused either way: the backstop only turns a looping refusal
+		// into a final 4003, so a token that is good now is never refused
+		// by it. Counted against the user at this address (see
+		// rejectVerified): whoever replays someone's stale token only
+		// backstops themselves.
+		if s.auth.looping(user, addrKey(c.ip), now) {
+			return refuse(protocol.CloseForbidden, "too many rejected tickets")
+		}
+		s.auth.rejectVerified(user, addrKey(c.ip), now)
+		if revoked {
+			return refuse(protocol.CloseForbidden, "forbidden")
+		}
 		return refuse(protocol.CloseTokenExpired, "token expired")
 	}
 	if !c.joinTenant(t.identity, now) {

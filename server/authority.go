@@ -5,6 +5,7 @@ package server
 import (
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,15 +14,16 @@ import (
 // application's JWTs alike): the revoked users, the rejections that feed
 // the backstop for looping clients, the ticket issuance limiter, and the
 // counts in Stats. A token that verified is accounted for against its
-// user; one that did not, against the address it came from (its user is
-// whatever its sender wrote).
+// user at the address it came from (anyone holding a stale one can replay
+// it); one that did not, against the address alone (its user is whatever
+// its sender wrote).
 
 type authority struct {
 	key []byte
 	jwt *jwtVerifier // Options.JWT's; nil: tickets only
 
 	mu        sync.Mutex
-	byID      rejectionLog // verified tokens refused (revoked, expired), per user (Identity.User)
+	byID      rejectionLog // verified tokens refused (revoked, expired), per user at an address (userAddrKey)
 	byAddr    rejectionLog // tokens that did not verify (garbage, forged, another key's, a JWT not for us), per remote address
 	issuance  ticketLimiter
 	backstops uint64 // connections refused by the backstop
@@ -137,25 +139,43 @@ func (a *authority) rejectUnverified(addr string, now time.Time) (backstop bool)
 }
 
 // rejectVerified counts a rejection of a token that verified (revoked,
-// expired) against its user.
-func (a *authority) rejectVerified(id string, now time.Time) {
+// expired) against its user at the address it came from (addrKey).
+//
+// Not against the user alone: a token that verified may still be replayed
+// by anyone who holds it (an expired one copied from a log, a proxy or a
+// shared machine), and counting its replays against the user let anyone
+// with a stale token get its owner's next ones refused. The caller asks
+// only for a token refused anyway, so the backstop never refuses a token
+// that is good now; per address, a replayer elsewhere does not even turn
+// the owner's expired token's 4001 (refresh) into a final 4003.
+func (a *authority) rejectVerified(id, addr string, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.rejected++
-	a.byID.add(id, now)
+	a.byID.add(userAddrKey(id, addr), now)
 }
 
-// looping reports whether user id's verified tokens were rejected more than
-// RejectionThreshold times within the window: the backstop refuses it
-// without looking further.
-func (a *authority) looping(id string, now time.Time) bool {
+// looping reports whether user id's verified tokens from addr were
+// rejected more than RejectionThreshold times within the window: the
+// backstop refuses it without counting it again.
+func (a *authority) looping(id, addr string, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.byID.over(id, now) {
+	if a.byID.over(userAddrKey(id, addr), now) {
 		a.backstops++
 		return true
 	}
 	return false
+}
+
+// userAddrKey is byID's key: the address first, since an address never
+// holds a NUL and a user may, so the user is everything after the first.
+func userAddrKey(id, addr string) string { return addr + "\x00" + id }
+
+// userOf is the user of a byID key.
+func userOf(key string) string {
+	_, id, _ := strings.Cut(key, "\x00")
+	return id
 }
 
 // forgetRejections clears the rejection windows, per user and per
@@ -175,12 +195,13 @@ type AuthStats struct {
 	Backstops uint64   `json:"backstops"` // refused by the backstop: a looping user or address
 	Revoked   int      `json:"revoked"`   // users refused now (Server.Revoke), every node's
 	// TrackedIDs are users with recent rejections of tokens that
-	// verified; TrackedAddrs remote addresses with recent rejections of
-	// tokens that did not.
+	// verified, counted once per address they came from; TrackedAddrs
+	// remote addresses with recent rejections of tokens that did not.
 	TrackedIDs   int `json:"trackedIds"`
 	TrackedAddrs int `json:"trackedAddrs"`
 	// RejectionsByID counts each user's rejections in the sliding
-	// window; user ids name people, so only in Demo mode.
+	// window, from every address; user ids name people, so only in Demo
+	// mode.
 	RejectionsByID map[string]int `json:"rejectionsById,omitempty"`
 }
 
@@ -193,9 +214,9 @@ func (a *authority) stats(now time.Time, byID bool) AuthStats {
 		TrackedIDs: len(a.byID.m), TrackedAddrs: len(a.byAddr.m)}
 	if byID {
 		st.RejectionsByID = map[string]int{}
-		for id := range a.byID.m {
-			if n := a.byID.count(id, now); n > 0 {
-				st.RejectionsByID[id] = n
+		for k := range a.byID.m {
+			if n := a.byID.count(k, now); n > 0 {
+				st.RejectionsByID[userOf(k)] += n
 			}
 		}
 	}

@@ -199,6 +199,12 @@ func (c *conn) readLoop() {
 	}
 }
 
+// badTokenField: err is the decoder's refusal of an auth frame's token.
+func badTokenField(err error) bool {
+	var de *protocol.DecodeError
+	return errors.As(err, &de) && de.Field == "token"
+}
+
 // handle serves one frame. A panic here is this connection's problem only:
 // it is logged and answered with an error frame, and the connection stays.
 func (c *conn) handle(data []byte) {
@@ -212,7 +218,10 @@ func (c *conn) handle(data []byte) {
 	if mode := c.s.opts.Auth; mode != AuthOff && !c.authChecked {
 		c.authChecked = true
 		switch {
-		case err == nil && m.Type == protocol.TypeAuth:
+		case m.Type == protocol.TypeAuth && (err == nil || badTokenField(err)):
+			// A token the decoder refused (empty, not a string, over
+			// MaxTokenBytes) is a bad token, refused and counted as one,
+			// not a missing auth frame.
 			c.authenticate(m)
 			return
 		case mode == AuthRequired:

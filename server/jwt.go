@@ -21,9 +21,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/wsready/wsready/protocol"
 )
 
 // JWTs: with Options.JWT, the auth frame's token may be a JWT minted by
@@ -35,19 +37,25 @@ import (
 //     only, an RSA public key RS256 only, a P-256 key ES256 only; a token
 //     naming another alg ("none", HS256 against a public key's bytes) is
 //     bad;
-//   - sub is required (the Identity's User, 1 to MaxIdentityBytes bytes),
-//     and so is exp, which drives the same 4001 close as a ticket's expiry
-//     (at exp + Leeway); nbf is checked when present; iss and aud when
-//     configured;
-//   - TenantClaim, when configured, is required (a string: the Tenant);
+//   - the token is at most protocol.MaxTokenBytes, and a header with crit
+//     is refused (RFC 7515: crit names extensions that must be
+//     understood, and this server understands none);
+//   - sub is required (the Identity's User, 1 to MaxIdentityBytes bytes
+//     of UTF-8 without control characters), and so is exp, which drives
+//     the same 4001 close as a ticket's expiry (at exp + Leeway); nbf is
+//     checked when present; iss and aud when configured; exp, nbf and iat
+//     are numbers within years 1 to 9999 (beyond, malformed, not expired);
+//   - TenantClaim, when configured, is required (a string, as sub is:
+//     the Tenant);
 //   - the other string claims become the Identity's Claims, by key order,
 //     as many as fit its bounds (the registered ones, iss sub aud exp nbf
-//     iat jti, are not copied).
+//     iat jti, are not copied, nor are any with a control character).
 //
 // A token that fails any of this is a token that did not verify: closed
 // with 4003 "bad token" and counted against the address it came from,
 // never the sub it names. One that verified but has expired is counted
-// against its user, and closed with 4001, as an expired ticket is.
+// against its user at that address, and closed with 4001, as an expired
+// ticket is.
 
 // JWTOptions says which JWTs the server takes (Options.JWT). Exactly one
 // of HS256Secret, PublicKeyPEM and JWKSFile is set.
@@ -181,13 +189,28 @@ func (c jwtClaims) GetAudience() (jwt.ClaimStrings, error)       { return jwt.Ma
 // verify checks a JWT and makes its Identity. An error means it did not
 // verify; an expired one that did comes back with expires in the past.
 func (v *jwtVerifier) verify(tok string, now time.Time) (ticket, error) {
+	if len(tok) > protocol.MaxTokenBytes {
+		return ticket{}, errBadJWT // the auth frame's bound, whoever signed it
+	}
 	claims := jwtClaims{}
-	if _, err := v.parser.ParseWithClaims(tok, &claims, v.keyFor); err != nil {
+	t, err := v.parser.ParseWithClaims(tok, &claims, v.keyFor)
+	if err != nil {
 		return ticket{}, errBadJWT
+	}
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 4.1.11: a token whose crit names an extension the
+		// recipient does not understand must be refused, and this server
+		// understands none.
+		return ticket{}, errBadJWT
+	}
+	for _, name := range []string{"exp", "nbf", "iat"} {
+		if !numericDateInRange(claims[name]) {
+			return ticket{}, errBadJWT
+		}
 	}
 	m := jwt.MapClaims(claims)
 	sub, err := m.GetSubject()
-	if err != nil || sub == "" {
+	if err != nil || sub == "" || !identityText(sub) {
 		return ticket{}, errBadJWT
 	}
 	exp, err := m.GetExpirationTime()
@@ -197,7 +220,7 @@ func (v *jwtVerifier) verify(tok string, now time.Time) (ticket, error) {
 	id := Identity{User: sub}
 	if v.tenantClaim != "" {
 		tenant, ok := claims[v.tenantClaim].(string)
-		if !ok || tenant == "" {
+		if !ok || tenant == "" || !identityText(tenant) {
 			return ticket{}, errBadJWT
 		}
 		id.Tenant = tenant
@@ -213,10 +236,45 @@ func (v *jwtVerifier) verify(tok string, now time.Time) (ticket, error) {
 	return ticket{identity: id, issued: issued, expires: exp.Time.Add(v.leeway)}, nil
 }
 
+// NumericDate bounds (RFC 7519 2: seconds since 1970, any JSON number):
+// years 1 to 9999, what RFC 3339 can write. Past them a date is not "far
+// off" but malformed: it overflows time.Time (or the expiresAt the
+// authenticated frame gives in milliseconds), and the library turned an
+// exp of 1e30 into one in 1677, so it read as expired.
+const (
+	minNumericDate = -62135596800 // 0001-01-01T00:00:00Z
+	maxNumericDate = 253402300799 // 9999-12-31T23:59:59Z
+)
+
+// numericDateInRange: v, a claim as decoded (absent is nil), is absent or
+// a number within the NumericDate bounds. Another type is the library's
+// to refuse.
+func numericDateInRange(v any) bool {
+	f, ok := v.(float64)
+	return !ok || f >= minNumericDate && f <= maxNumericDate
+}
+
+// identityText: s is UTF-8 with no control character (C0, DEL, C1). The
+// user and the tenant name people and reach the application's hooks, logs
+// and the welcome frame; a NUL or a newline in them is a forgery of
+// another name or of a log line, never a name.
+func identityText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // boundedClaims copies a token's string claims, but the registered ones
 // and the tenant's, in key order, skipping any that does not fit
 // Identity's bounds: at most MaxClaims, keys 1 to 64 bytes, values at
-// most 256, MaxClaimsBytes in all.
+// most 256, MaxClaimsBytes in all, and any with a control character in its
+// key or value (identityText).
 func boundedClaims(claims jwtClaims, tenantClaim string) map[string]string {
 	keys := make([]string, 0, len(claims))
 	for k := range claims {
@@ -228,7 +286,7 @@ func boundedClaims(claims jwtClaims, tenantClaim string) map[string]string {
 	for _, k := range keys {
 		s, ok := claims[k].(string)
 		if !ok || registeredClaims[k] || k == tenantClaim || k == "" || len(k) > 64 || len(s) > 256 ||
-			total+len(k)+len(s) > MaxClaimsBytes || !utf8.ValidString(k) {
+			total+len(k)+len(s) > MaxClaimsBytes || !identityText(k) || !identityText(s) {
 			continue
 		}
 		if out == nil {

@@ -419,3 +419,86 @@ func TestJWTClaimsAreBounded(t *testing.T) {
 		t.Fatalf("%d claims of %d bytes: want 8 within %d", len(got), total, MaxClaimsBytes)
 	}
 }
+
+// The details a JWT gets wrong are bad tokens, 4003 "bad token" through
+// the real server: a crit header (RFC 7515: this server understands no
+// extension, so any crit must be refused), a NumericDate past what
+// time.Time holds (an exp of 1e30 read as a date in 1677: "expired"), a
+// control character in sub or the tenant (a NUL made another name), and a
+// token past protocol.MaxTokenBytes (closed "auth required", as if no
+// auth frame came). A far-future exp within the bounds is good, and a
+// claim with a control character is left out of the Identity.
+func TestJWTMalformedDetailsAreBadTokens(t *testing.T) {
+	var mu sync.Mutex
+	var seen []Identity
+	f := newFixture(t, &Options{BadTicketThreshold: 100, JWT: &JWTOptions{HS256Secret: hsSecret, TenantClaim: "org"},
+		Authorize: func(_ context.Context, id Identity, a Action) error {
+			mu.Lock()
+			seen = append(seen, id)
+			mu.Unlock()
+			return nil
+		}})
+	with := func(k string, v any) jwt.MapClaims {
+		c := claimsFor("victim", time.Minute)
+		c[k] = v
+		return c
+	}
+	hs := func(c jwt.MapClaims) string { return signJWT(t, jwt.SigningMethodHS256, hsSecret, "", c) }
+	crit := func(v any) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claimsFor("victim", time.Minute))
+		tok.Header["crit"] = v
+		s, err := tok.SignedString(hsSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	bad := []struct{ name, tok string }{
+		{"crit naming an unknown parameter", crit([]string{"http://example.com/ext"})},
+		{"crit naming a registered claim", crit([]string{"exp"})},
+		{"crit empty", crit([]string{})},
+		{"exp 1e30", hs(with("exp", 1e30))},
+		{"exp -1e30", hs(with("exp", -1e30))},
+		{"exp past year 9999", hs(with("exp", 253402300800))},
+		{"nbf 1e30", hs(with("nbf", 1e30))},
+		{"iat 1e30", hs(with("iat", 1e30))},
+		{"NUL in sub", hs(with("sub", "victim\x00admin"))},
+		{"newline in sub", hs(with("sub", "victim\nlevel=ERROR"))},
+		{"DEL in sub", hs(with("sub", "victim\x7f"))},
+		{"C1 control in sub", hs(with("sub", "victim\u0085"))},
+		{"NUL in tenant", hs(with("org", "acme\x00"))},
+		{"over MaxTokenBytes", hs(with("pad", strings.Repeat("p", protocol.MaxTokenBytes)))},
+	}
+	for _, c := range bad {
+		_, a, ce := f.authWith(c.tok)
+		if ce.Code != protocol.CloseForbidden || ce.Reason != "bad token" {
+			t.Errorf("%s: authenticated %+v, close %d %q; want 4003 bad token", c.name, a, ce.Code, ce.Reason)
+		}
+	}
+	if st := f.srv.Stats().Auth; st.TrackedIDs != 0 || st.TrackedAddrs != 1 || st.Rejected != uint64(len(bad)) {
+		t.Errorf("auth stats %+v: want every one counted against the address", st)
+	}
+	// With AuthOptional an oversized token is refused too, not served
+	// anonymously after an error frame.
+	g := newFixture(t, &Options{Auth: AuthOptional})
+	if _, a, ce := g.authWith(strings.Repeat("t", protocol.MaxTokenBytes+1)); ce.Code != protocol.CloseForbidden || ce.Reason != "bad ticket" {
+		t.Errorf("oversized ticket with auth optional: authenticated %+v, close %d %q; want 4003 bad ticket", a, ce.Code, ce.Reason)
+	}
+	// The last NumericDate in bounds is a good, far-off expiry.
+	far := with("exp", int64(253402300799))
+	far["note"] = "two\nlines"
+	far["role"] = "admin"
+	p, a, ce := f.authWith(hs(far))
+	if a.ExpiresAt != 253402300799000 {
+		t.Fatalf("exp 9999-12-31: authenticated %+v, close %d %q", a, ce.Code, ce.Reason)
+	}
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room"})
+	p.next(protocol.TypeSubscribed, time.Second)
+	mu.Lock()
+	got := seen
+	mu.Unlock()
+	want := Identity{User: "victim", Tenant: "acme", Claims: map[string]string{"role": "admin"}}
+	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("Authorize saw %+v, want %+v (no claim with a control character)", got, want)
+	}
+}

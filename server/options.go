@@ -225,9 +225,11 @@ type Options struct {
 	AuthTimeout time.Duration
 	// RejectionThreshold and RejectionWindow are the backstop for a looping
 	// client: a client id whose tickets (signed by us, refused as revoked
-	// or expired) were rejected more than RejectionThreshold times within
-	// RejectionWindow is closed with 4003 at once. Default 20 in 5m. At
-	// most 10,000 client ids are tracked.
+	// or expired) from one address were rejected more than
+	// RejectionThreshold times within RejectionWindow has its next refused
+	// ones from that address closed with 4003 at once; a valid ticket is
+	// never refused by it. Default 20 in 5m. At most 10,000 client ids
+	// (per address) are tracked.
 	RejectionThreshold int
 	RejectionWindow    time.Duration
 	// BadTicketThreshold is the backstop for tickets we did not sign
@@ -306,11 +308,18 @@ type Options struct {
 	// the same scope gets it instead of running again (idempotency.go).
 	// Default 2m.
 	IdempotencyWindow time.Duration
-	// MaxIdempotencyKeys bounds the keys this node remembers (least
-	// recently used dropped first; also at most 32 MiB of answers); a key
-	// that finds the cache full of runs in progress runs uncached.
-	// Default 10,000.
-	MaxIdempotencyKeys int
+	// MaxIdempotencyKeys bounds the keys this node remembers in all (also
+	// at most 32 MiB of answers): past it the largest scope's least
+	// recently used answers are dropped. MaxIdempotencyKeysPerScope bounds
+	// one scope's (a user's, or an anonymous session's; also at most 1 MiB
+	// of answers): past it that scope's own least recently used answers
+	// are dropped, never another's. A key that finds no entry it may drop
+	// (only runs in progress) is refused with too_many_pending and runs
+	// nothing (idempotency.go). Defaults 10,000 and 256 (or
+	// MaxIdempotencyKeys if less); the one per scope is at most the
+	// node's.
+	MaxIdempotencyKeys         int
+	MaxIdempotencyKeysPerScope int
 
 	// Publish lets clients publish to topics (any valid name but the
 	// demo's feed while it runs), creating them. Off by default: it
@@ -458,6 +467,14 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"MaxSendPOSTs", &c.MaxSendPOSTs, 2},
 		{"MaxSendBytes", &c.MaxSendBytes, 8 << 20},
 	}, "a count", bad)
+	switch n := c.MaxIdempotencyKeysPerScope; {
+	case n < 0:
+		bad("MaxIdempotencyKeysPerScope", "is %d: a count must be positive (0 for the default, 256 or MaxIdempotencyKeys if less)", n)
+	case n == 0:
+		c.MaxIdempotencyKeysPerScope = min(256, c.MaxIdempotencyKeys)
+	case n > c.MaxIdempotencyKeys && c.MaxIdempotencyKeys > 0:
+		bad("MaxIdempotencyKeysPerScope", "is %d: at most MaxIdempotencyKeys (%d)", n, c.MaxIdempotencyKeys)
+	}
 	withDefaults([]numField[float64]{
 		{"AdmitRate", &c.AdmitRate, 500},
 		{"TenantRate", &c.TenantRate, 20},

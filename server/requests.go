@@ -253,7 +253,7 @@ func (c *conn) call(fn Method, call *Call, id uint64, key string, timeout time.D
 		}
 	})
 	deadline, _ := ctx.Deadline()
-	r, ran := c.once(key, func(base context.Context) (protocol.ResponseFrame, bool) {
+	r, ran := c.once(key, contentPrint("request", call.Method, call.Params), func(base context.Context) (protocol.ResponseFrame, bool) {
 		rctx := ctx // without a key: the call's own context
 		if base != c.ctx {
 			// A keyed run outlives this connection (the server's context)

@@ -528,7 +528,7 @@ func (c *conn) subscriptions() int {
 // publish serves a publish frame: the update is appended to the topic's
 // history and the response carries its seq. With a key, once (idempotency.go).
 func (c *conn) publish(m protocol.Message) {
-	if resp, ok := c.once(m.Key, func(ctx context.Context) (protocol.ResponseFrame, bool) { return c.publishOnce(ctx, m) }); ok {
+	if resp, ok := c.once(m.Key, contentPrint("publish", m.Topic, m.Data), func(ctx context.Context) (protocol.ResponseFrame, bool) { return c.publishOnce(ctx, m) }); ok {
 		resp.ID = m.ID
 		c.reply(resp)
 	}
