@@ -67,19 +67,41 @@ func (e *NotReadyError) Unwrap() []error {
 	return []error{e.Err, e.LastDial}
 }
 
+// ErrTopicRefused is what a *SubscribeError matches with errors.Is: the
+// server refused a topic the app asked for.
+var ErrTopicRefused = errors.New("topic refused")
+
 // SubscribeError is Subscribe's error when the server refused the
-// subscribe. Code is the server's stable code (forbidden, unknown_topic,
-// too_many_subscriptions, too_many_topics, unavailable); its message is
-// not kept. The subscription stands (it is asked for again on the next
-// connection) until the func Subscribe returned with it is called.
+// subscribe, and WaitReady's (wrapped) when the server refused a topic the
+// app asked for, which keeps the client from READY. Code is the server's
+// stable code (forbidden, unknown_topic, too_many_subscriptions,
+// too_many_topics, unavailable, or an application's own); Message is the
+// server's words for it (at most client.MaxTopicErrorMessage bytes). The
+// subscription stands (it is asked for again on the next connection)
+// until the func Subscribe returned with it is called.
 type SubscribeError struct {
-	Topic string
-	Code  string
+	Topic   string
+	Code    string
+	Message string
+	// Others, from WaitReady: how many more topics the server refused
+	// (State.Refusals less this one).
+	Others int
 }
 
 func (e *SubscribeError) Error() string {
-	return "failed to subscribe to " + e.Topic + ": the server refused it (" + e.Code + ")"
+	s := "failed to subscribe to " + e.Topic + ": the server refused it (" + e.Code
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	s += ")"
+	if e.Others > 0 {
+		s += ", and " + strconv.Itoa(e.Others) + " more topics"
+	}
+	return s
 }
+
+// Is reports whether target is ErrTopicRefused.
+func (e *SubscribeError) Is(target error) bool { return target == ErrTopicRefused }
 
 // EndedError is WaitReady's error for a session in a terminal state
 // (ended, forbidden, refresh_exhausted, gave_up): only Reconnect starts it
