@@ -325,6 +325,18 @@ export class WsreadyError extends Error {
   get safeToRetry() { return this.name === 'NotReady'; }
 }
 
+/**
+ * The TopicRefused error for a refusal {topic, code, message}: err.code is
+ * the server's code, err.topic the topic, err.serverMessage the server's
+ * words; others counts the other refused topics (ready()).
+ */
+function topicRefused(r, refusals = 1) {
+  const more = refusals > 1 ? ` (and ${refusals - 1} more topics)` : '';
+  const words = r.message ? `: ${r.message}` : '';
+  return Object.assign(new WsreadyError('TopicRefused', `wsready: the server refused the subscribe to ${r.topic} (${r.code}${words})${more}`, r.code),
+    { topic: r.topic, serverMessage: r.message ?? '' });
+}
+
 /** The default endpoint: /ws on the page's own host. */
 export function defaultURL() {
   if (typeof location === 'undefined') throw new TypeError('wsready.connect: url is required outside a page');
@@ -407,7 +419,7 @@ async function start(opts) {
   // Each kind of event goes to the constructor's callback and to on() listeners.
   const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set(), continuityLost: new Set(), topicError: new Set(), presence: new Set() };
   const topicSubs = new Map(); // topic -> Map of entry -> {presence}
-  const refusals = new Map(); // topic -> the server's code of its last refusal, while subscribed (for subscribed())
+  const refusals = new Map(); // topic -> its last refusal ({topic, code, message}), while subscribed (for subscribed())
   const subscribedChecks = new Set(); // the pending subscribed() promises' checks: giving a topic up runs them (Aborted)
   let saveTimer;
   const save = () => {
@@ -490,7 +502,7 @@ async function start(opts) {
       saveSoon();
     },
     onContinuityLost: (l) => { emit('continuityLost', opts.onContinuityLost, l); saveSoon(); },
-    onTopicError: (e) => { if (topicSubs.has(e.topic)) refusals.set(e.topic, e.code); emit('topicError', opts.onTopicError, e); },
+    onTopicError: (e) => { if (topicSubs.has(e.topic)) refusals.set(e.topic, e); emit('topicError', opts.onTopicError, e); },
     onPresence: (p) => emit('presence', opts.onPresence, p),
     onEvent: (e) => {
       markOnce(`event:${e.kind}`);
@@ -541,13 +553,23 @@ async function start(opts) {
       return () => listeners[kind].delete(fn);
     },
     off(kind, fn) { listeners[kind]?.delete(fn); },
-    /** Resolves at READY; rejects on timeout or when the session ends. */
+    /**
+     * Resolves at READY; rejects on timeout, when the session ends, or at
+     * once while the server refuses a topic this client asked for
+     * (TopicRefused: READY waits until the topic is given up).
+     */
     ready({ timeoutMs } = {}) {
       return new Promise((resolve, reject) => {
         let timer;
         const check = (s) => {
           if (s.ready) { done(); resolve(); return true; }
           if (s.ended) { done(); reject(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended })); return true; }
+          // A refusal of a topic this tab has just given up is the state
+          // from before the wasm took the unsubscribe in: the next state
+          // drops it (or names the next refused topic). Another tab's
+          // refusal (a follower's state is the leader's) holds READY too.
+          const r = s.refused;
+          if (r && (s.follower || r.topic === serviceTopic || topicSubs.has(r.topic))) { done(); reject(topicRefused(r, s.refusals)); return true; }
           return false;
         };
         const done = () => { listeners.state.delete(check); clearTimeout(timer); };
@@ -633,7 +655,7 @@ async function start(opts) {
           if (settled) return;
           if (h.topics().some((t) => t.topic === topic && t.subscribed)) { done(); resolve(); return; }
           const s = h.state();
-          if (refusals.has(topic)) fail(new WsreadyError('TopicRefused', `wsready: the server refused the subscribe to ${topic}: ${refusals.get(topic)}`, refusals.get(topic)));
+          if (refusals.has(topic)) fail(topicRefused(refusals.get(topic)));
           else if (s.ended) fail(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended }));
           else if (!topicSubs.has(topic)) fail(new WsreadyError('Aborted', `wsready: the subscribe to ${topic} was given up`));
         };
