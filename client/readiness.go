@@ -55,6 +55,11 @@ type State struct {
 	Ended Terminal
 	// EndCode is the close code that ended the session, if one did.
 	EndCode int
+	// EndReason is the reason the server closed with when it ended the
+	// session ("bad token", "auth required", "forbidden", an app's
+	// Disconnect reason): the server's own text, at most 123 bytes; ""
+	// for none.
+	EndReason string
 	// LastError says why the client last lost its connection or failed to
 	// get one; zero once READY.
 	LastError Failure
@@ -100,7 +105,7 @@ func (c *Core) state() State {
 		return st
 	}
 	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: uint64(c.nextSocket),
-		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode,
+		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode, EndReason: c.endReason,
 		Via: c.via, NotReadySince: c.notReadySince, Degraded: c.degraded, Offline: c.offline}
 	if c.current == 0 {
 		st.Via = c.rc.Via()

@@ -132,7 +132,7 @@ func (c *Core) windowRanOut(now time.Time) {
 	if c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})
 	}
-	c.end(now, GaveUp, 0)
+	c.end(now, GaveUp, 0, "")
 }
 
 // Reconnect starts a fresh session with a fresh budget and window: after a
@@ -145,7 +145,7 @@ func (c *Core) Reconnect(now time.Time) {
 	c.rc.Fresh()
 	c.dl[dlWindow] = time.Time{}
 	if c.ended != NotEnded {
-		c.ended, c.endCode = NotEnded, 0
+		c.ended, c.endCode, c.endReason = NotEnded, 0, ""
 		c.trace("reconnect", 0, "fresh session")
 		c.armNotReady(now)
 		c.dial(now)

@@ -50,6 +50,9 @@ type Client struct {
 	changed  chan struct{} // closed and replaced on every state change
 	done     chan struct{} // closed when the loop has stopped the core
 	lastDial error         // the last dial's error, for WaitReady; guarded by mu
+	// lastToken is the Token hook's last error, wrapped, for WaitReady;
+	// nil once the hook answers. Guarded by mu.
+	lastToken error
 	waiting  []TopicWait   // waitingNow's, as of the loop's last batch; guarded by mu
 	// leaving counts, per topic, the unsubscribes posted (a Subscribe's
 	// func called) that the loop has not yet published a state after, so
@@ -148,7 +151,7 @@ func (c *Client) WaitReady(ctx context.Context) error {
 		return s.Ready
 	})
 	if err == nil && ended.Ended != client.NotEnded {
-		return &EndedError{Ended: ended.Ended, Code: ended.EndCode}
+		return &EndedError{Ended: ended.Ended, Code: ended.EndCode, Reason: ended.EndReason}
 	}
 	if err == nil && refused.Refusals > 0 {
 		r := refused.Refused
@@ -157,7 +160,11 @@ func (c *Client) WaitReady(ctx context.Context) error {
 	if err != nil && ctx.Err() != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state, Waiting: slices.Clone(c.waiting)}
+		nr := &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state, Waiting: slices.Clone(c.waiting)}
+		if c.state.LastError.Class == client.FailToken {
+			nr.Token = c.lastToken
+		}
+		return nr
 	}
 	return err
 }

@@ -19,6 +19,10 @@ var ErrClosed = errors.New("client closed")
 type NotReadyError struct {
 	Err      error // ctx's
 	LastDial error // nil if no dial failed
+	// Token is the Token hook's error, wrapped ("failed to get a token:
+	// ..."), when the client last failed for want of a token (State's
+	// LastError is FailToken); nil otherwise.
+	Token error
 	State    client.State
 	// Waiting, when the client was connected (its transport up) and the
 	// service layer was not: the topics the server had not taken, each
@@ -52,7 +56,9 @@ func (e *NotReadyError) Error() string {
 		}
 		return s + ")"
 	}
-	if e.LastDial != nil {
+	if e.Token != nil {
+		s += " (" + e.Token.Error() + ")"
+	} else if e.LastDial != nil {
 		s += " (last dial: " + e.LastDial.Error() + ")"
 	} else if f := e.State.LastError; f.Class != client.FailNone {
 		s += " (" + f.Message() + ")"
@@ -61,10 +67,14 @@ func (e *NotReadyError) Error() string {
 }
 
 func (e *NotReadyError) Unwrap() []error {
-	if e.LastDial == nil {
-		return []error{e.Err}
+	errs := []error{e.Err}
+	if e.LastDial != nil {
+		errs = append(errs, e.LastDial)
 	}
-	return []error{e.Err, e.LastDial}
+	if e.Token != nil {
+		errs = append(errs, e.Token)
+	}
+	return errs
 }
 
 // ErrTopicRefused is what a *SubscribeError matches with errors.Is: the
@@ -107,14 +117,19 @@ func (e *SubscribeError) Is(target error) bool { return target == ErrTopicRefuse
 // (ended, forbidden, refresh_exhausted, gave_up): only Reconnect starts it
 // again.
 type EndedError struct {
-	Ended client.Terminal
-	Code  int // the close code that ended it, if one did
+	Ended  client.Terminal
+	Code   int    // the close code that ended it, if one did
+	Reason string // the server's reason with it ("bad token", "auth required", ...), if it gave one
 }
 
 func (e *EndedError) Error() string {
 	s := "session " + string(e.Ended)
 	if e.Code != 0 {
-		s += " (close " + strconv.Itoa(e.Code) + ")"
+		s += " (close " + strconv.Itoa(e.Code)
+		if e.Reason != "" {
+			s += ": " + e.Reason
+		}
+		s += ")"
 	}
 	return s
 }

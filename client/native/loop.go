@@ -4,6 +4,7 @@ package native
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/wsready/wsready/client"
@@ -310,6 +311,12 @@ func (c *Client) askToken(force bool) {
 	go func() {
 		defer c.sockWG.Done()
 		tok, err := c.opts.Token(c.ctx, force)
+		c.mu.Lock()
+		c.lastToken = nil
+		if err != nil {
+			c.lastToken = fmt.Errorf("failed to get a token: %w", err)
+		}
+		c.mu.Unlock()
 		c.post(c.ctx, event{kind: evToken, token: tok, err: err})
 	}()
 }

@@ -102,6 +102,7 @@ func StateValue(s client.State, tabs Tabs) map[string]any {
 		"stopped":       s.Ended == client.Stopped,
 		"ended":         endedValue(s.Ended),
 		"endCode":       s.EndCode,
+		"endReason":     s.EndReason,
 		"lastError":     failureValue(s.LastError),
 		"via":           TransportName(s.Via),
 		"notReadySince": msOrNull(s.NotReadySince),

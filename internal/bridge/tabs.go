@@ -355,7 +355,7 @@ func isTerminal(t client.Terminal) bool {
 
 func isFailure(f client.FailureClass) bool {
 	switch f {
-	case client.FailNetwork, client.FailRefused, client.FailTimeout, client.FailHeartbeat, client.FailToken,
+	case client.FailNetwork, client.FailRefused, client.FailTimeout, client.FailHeartbeat, client.FailSilent, client.FailToken,
 		client.FailTokenExpired, client.FailForbidden, client.FailOrigin, client.FailEnded, client.FailClosed, client.FailSendStalled:
 		return true
 	}

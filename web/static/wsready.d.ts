@@ -29,6 +29,8 @@ export interface State {
   ended: Terminal | null;
   /** The close code that ended the session, or 0. */
   endCode: number;
+  /** The server's close reason with it ("bad token", "auth required", an app's Disconnect reason; at most 123 bytes), or "". */
+  endReason: string;
   /** Why the client last lost its connection or failed to get one; null once READY. */
   lastError: Failure | null;
   /**
@@ -69,11 +71,13 @@ export type Transport = 'websocket' | 'http';
 export interface Failure {
   /**
    * network: could not reach the server (a browser cannot tell DNS, refused, TLS and a dropped
-   * network apart); refused: the server asked to come back later; timeout; heartbeat; token;
+   * network apart); refused: the server asked to come back later; timeout; heartbeat; silent: the
+   * socket opened and the server sent nothing to a client with no token hook (a server that requires
+   * a token waits for one); token;
    * token_expired; forbidden; origin: the server does not accept this page's origin; ended;
    * closed: the server closed with another code; send_stalled: the client's own frames stopped draining (stage 8, 4409).
    */
-  class: 'network' | 'refused' | 'timeout' | 'heartbeat' | 'token' | 'token_expired' | 'forbidden' | 'origin' | 'ended' | 'closed' | 'send_stalled';
+  class: 'network' | 'refused' | 'timeout' | 'heartbeat' | 'silent' | 'token' | 'token_expired' | 'forbidden' | 'origin' | 'ended' | 'closed' | 'send_stalled';
   code: number;
   /** A fixed sentence for the class; never the server's text. */
   message: string;

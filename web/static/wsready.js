@@ -563,7 +563,7 @@ async function start(opts) {
         let timer;
         const check = (s) => {
           if (s.ready) { done(); resolve(); return true; }
-          if (s.ended) { done(); reject(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended })); return true; }
+          if (s.ended) { done(); reject(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}${s.endReason ? ` (${s.endCode}: ${s.endReason})` : ''}`), { ended: s.ended })); return true; }
           // A refusal of a topic this tab has just given up is the state
           // from before the wasm took the unsubscribe in: the next state
           // drops it (or names the next refused topic). Another tab's
@@ -656,7 +656,7 @@ async function start(opts) {
           if (h.topics().some((t) => t.topic === topic && t.subscribed)) { done(); resolve(); return; }
           const s = h.state();
           if (refusals.has(topic)) fail(topicRefused(refusals.get(topic)));
-          else if (s.ended) fail(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended }));
+          else if (s.ended) fail(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}${s.endReason ? ` (${s.endCode}: ${s.endReason})` : ''}`), { ended: s.ended }));
           else if (!topicSubs.has(topic)) fail(new WsreadyError('Aborted', `wsready: the subscribe to ${topic} was given up`));
         };
         const done = () => { settled = true; subscribedChecks.delete(check); listeners.event.delete(check); listeners.state.delete(check); listeners.topicError.delete(check); clearTimeout(timer); };
