@@ -53,7 +53,7 @@ type Client struct {
 	// lastToken is the Token hook's last error, wrapped, for WaitReady;
 	// nil once the hook answers. Guarded by mu.
 	lastToken error
-	waiting  []TopicWait   // waitingNow's, as of the loop's last batch; guarded by mu
+	waiting   []TopicWait // waitingNow's, as of the loop's last batch; guarded by mu
 	// leaving counts, per topic, the unsubscribes posted (a Subscribe's
 	// func called) that the loop has not yet published a state after, so
 	// WaitReady called right after giving a refused topic up does not

@@ -23,7 +23,7 @@ type NotReadyError struct {
 	// ..."), when the client last failed for want of a token (State's
 	// LastError is FailToken); nil otherwise.
 	Token error
-	State    client.State
+	State client.State
 	// Waiting, when the client was connected (its transport up) and the
 	// service layer was not: the topics the server had not taken, each
 	// with the server's last answer about it.
