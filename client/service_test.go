@@ -312,3 +312,19 @@ func TestTheStateNamesARefusedTopic(t *testing.T) {
 		t.Fatalf("after giving both up: %+v", st)
 	}
 }
+
+// A connection held from READY only by a refused topic is working: the
+// reconnect window running out does not end the session or close it.
+func TestARefusalDoesNotSpendTheWindow(t *testing.T) {
+	h := newHarness(t, 7, func(c *Config) { c.Window = 10 * time.Second })
+	h.c.Subscribe("secret", 0, false, h.now)
+	h.start()
+	h.closed(h.last()) // a failure starts the run and its window
+	h.advanceToDial()
+	s := h.openAt(2, 0, "A")
+	h.topicError(s, "secret", protocol.ErrForbidden)
+	h.keepAlive(s, 15*time.Second)
+	if st := h.state(); st.Ended != NotEnded || st.Transport != Up || h.sockets[s].closed {
+		t.Fatalf("the window ran out with a refused topic: %+v", st)
+	}
+}

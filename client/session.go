@@ -123,7 +123,10 @@ func (c *Core) armWindow() {
 // that is READY right now is left alone; it gives up at its next failure
 // unless it stays READY through the cooldown first.
 func (c *Core) windowRanOut(now time.Time) {
-	if c.state().Ready {
+	// A connection held from READY only by topics the server refused
+	// works: the refusal is the app's to fix (State.Refused), and a
+	// window of failures does not close it.
+	if st := c.state(); st.Ready || (st.Refusals > 0 && st.Transport == Up && (st.Protocol == Up || st.Protocol == Off)) {
 		c.rc.WindowOver()
 		return
 	}
