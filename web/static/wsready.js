@@ -421,6 +421,10 @@ async function start(opts) {
   const topicSubs = new Map(); // topic -> Map of entry -> {presence}
   const refusals = new Map(); // topic -> its last refusal ({topic, code, message}), while subscribed (for subscribed())
   const subscribedChecks = new Set(); // the pending subscribed() promises' checks: giving a topic up runs them (Aborted)
+  // Topics this tab gave up while the state named their refusal: until a
+  // state that no longer names it, ready() does not fail on it (the wasm
+  // takes the unsubscribe in after the call returns).
+  const givenUp = new Set();
   let saveTimer;
   const save = () => {
     saveTimer = undefined;
@@ -487,6 +491,7 @@ async function start(opts) {
     onRecord: (r) => emit('record', opts.onRecord, r),
     onState: (s) => {
       lastState = s;
+      for (const t of givenUp) if (s.refused?.topic !== t) givenUp.delete(t);
       if (s.ready) markOnce('ready');
       if (s.follower && s.ready && warm) dropWarm(warm, 'preconnect unused'); // another tab leads (READY is its): this one dials nothing
       emit('state', opts.onState, s);
@@ -567,9 +572,9 @@ async function start(opts) {
           // A refusal of a topic this tab has just given up is the state
           // from before the wasm took the unsubscribe in: the next state
           // drops it (or names the next refused topic). Another tab's
-          // refusal (a follower's state is the leader's) holds READY too.
+          // refused topic holds the shared connection's READY too.
           const r = s.refused;
-          if (r && (s.follower || r.topic === serviceTopic || topicSubs.has(r.topic))) { done(); reject(topicRefused(r, s.refusals)); return true; }
+          if (r && !givenUp.has(r.topic)) { done(); reject(topicRefused(r, s.refusals)); return true; }
           return false;
         };
         const done = () => { listeners.state.delete(check); clearTimeout(timer); };
@@ -627,6 +632,7 @@ async function start(opts) {
         if (entries.size === 0) {
           topicSubs.delete(topic);
           refusals.delete(topic);
+          if (h.state().refused?.topic === topic) givenUp.add(topic);
           h.unsubscribe(topic);
           // No event need follow (the socket may be down): a subscribed()
           // waiting for this topic is told now.
