@@ -80,6 +80,11 @@ type Cause struct {
 	// transport rule (stage 8) counts attempts that never did.
 	Via    Transport
 	Proven bool
+	// Reason is the close reason the server gave (its own text, at most
+	// 123 bytes: a close frame's bound), or "" for none: "bad token",
+	// "auth required", an app's Disconnect reason. It is shown, never
+	// classified (but for the fixed origin text).
+	Reason string
 	// Woke says the loss was noticed as the client woke from a sleep or
 	// a freeze (stage 8, clock.go): the first reconnect of a run dials
 	// at once.
@@ -93,6 +98,8 @@ func causeOf(code int, reason string) Cause {
 	c := Cause{By: ByServer, Code: code}
 	if code == protocol.CloseAbnormal {
 		c.By = ByNetwork
+	} else {
+		c.Reason = cutMessage(reason, maxCloseReason)
 	}
 	if d, ok := protocol.ParseRetryAfter(reason); ok {
 		c.RetryAfter = d
@@ -102,6 +109,10 @@ func causeOf(code int, reason string) Cause {
 	}
 	return c
 }
+
+// maxCloseReason is a close frame's reason's bound, in bytes (RFC 6455: a
+// control frame's 125 less the code's 2).
+const maxCloseReason = 123
 
 // Classify maps a disconnect to its class (the table above).
 func Classify(c Cause) Class {

@@ -60,11 +60,12 @@ type Core struct {
 	cfg Config
 	rc  Reconnector
 
-	started bool
-	origin  time.Time // the Reconnector's instants are durations since (the first Start)
-	ended   Terminal  // set: the session is over (stopped included)
-	endCode int       // the close code that ended it, if one did
-	session string    // the session ref for records: random, opaque
+	started   bool
+	origin    time.Time // the Reconnector's instants are durations since (the first Start)
+	ended     Terminal  // set: the session is over (stopped included)
+	endCode   int       // the close code that ended it, if one did
+	endReason string    // and the server's reason with it (Cause.Reason)
+	session   string    // the session ref for records: random, opaque
 
 	nextSocket SocketID
 	current    SocketID // 0: none
@@ -337,7 +338,7 @@ func (c *Core) Stop(now time.Time) {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "client stopped"})
 	}
 	c.trace("stop", c.current, "client stopped")
-	c.end(now, Stopped, 0)
+	c.end(now, Stopped, 0, "")
 	c.after(now)
 }
 
@@ -412,8 +413,8 @@ func (c *Core) dropSockets(ending bool) {
 
 // end makes the session terminal: no dial, no timer, every pending request
 // rejected with ErrConnectionClosed.
-func (c *Core) end(now time.Time, t Terminal, code int) {
-	c.ended, c.endCode = t, code
+func (c *Core) end(now time.Time, t Terminal, code int, reason string) {
+	c.ended, c.endCode, c.endReason = t, code, reason
 	c.transport = Down
 	c.current = 0
 	c.dropSockets(true)

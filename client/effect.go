@@ -92,11 +92,30 @@ type PresenceEvent struct {
 }
 
 // TopicError is the server's refusal of a subscribe to Topic. Code is its
-// stable error code (unknown_topic, too_many_subscriptions,
-// too_many_topics, unavailable); the server's message is not kept.
+// stable error code (forbidden, unknown_topic, too_many_subscriptions,
+// too_many_topics, unavailable, or a code of the app's own); Message is
+// the server's words for it (an Authorize hook's *server.Error message,
+// say "user.alice is private to alice"), cut to MaxTopicErrorMessage bytes
+// at a UTF-8 boundary. Both are the server's own text, never a peer's.
 type TopicError struct {
-	Topic string
-	Code  string
+	Topic   string
+	Code    string
+	Message string
+}
+
+// MaxTopicErrorMessage bounds TopicError.Message, in bytes: what a State
+// carries and an error shows stays small whatever a server sends.
+const MaxTopicErrorMessage = 256
+
+// cutMessage cuts s to at most n bytes, at a UTF-8 boundary.
+func cutMessage(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 { // s[n] continues a rune: back to its start
+		n--
+	}
+	return s[:n]
 }
 
 // Update is a feed item, tagged with the epoch of the socket it came on.

@@ -20,6 +20,7 @@ const (
 	FailRefused      FailureClass = "refused"       // the server is turning clients away (1013, 503/429, a retry-after)
 	FailTimeout      FailureClass = "timeout"       // the socket did not open within the connect timeout
 	FailHeartbeat    FailureClass = "heartbeat"     // the server stopped pinging
+	FailSilent       FailureClass = "silent"        // the socket opened and the server sent nothing (no ping, no welcome) to a client that sent no token
 	FailToken        FailureClass = "token"         // the token hook failed or did not answer
 	FailTokenExpired FailureClass = "token_expired" // 4001
 	FailForbidden    FailureClass = "forbidden"     // 4003, 1008
@@ -40,6 +41,8 @@ func (f Failure) Message() string {
 		return "the connection did not open in time"
 	case FailHeartbeat:
 		return "the server stopped answering (no ping within its deadline)"
+	case FailSilent:
+		return "the connection opened but the server sent nothing, not even a first ping (a server that requires a token sends nothing until it gets one: is a token hook set?)"
 	case FailToken:
 		return "could not get a token (the token hook failed or timed out)"
 	case FailTokenExpired:

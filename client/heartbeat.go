@@ -156,5 +156,12 @@ func (c *Core) watchdogFired(now time.Time) {
 	c.probing = false
 	c.trace("watchdog", s, "watchdog fired on socket "+s.String()+": "+what+"; closing it")
 	c.emit(Effect{Kind: EffClose, Socket: s, Code: protocol.CloseHeartbeatTimeout, Reason: "heartbeat timeout"})
-	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat})
+	fail := FailHeartbeat
+	if c.protocol != Up && !c.served && !c.cfg.Auth {
+		// Not a ping, not a welcome, and no token sent: a server that
+		// requires auth waits for one in silence (until its AuthTimeout,
+		// 10 s, closes with 4003), which is not a server that stopped.
+		fail = FailSilent
+	}
+	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: fail})
 }

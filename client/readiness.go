@@ -36,7 +36,7 @@ func (l Level) String() string {
 type State struct {
 	Transport Level // is the socket open?
 	Protocol  Level // is the peer alive (a ping within its deadline)?
-	Service   Level // has the server acknowledged the app's subscriptions (with none: the session)?
+	Service   Level // has the server acknowledged the app's subscriptions (with none: the session)? Down while it refuses one (Refused)
 	// Ready is true when every tracked layer is Up.
 	Ready bool
 	// Epoch counts sockets: it increments with every new socket the client
@@ -55,6 +55,11 @@ type State struct {
 	Ended Terminal
 	// EndCode is the close code that ended the session, if one did.
 	EndCode int
+	// EndReason is the reason the server closed with when it ended the
+	// session ("bad token", "auth required", "forbidden", an app's
+	// Disconnect reason): the server's own text, at most 123 bytes; ""
+	// for none.
+	EndReason string
 	// LastError says why the client last lost its connection or failed to
 	// get one; zero once READY.
 	LastError Failure
@@ -69,6 +74,17 @@ type State struct {
 	// Config.OfflineAfter (30 s): the banners apps draw (stage 8). Offline
 	// is not the opposite of Online, which is the platform's network.
 	Degraded, Offline bool
+	// Refused is the first topic the app asked for (in the order the
+	// topics were first named) that the server refused on this connection
+	// for good (forbidden, invalid_topic, too_many_subscriptions, or a
+	// code of the app's own), with the server's code and message; zero
+	// for none. Refusals counts them. A refusal holds the service layer
+	// Down, so the client is not READY, until the app unsubscribes the
+	// topic (Core.Unsubscribe); the next connection asks for it again.
+	// The server's transient errors (too_many_topics, unavailable, ...)
+	// are not refusals: the topic is Pending and asked for again.
+	Refused  TopicError
+	Refusals int
 	// Follower: another tab holds the connection; the layers, READY, Via,
 	// Epoch and the not-READY fields are the leader's, as the driver last
 	// relayed them (LeaderState).
@@ -89,7 +105,7 @@ func (c *Core) state() State {
 		return st
 	}
 	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: uint64(c.nextSocket),
-		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode,
+		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode, EndReason: c.endReason,
 		Via: c.via, NotReadySince: c.notReadySince, Degraded: c.degraded, Offline: c.offline}
 	if c.current == 0 {
 		st.Via = c.rc.Via()
@@ -104,10 +120,12 @@ func (c *Core) state() State {
 		st.Service = Down
 		if c.transport == Up {
 			st.Service = c.serviceLevel()
+			st.Refused, st.Refusals = c.refusals()
 			if c.moving {
 				// A move between transports (transport.go): the old socket
 				// still serves the app until the new one does.
 				st.Service = Up
+				st.Refused, st.Refusals = TopicError{}, 0
 			}
 		}
 	}

@@ -67,7 +67,7 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 			c.reconnects = append(c.reconnects, now.Add(d.Delay))
 		}
 	default:
-		c.end(now, d.Outcome.Terminal(), cause.Code)
+		c.end(now, d.Outcome.Terminal(), cause.Code, cause.Reason)
 	}
 }
 

@@ -42,6 +42,7 @@ type Reconnector struct {
 	refreshes    int32         // token refreshes since the last READY
 	flags        rcFlags
 	unproven     uint8 // attempts in a row on the transport in use that never saw a first ping (saturates)
+	capStep      uint8 // the cap growth step (index+1) the last delay was drawn with; 0: the policy's own cap
 }
 
 // rcFlags are a Reconnector's yes/no state, in one byte so the value stays
@@ -327,12 +328,14 @@ func (rc *Reconnector) nextAt(at time.Duration, r float64) time.Duration {
 	}
 	failing := at - rc.failingSince
 	var cap time.Duration
-	for _, s := range rc.r.capGrowth {
+	rc.capStep = 0
+	for i, s := range rc.r.capGrowth {
 		if failing >= s.After {
-			cap = s.Cap
+			cap, rc.capStep = s.Cap, uint8(min(i+1, 255))
 		}
 	}
 	if cap == 0 {
+		rc.capStep = 0
 		return rc.next(r)
 	}
 	return rc.draw(capped.WithCap(cap), r)
@@ -472,7 +475,7 @@ func (rc *Reconnector) Fresh() {
 // endRun ends the run of failures: the budget and the window start over.
 func (rc *Reconnector) endRun() {
 	rc.set(rcFailing|rcWindowOver, false)
-	rc.failingSince, rc.attempts = 0, 0
+	rc.failingSince, rc.attempts, rc.capStep = 0, 0, 0
 }
 
 func (rc *Reconnector) reset() { rc.attempt, rc.prev = 0, 0 }
@@ -485,7 +488,15 @@ func (rc *Reconnector) String() string {
 	if rc.r.cooldown > 0 {
 		rule = "reset after " + rc.r.cooldown.String() + " ready"
 	}
-	s := rc.r.policy.String() + ", " + rule + ", attempt " + strconv.Itoa(int(rc.attempt))
+	// The policy as the last delay was drawn: with the cap the run's
+	// length had grown it to, not the configured one.
+	p := rc.r.policy
+	if i := int(rc.capStep) - 1; i >= 0 && i < len(rc.r.capGrowth) {
+		if capped, ok := p.(interface{ WithCap(time.Duration) Policy }); ok {
+			p = capped.WithCap(rc.r.capGrowth[i].Cap)
+		}
+	}
+	s := p.String() + ", " + rule + ", attempt " + strconv.Itoa(int(rc.attempt))
 	if rc.r.budget > 0 {
 		s += ", budget " + strconv.Itoa(rc.r.budget-int(rc.attempts)) + " left"
 	}

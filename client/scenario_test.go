@@ -373,7 +373,7 @@ func (r *scenario) fmtEffect(e Effect) string {
 		}
 		return fmt.Sprintf("continuity-lost %s %d-%d", l.Topic, l.From, l.To)
 	case EffTopicError:
-		return "topic-error " + e.TopicError.Topic + " " + e.TopicError.Code
+		return "topic-error " + e.TopicError.Topic + " " + e.TopicError.Code + " " + strconv.Quote(e.TopicError.Message)
 	case EffPresence:
 		return "presence " + e.Presence.Topic + " " + e.Presence.Event + " " + e.Presence.User
 	}
@@ -412,6 +412,9 @@ func fmtState(s State) string {
 	}
 	if s.Follower {
 		out += " follower"
+	}
+	if s.Refusals > 0 {
+		out += fmt.Sprintf(" refused=%s:%s(%d)", s.Refused.Topic, s.Refused.Code, s.Refusals)
 	}
 	return out
 }

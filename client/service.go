@@ -12,11 +12,15 @@ import (
 // every one of them on this socket, and Pending until then; with no topic
 // wanted it is Up when the server says it serves the session (its
 // welcome frame; an answer to a subscribe says so too, for a server that
-// sends none). A topic the app may not have counts as answered: the
-// server refused it with forbidden, invalid_topic or
-// too_many_subscriptions, the app hears of it (EffTopicError), and it is
-// not asked for again on this socket (the next socket asks again), so one
-// refused topic does not keep the client from READY. Other errors
+// sends none). READY means the server took every topic the app asked
+// for, so a topic the server refused (forbidden, invalid_topic,
+// too_many_subscriptions, or a code of the app's own from an Authorize
+// hook) holds the service layer Down: the app hears of it
+// (EffTopicError), State.Refused names it with the server's code and
+// message, and READY waits until the app unsubscribes it. It is not asked
+// for again on this socket, whose refusal it is: asking again would hammer
+// the server for the same answer; the next socket (after a loss, on the
+// backoff's schedule) asks once again. The socket stays up. Other errors
 // (unknown_topic, too_many_topics, unavailable, ...) mean the service does
 // not serve the topic now: it stays Pending and is asked for again. No
 // answer within SubscribeTimeout: subscribe again on the same socket.
@@ -70,13 +74,14 @@ type TopicStats struct {
 
 type topicState struct {
 	TopicStats
-	has       bool  // the cursor is known (Resume: subscribe with since)
-	wanted    bool  // the app (or the service) wants it
-	app       bool  // the app subscribed to it (the service topic may be both)
-	replayTo  int64 // updates up to this seq are the current replay
-	sentSince bool  // the subscribe on this socket carried since
-	presence  bool  // the app asked for the topic's presence events
-	refused   bool  // the server refused it on this socket for good (refusal)
+	has       bool       // the cursor is known (Resume: subscribe with since)
+	wanted    bool       // the app (or the service) wants it
+	app       bool       // the app subscribed to it (the service topic may be both)
+	replayTo  int64      // updates up to this seq are the current replay
+	sentSince bool       // the subscribe on this socket carried since
+	presence  bool       // the app asked for the topic's presence events
+	refused   bool       // the server refused it on this socket for good (refusal)
+	refusal   TopicError // the refusal, while refused
 	// joining: the app subscribed while the service was Up on this socket.
 	// Until the server answers, the topic does not hold READY: an app
 	// adding a topic must not make its requests fail NotReady for a round
@@ -283,23 +288,42 @@ func (c *Core) onWelcome(s SocketID, m protocol.Message) {
 	c.trace("welcome", s, "the server serves the session")
 }
 
-// serviceLevel is the service layer of an open socket (Service): Up when
-// every wanted topic is answered (subscribed, or refused for good), and
-// with none wanted when the server served the session; else Pending.
+// serviceLevel is the service layer of an open socket (Service): Down
+// while the server refuses a wanted topic (refusal) on it; Up when every
+// wanted topic is subscribed (or joining), and with none wanted when the
+// server served the session; else Pending.
 func (c *Core) serviceLevel() Level {
-	wanted := false
+	wanted, pending := false, false
 	for _, t := range c.topics {
 		if t.wanted {
 			wanted = true
-			if !t.Subscribed && !t.refused && !t.joining {
-				return Pending
+			if t.refused {
+				return Down
+			}
+			if !t.Subscribed && !t.joining {
+				pending = true
 			}
 		}
 	}
-	if wanted || c.served {
+	if !pending && (wanted || c.served) {
 		return Up
 	}
 	return Pending
+}
+
+// refusals returns the first wanted topic the server refused on this
+// socket, in the order the topics were first named, and how many it
+// refused.
+func (c *Core) refusals() (first TopicError, n int) {
+	for _, t := range c.topics {
+		if t.wanted && t.refused {
+			if n == 0 {
+				first = t.refusal
+			}
+			n++
+		}
+	}
+	return first, n
 }
 
 // settledAll stops the subscribe deadline once nothing waits for an answer.
@@ -347,7 +371,8 @@ func (c *Core) onPresence(m protocol.Message) {
 }
 
 // onTopicError handles an error frame about a topic: the app hears of it.
-// A refusal (see refusal) is the server's answer for this socket; a
+// A refusal (see refusal) is the server's answer for this socket, and
+// holds the service layer Down until the app unsubscribes the topic; a
 // transient error (unknown_topic, too_many_topics, unavailable, internal,
 // timeout, rate_limited) is retried at the subscribe deadline (Service).
 func (c *Core) onTopicError(m protocol.Message) {
@@ -356,9 +381,10 @@ func (c *Core) onTopicError(m protocol.Message) {
 	if t == nil || !t.wanted {
 		return
 	}
-	c.emit(Effect{Kind: EffTopicError, TopicError: TopicError{Topic: m.Topic, Code: m.Error.Code}})
+	e := TopicError{Topic: m.Topic, Code: m.Error.Code, Message: cutMessage(m.Error.Message, MaxTopicErrorMessage)}
+	c.emit(Effect{Kind: EffTopicError, TopicError: e})
 	if refusal(m.Error.Code) && !t.Subscribed {
-		t.refused = true
+		t.refused, t.refusal, t.joining = true, e, false
 		c.settledAll()
 	}
 }

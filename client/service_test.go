@@ -1,8 +1,10 @@
 package client
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wsready/wsready/protocol"
 )
@@ -168,25 +170,30 @@ func TestEveryWantedTopicIsTheService(t *testing.T) {
 
 // A topic the app may not have (forbidden, invalid_topic,
 // too_many_subscriptions, or a code of the app's own, which a server's
-// Authorize hook may refuse with) counts as answered: the app hears of it,
-// the client is READY, and it is not asked for again on this socket; the
-// next socket asks again. The server's transient errors (unknown_topic,
-// unavailable, ...) keep the service Pending and are retried at the
-// subscribe deadline.
-func TestARefusedTopicDoesNotHoldReadiness(t *testing.T) {
+// Authorize hook may refuse with) holds the service layer Down: READY
+// means the server took every topic the app asked for. It is not asked
+// for again on this socket (no hammering the server for the same
+// answer), the socket stays, and READY comes once the app unsubscribes
+// it; the next socket asks again. The server's transient errors
+// (unknown_topic, unavailable, ...) keep the service Pending and are
+// retried at the subscribe deadline.
+func TestARefusedTopicHoldsReadinessUntilDropped(t *testing.T) {
 	for _, code := range []string{protocol.ErrForbidden, protocol.ErrInvalidTopic, protocol.ErrTooManySubs, "not_a_member"} {
 		h := newHarness(t, 7)
 		h.c.Subscribe("secret", 0, false, h.now)
 		h.start()
 		s := h.openAt(1, 0, "A")
 		h.topicError(s, "secret", code)
-		if !h.state().Ready || len(h.topicErrs) != 1 || h.topicErrs[0] != "secret:"+code {
-			t.Fatalf("%s: state %+v, topic errors %v", code, h.state(), h.topicErrs)
+		if st := h.state(); st.Ready || st.Service != Down || len(h.topicErrs) != 1 || h.topicErrs[0] != "secret:"+code {
+			t.Fatalf("%s: state %+v, topic errors %v; want the service down, not READY", code, st, h.topicErrs)
 		}
 		n := h.count(protocol.TypeSubscribe, s)
 		h.keepAlive(s, 10*time.Second)
 		if h.count(protocol.TypeSubscribe, s) != n {
 			t.Fatalf("%s: a refused topic was asked for again on the same socket", code)
+		}
+		if st := h.state(); st.Ready || st.Transport != Up || h.sockets[s].closed {
+			t.Fatalf("%s: 10 s later: %+v; want the socket kept, not READY", code, st)
 		}
 		h.closed(s)
 		h.advanceToDial()
@@ -194,10 +201,42 @@ func TestARefusedTopicDoesNotHoldReadiness(t *testing.T) {
 		if h.lastSubscribe(s2, "secret").Topic != "secret" || h.state().Ready {
 			t.Fatalf("%s: the next socket did not ask again, or was READY before its answer: %+v", code, h.state())
 		}
-		h.subscribedTo(s2, "secret") // allowed now
-		if !h.state().Ready {
-			t.Fatalf("%s: %+v", code, h.state())
+		h.topicError(s2, "secret", code)
+		if h.state().Ready {
+			t.Fatalf("%s: READY with the refusal on the second socket", code)
 		}
+		h.c.Unsubscribe("secret", h.now)
+		h.drain()
+		if st := h.state(); !st.Ready || st.Service != Up {
+			t.Fatalf("%s: after the app gave the topic up: %+v", code, st)
+		}
+		if h.count(protocol.TypeUnsubscribe, s2) != 1 {
+			t.Fatalf("%s: no unsubscribe sent", code)
+		}
+	}
+	// A refusal of a topic the app adds while READY holds it too; an
+	// answer on the next socket that takes it is READY.
+	h := newHarness(t, 7)
+	h.start()
+	s := h.openAt(1, 0, "A")
+	if !h.state().Ready {
+		t.Fatalf("not READY: %+v", h.state())
+	}
+	h.c.Subscribe("secret", 0, false, h.now)
+	h.drain()
+	if !h.state().Ready {
+		t.Fatal("a topic joining took READY away before its answer")
+	}
+	h.topicError(s, "secret", protocol.ErrForbidden)
+	if h.state().Ready {
+		t.Fatal("READY with a topic joined while READY refused")
+	}
+	h.closed(s)
+	h.advanceToDial()
+	s2 := h.openAt(2, 1, "A")
+	h.subscribedTo(s2, "secret") // allowed now
+	if !h.state().Ready {
+		t.Fatalf("the next socket took it: %+v", h.state())
 	}
 	for _, code := range []string{protocol.ErrUnknownTopic, protocol.ErrUnavailable, protocol.ErrTooManyTopics, protocol.ErrInternal, protocol.ErrTimeout, protocol.ErrRateLimited} {
 		h := newHarness(t, 7)
@@ -235,5 +274,57 @@ func TestStatsCountEveryTopicAndFollowTheFirst(t *testing.T) {
 	h.update(s, "first", 2)
 	if st := h.c.Stats(); st.Updates != 5 || st.LastSeq != 2 {
 		t.Fatalf("updates %d, last seq %d; want 5 and first's 2", st.Updates, st.LastSeq)
+	}
+}
+
+// The state names the refused topic with the server's code and message
+// (cut to MaxTopicErrorMessage bytes at a rune boundary) and counts the
+// refusals; the first named topic is the one named, and giving it up
+// names the next.
+func TestTheStateNamesARefusedTopic(t *testing.T) {
+	h := newHarness(t, 7, noTopic)
+	h.c.Subscribe("a", 0, false, h.now)
+	h.c.Subscribe("b", 0, false, h.now)
+	h.start()
+	s := h.last()
+	h.open(s)
+	h.ping(s, 1000)
+	h.welcome(s)
+	long := strings.Repeat("é", MaxTopicErrorMessage) // 2 bytes a rune
+	h.frame(s, protocol.Message{Type: protocol.TypeError, Topic: "b", Error: &protocol.ErrorBody{Code: "not_a_member", Message: "b is for members"}})
+	h.frame(s, protocol.Message{Type: protocol.TypeError, Topic: "a", Error: &protocol.ErrorBody{Code: protocol.ErrForbidden, Message: long}})
+	st := h.state()
+	if st.Refusals != 2 || st.Refused.Topic != "a" || st.Refused.Code != protocol.ErrForbidden || st.Ready {
+		t.Fatalf("state %+v; want a (forbidden) named, 2 refusals", st)
+	}
+	if m := st.Refused.Message; len(m) != MaxTopicErrorMessage || !utf8.ValidString(m) {
+		t.Fatalf("message of %d bytes (valid UTF-8: %v); want it cut to %d", len(m), utf8.ValidString(m), MaxTopicErrorMessage)
+	}
+	h.c.Unsubscribe("a", h.now)
+	h.drain()
+	st = h.state()
+	if st.Refusals != 1 || st.Refused != (TopicError{Topic: "b", Code: "not_a_member", Message: "b is for members"}) || st.Ready {
+		t.Fatalf("after giving a up: %+v; want b named", st)
+	}
+	h.c.Unsubscribe("b", h.now)
+	h.drain()
+	if st = h.state(); st.Refusals != 0 || st.Refused != (TopicError{}) || !st.Ready {
+		t.Fatalf("after giving both up: %+v", st)
+	}
+}
+
+// A connection held from READY only by a refused topic is working: the
+// reconnect window running out does not end the session or close it.
+func TestARefusalDoesNotSpendTheWindow(t *testing.T) {
+	h := newHarness(t, 7, func(c *Config) { c.Window = 10 * time.Second })
+	h.c.Subscribe("secret", 0, false, h.now)
+	h.start()
+	h.closed(h.last()) // a failure starts the run and its window
+	h.advanceToDial()
+	s := h.openAt(2, 0, "A")
+	h.topicError(s, "secret", protocol.ErrForbidden)
+	h.keepAlive(s, 15*time.Second)
+	if st := h.state(); st.Ended != NotEnded || st.Transport != Up || h.sockets[s].closed {
+		t.Fatalf("the window ran out with a refused topic: %+v", st)
 	}
 }

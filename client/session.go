@@ -123,7 +123,10 @@ func (c *Core) armWindow() {
 // that is READY right now is left alone; it gives up at its next failure
 // unless it stays READY through the cooldown first.
 func (c *Core) windowRanOut(now time.Time) {
-	if c.state().Ready {
+	// A connection held from READY only by topics the server refused
+	// works: the refusal is the app's to fix (State.Refused), and a
+	// window of failures does not close it.
+	if st := c.state(); st.Ready || (st.Refusals > 0 && st.Transport == Up && (st.Protocol == Up || st.Protocol == Off)) {
 		c.rc.WindowOver()
 		return
 	}
@@ -132,7 +135,7 @@ func (c *Core) windowRanOut(now time.Time) {
 	if c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})
 	}
-	c.end(now, GaveUp, 0)
+	c.end(now, GaveUp, 0, "")
 }
 
 // Reconnect starts a fresh session with a fresh budget and window: after a
@@ -145,7 +148,7 @@ func (c *Core) Reconnect(now time.Time) {
 	c.rc.Fresh()
 	c.dl[dlWindow] = time.Time{}
 	if c.ended != NotEnded {
-		c.ended, c.endCode = NotEnded, 0
+		c.ended, c.endCode, c.endReason = NotEnded, 0, ""
 		c.trace("reconnect", 0, "fresh session")
 		c.armNotReady(now)
 		c.dial(now)

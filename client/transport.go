@@ -89,6 +89,7 @@ func (c *Core) HTTPProbe(ok bool, now time.Time) {
 	if c.ended != NotEnded {
 		return
 	}
+	waited := c.rc.is(rcProbeOut)
 	if c.rc.Probed(ok) {
 		c.trace("transport", 0, "the server answers over HTTP: the next dial is an HTTP one")
 		if c.transport == Down && !c.tokenWait && len(c.reconnects) > 0 {
@@ -96,7 +97,14 @@ func (c *Core) HTTPProbe(ok bool, now time.Time) {
 			c.dial(now)
 		}
 	} else {
-		c.trace("transport", 0, "HTTP probe answered: staying on "+c.rc.Via().String())
+		switch {
+		case !waited:
+			c.trace("transport", 0, "an HTTP probe answer no probe waited for: ignored")
+		case !ok:
+			c.trace("transport", 0, "HTTP probe failed (the server does not answer over HTTP either): staying on "+c.rc.Via().String())
+		default:
+			c.trace("transport", 0, "HTTP probe answered: staying on "+c.rc.Via().String())
+		}
 	}
 	c.after(now)
 }

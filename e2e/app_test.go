@@ -83,8 +83,8 @@ func evalPage[T any](t *testing.T, b *Browser, expr string) T {
 }
 
 // Two users: each gets its own cart's updates and never the other's; the
-// other's subscribe is refused with forbidden while the socket stays
-// READY; cart.add answers with the app's cart or its typed error; each
+// other's subscribe is refused with forbidden (the socket stays; READY
+// waits until the page gives the topic up, as the app's page does); cart.add answers with the app's cart or its typed error; each
 // sees the other in the lobby's presence, and the leave when one closes.
 func TestApp(t *testing.T) {
 	_, base := startApp(t, app.Config{})
@@ -121,24 +121,31 @@ func TestApp(t *testing.T) {
 	}
 	waitPage(t, alice, "alice", "appState.cartUpdates === 1 && appState.cart.version === 1 && appState.cart.lines[0].qty === 3", 10*time.Second)
 
-	// Bob asks for Alice's topic through the page: forbidden, and his
-	// socket stays READY (the same socket: one open).
+	// Bob asks for Alice's topic through the page: forbidden, his socket
+	// stays (the same socket: one open), and the page gives the topic up.
 	evalPage[bool](t, bob, "app.trySubscribe('user:alice.cart'), true")
 	waitPage(t, bob, "bob", "appState.topicErrors.some(e => e.topic === 'user:alice.cart' && e.code === 'forbidden') && appState.lastError.code === 'forbidden'", 10*time.Second)
-	// subscribed() says the same: Bob's own cart is taken; Alice's (refused
-	// already) and Carol's (asked now) are refused with the server's code.
+	// subscribed() says the same: Bob's own cart is taken; Alice's was
+	// given up by the page (not asked for now); Carol's (asked now) is
+	// refused with the server's code, and holds READY (ready() rejects at
+	// once, the state names it) until it is given up.
 	r = evalPage[map[string]any](t, bob, `(async () => {
 		const c = app.client, out = {};
 		const name = async (p) => { try { await p; return 'taken'; } catch (e) { return e.name + ':' + (e.code ?? ''); } };
 		out.own = await name(c.subscribed('user:bob.cart', { timeoutMs: 5000 }));
 		out.alice = await name(c.subscribed('user:alice.cart', { timeoutMs: 5000 }));
-		c.subscribe('user:carol.cart', () => {});
+		const off = c.subscribe('user:carol.cart', () => {});
 		out.carol = await name(c.subscribed('user:carol.cart', { timeoutMs: 5000 }));
+		out.held = await name(c.ready({ timeoutMs: 5000 }));
+		out.named = c.state().refused?.topic + ':' + c.state().refused?.code;
+		off();
+		out.ready = await name(c.ready({ timeoutMs: 5000 }));
 		out.never = await name(c.subscribed('never-asked'));
 		return out;
 	})()`)
-	if r["own"] != "taken" || r["alice"] != "TopicRefused:forbidden" || r["carol"] != "TopicRefused:forbidden" || r["never"] != "TypeError:" {
-		t.Fatalf("bob's subscribed(): %v", r)
+	if r["own"] != "taken" || r["alice"] != "TypeError:" || r["carol"] != "TopicRefused:forbidden" || r["held"] != "TopicRefused:forbidden" ||
+		r["named"] != "user:carol.cart:forbidden" || r["ready"] != "taken" || r["never"] != "TypeError:" {
+		t.Fatalf("bob's subscribed() and ready(): %v", r)
 	}
 	r = evalPage[map[string]any](t, alice, "app.addToCart('pear', 2)")
 	if r["ok"] != true {

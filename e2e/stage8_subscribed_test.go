@@ -106,7 +106,7 @@ func TestStage8SubscribedInAFollowerTab(t *testing.T) {
 	if got := tabEval(t, leader, "leader", `(async () => {
 		const c = wsreadyDemo.client;
 		c.subscribe('fs.both', () => {});
-		c.subscribe('secret.both', () => {});
+		window.fsOffs = { 'secret.both': c.subscribe('secret.both', () => {}) };
 		return [await fsName(c.subscribed('fs.both', { timeoutMs: 5000 }), 6000),
 			await fsName(c.subscribed('secret.both', { timeoutMs: 5000 }), 6000)].join(' ');
 	})()`); got != "taken TopicRefused:forbidden" {
@@ -122,12 +122,30 @@ func TestStage8SubscribedInAFollowerTab(t *testing.T) {
 	} {
 		got := tabEval(t, follower, tc.what, fmt.Sprintf(`(async () => {
 			const c = wsreadyDemo.client;
-			c.subscribe(%[1]q, () => {});
+			window.fsOffs = window.fsOffs || {};
+			window.fsOffs[%[1]q] = c.subscribe(%[1]q, () => {});
 			return fsName(c.subscribed(%[1]q, { timeoutMs: 5000 }), 6000);
 		})()`, tc.topic))
 		t.Logf("follower: %s (%s): %s", tc.what, tc.topic, got)
 		if got != tc.want {
 			t.Errorf("follower: %s (%s): subscribed() %s; want %s", tc.what, tc.topic, got, tc.want)
+		}
+	}
+	// READY means the server took every topic asked for: while the
+	// shared connection holds refused topics, ready() rejects at once in
+	// both tabs, naming one; once every tab gives its refused topics up,
+	// both are READY.
+	for _, tb := range []*Browser{leader, follower} {
+		if got := tabEval(t, tb, "ready() with refusals", `fsName(wsreadyDemo.client.ready({ timeoutMs: 3000 }), 1000)`); got != "TopicRefused:forbidden" && got != "TopicRefused:no_odd" {
+			t.Errorf("ready() with refused topics: %s; want TopicRefused at once", got)
+		}
+	}
+	for _, tb := range []*Browser{leader, follower} {
+		tabEval(t, tb, "give up", `(() => { for (const off of Object.values(window.fsOffs)) off(); return 'ok'; })()`)
+	}
+	for _, tb := range []*Browser{leader, follower} {
+		if got := tabEval(t, tb, "ready() without refusals", `fsName(wsreadyDemo.client.ready({ timeoutMs: 5000 }), 6000)`); got != "taken" {
+			t.Errorf("ready() once the refused topics were given up: %s; want READY", got)
 		}
 	}
 	// A taken topic's updates reach the follower through the leader.

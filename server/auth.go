@@ -61,8 +61,12 @@ func (c *conn) authenticate(m protocol.Message) bool {
 	s := c.s
 	now := s.opts.Now()
 	t, bad, err := s.verify(m.Token, now)
-	refuse := func(code int, reason string) bool {
+	// refuse closes the connection; class is the refusal's kind for the
+	// debug line (-v), from a fixed set: never the token, its claims, the
+	// user or the address.
+	refuse := func(code int, reason, class string) bool {
 		s.metrics.handshakeVia(outAuth, c.tr.kind())
+		s.log.Debug("auth refused", "class", class, "code", code, "conn", c.id)
 		c.closeAsync(code, reason)
 		return false
 	}
@@ -70,9 +74,13 @@ func (c *conn) authenticate(m protocol.Message) bool {
 		// Not verified: counted against the address it came from, not the
 		// user it names (see rejectUnverified).
 		if s.auth.rejectUnverified(addrKey(c.ip), now) {
-			return refuse(protocol.CloseForbidden, "too many rejected tickets")
+			return refuse(protocol.CloseForbidden, "too many rejected tickets", "too_many_rejected (unverified, per address)")
 		}
-		return refuse(protocol.CloseForbidden, bad)
+		class := "bad_ticket (did not verify: forged, malformed or another server's key)"
+		if bad == "bad token" {
+			class = "bad_token (a JWT that did not verify: signature, key, alg, claims or format)"
+		}
+		return refuse(protocol.CloseForbidden, bad, class)
 	}
 	user := t.identity.User
 	revoked := s.revoked(user) // Server.Revoke (control.go)
@@ -84,13 +92,13 @@ func (c *conn) authenticate(m protocol.Message) bool {
 		// rejectVerified): whoever replays someone's stale token only
 		// backstops themselves.
 		if s.auth.looping(user, addrKey(c.ip), now) {
-			return refuse(protocol.CloseForbidden, "too many rejected tickets")
+			return refuse(protocol.CloseForbidden, "too many rejected tickets", "too_many_rejected (per user at this address)")
 		}
 		s.auth.rejectVerified(user, addrKey(c.ip), now)
 		if revoked {
-			return refuse(protocol.CloseForbidden, "forbidden")
+			return refuse(protocol.CloseForbidden, "forbidden", "revoked")
 		}
-		return refuse(protocol.CloseTokenExpired, "token expired")
+		return refuse(protocol.CloseTokenExpired, "token expired", "expired")
 	}
 	if !c.joinTenant(t.identity, now) {
 		return false

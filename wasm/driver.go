@@ -193,7 +193,7 @@ func (d *driver) apply() {
 					d.tabs.topicError(e.TopicError)
 				}
 				if d.wants(e.TopicError.Topic) {
-					d.call(d.cb.onTopic, map[string]any{"topic": e.TopicError.Topic, "code": e.TopicError.Code})
+					d.call(d.cb.onTopic, bridge.TopicErrorValue(e.TopicError))
 				}
 			case client.EffProbeHTTP:
 				d.probeHTTP()

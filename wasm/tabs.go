@@ -462,7 +462,7 @@ func (t *tabs) handle(m tabMsg, now time.Time) {
 	case "e":
 		if fromLeader && d.wants(m.topicErr.Topic) {
 			t.told[m.topicErr.Topic] = m.topicErr.Code
-			d.call(d.cb.onTopic, map[string]any{"topic": m.topicErr.Topic, "code": m.topicErr.Code})
+			d.call(d.cb.onTopic, bridge.TopicErrorValue(m.topicErr))
 		}
 	case "a":
 		if fromLeader {
@@ -566,7 +566,7 @@ func (t *tabs) lost(l client.ContinuityLost) {
 func (t *tabs) topicError(e client.TopicError) {
 	t.refused[e.Topic] = e.Code
 	t.answersDue = true
-	t.post("e", map[string]any{"topic": e.Topic, "code": e.Code})
+	t.post("e", bridge.TopicErrorValue(e))
 }
 
 // logged notes one of the leader core's trace events: a subscribe taken
@@ -800,7 +800,7 @@ func readTabMsg(v safejs.Value) (m tabMsg, ok bool) {
 		reset, _, _ := g.Bool("reset")
 		m.lost = client.ContinuityLost{Topic: topic, From: int64(num("lfrom")), To: int64(num("lto")), Reset: reset}
 	case "e":
-		m.topicErr = client.TopicError{Topic: topic, Code: str("code")}
+		m.topicErr = bridge.ParseTopicError(g, "topic", "code", "message")
 	case "r":
 		m.result, m.err = bridge.ParseReply(g, m.id)
 	case "fwd":

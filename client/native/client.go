@@ -36,7 +36,7 @@ type Client struct {
 	// flight, so bounded by the callers): answered when the topic is
 	// subscribed, refused (OnTopicError), or the connection is not up.
 	subWait  map[string][]subWaiter
-	topicErr map[string]string // topics refused since the loop last looked, with the server's code (the loop's)
+	topicErr map[string]client.TopicError // topics refused since the loop last looked, with the server's code and message (the loop's)
 
 	events chan event
 	ctx    context.Context // ends when the client is closed
@@ -50,7 +50,17 @@ type Client struct {
 	changed  chan struct{} // closed and replaced on every state change
 	done     chan struct{} // closed when the loop has stopped the core
 	lastDial error         // the last dial's error, for WaitReady; guarded by mu
-	waiting  []TopicWait   // waitingNow's, as of the loop's last batch; guarded by mu
+	// lastToken is the Token hook's last error, wrapped, for WaitReady;
+	// nil once the hook answers. Guarded by mu.
+	lastToken error
+	waiting   []TopicWait // waitingNow's, as of the loop's last batch; guarded by mu
+	// leaving counts, per topic, the unsubscribes posted (a Subscribe's
+	// func called) that the loop has not yet published a state after, so
+	// WaitReady called right after giving a refused topic up does not
+	// fail on the state from before. Guarded by mu; an entry per topic
+	// being left, gone once its count is back to 0.
+	leaving map[string]int
+	left    []string // the loop's: topics whose unsubscribe it took in since its last apply
 
 	// The loop's: each topic's last topic error code on the connection of
 	// codesEpoch (at most maxCodes topics), for waitingNow.
@@ -121,24 +131,40 @@ func (c *Client) Stats() client.Stats {
 
 // WaitReady blocks until the client is READY, ctx ends (a *NotReadyError:
 // why the last dial failed, or, connected, the topics the server has not
-// taken with its last answer about each), the session ends (an
-// *EndedError) or the client closes (ErrClosed).
+// taken with its last answer about each), the server refuses a topic the
+// app asked for (a *SubscribeError naming it with the server's code and
+// message, errors.Is(err, ErrTopicRefused): READY waits until the app
+// gives the topic up, so WaitReady says so at once rather than at ctx's
+// end), the session ends (an *EndedError) or the client closes
+// (ErrClosed).
 func (c *Client) WaitReady(ctx context.Context) error {
-	var ended client.State
+	var ended, refused client.State
 	err := c.WaitState(ctx, func(s client.State) bool {
 		if s.Ended != client.NotEnded && s.Ended != client.Stopped {
 			ended = s
 			return true
 		}
+		if s.Refusals > 0 && !s.Ready && !c.isLeaving(s.Refused.Topic) {
+			refused = s
+			return true
+		}
 		return s.Ready
 	})
 	if err == nil && ended.Ended != client.NotEnded {
-		return &EndedError{Ended: ended.Ended, Code: ended.EndCode}
+		return &EndedError{Ended: ended.Ended, Code: ended.EndCode, Reason: ended.EndReason}
+	}
+	if err == nil && refused.Refusals > 0 {
+		r := refused.Refused
+		return fmt.Errorf("failed to get READY: %w", &SubscribeError{Topic: r.Topic, Code: r.Code, Message: r.Message, Others: refused.Refusals - 1})
 	}
 	if err != nil && ctx.Err() != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state, Waiting: slices.Clone(c.waiting)}
+		nr := &NotReadyError{Err: err, LastDial: c.lastDial, State: c.state, Waiting: slices.Clone(c.waiting)}
+		if c.state.LastError.Class == client.FailToken {
+			nr.Token = c.lastToken
+		}
+		return nr
 	}
 	return err
 }
@@ -293,7 +319,15 @@ func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.Subsc
 	}
 	var once sync.Once
 	stop := func() {
-		once.Do(func() { c.post(context.Background(), event{kind: evUnsubscribe, topic: topic, id: r.id}) })
+		once.Do(func() {
+			c.mu.Lock()
+			if c.leaving == nil {
+				c.leaving = map[string]int{}
+			}
+			c.leaving[topic]++
+			c.mu.Unlock()
+			c.post(context.Background(), event{kind: evUnsubscribe, topic: topic, id: r.id})
+		})
 	}
 	select {
 	case err := <-e.taken:

@@ -19,7 +19,11 @@ var ErrClosed = errors.New("client closed")
 type NotReadyError struct {
 	Err      error // ctx's
 	LastDial error // nil if no dial failed
-	State    client.State
+	// Token is the Token hook's error, wrapped ("failed to get a token:
+	// ..."), when the client last failed for want of a token (State's
+	// LastError is FailToken); nil otherwise.
+	Token error
+	State client.State
 	// Waiting, when the client was connected (its transport up) and the
 	// service layer was not: the topics the server had not taken, each
 	// with the server's last answer about it.
@@ -52,7 +56,9 @@ func (e *NotReadyError) Error() string {
 		}
 		return s + ")"
 	}
-	if e.LastDial != nil {
+	if e.Token != nil {
+		s += " (" + e.Token.Error() + ")"
+	} else if e.LastDial != nil {
 		s += " (last dial: " + e.LastDial.Error() + ")"
 	} else if f := e.State.LastError; f.Class != client.FailNone {
 		s += " (" + f.Message() + ")"
@@ -61,38 +67,69 @@ func (e *NotReadyError) Error() string {
 }
 
 func (e *NotReadyError) Unwrap() []error {
-	if e.LastDial == nil {
-		return []error{e.Err}
+	errs := []error{e.Err}
+	if e.LastDial != nil {
+		errs = append(errs, e.LastDial)
 	}
-	return []error{e.Err, e.LastDial}
+	if e.Token != nil {
+		errs = append(errs, e.Token)
+	}
+	return errs
 }
 
+// ErrTopicRefused is what a *SubscribeError matches with errors.Is: the
+// server refused a topic the app asked for.
+var ErrTopicRefused = errors.New("topic refused")
+
 // SubscribeError is Subscribe's error when the server refused the
-// subscribe. Code is the server's stable code (forbidden, unknown_topic,
-// too_many_subscriptions, too_many_topics, unavailable); its message is
-// not kept. The subscription stands (it is asked for again on the next
-// connection) until the func Subscribe returned with it is called.
+// subscribe, and WaitReady's (wrapped) when the server refused a topic the
+// app asked for, which keeps the client from READY. Code is the server's
+// stable code (forbidden, unknown_topic, too_many_subscriptions,
+// too_many_topics, unavailable, or an application's own); Message is the
+// server's words for it (at most client.MaxTopicErrorMessage bytes). The
+// subscription stands (it is asked for again on the next connection)
+// until the func Subscribe returned with it is called.
 type SubscribeError struct {
-	Topic string
-	Code  string
+	Topic   string
+	Code    string
+	Message string
+	// Others, from WaitReady: how many more topics the server refused
+	// (State.Refusals less this one).
+	Others int
 }
 
 func (e *SubscribeError) Error() string {
-	return "failed to subscribe to " + e.Topic + ": the server refused it (" + e.Code + ")"
+	s := "failed to subscribe to " + e.Topic + ": the server refused it (" + e.Code
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	s += ")"
+	if e.Others > 0 {
+		s += ", and " + strconv.Itoa(e.Others) + " more topics"
+	}
+	return s
 }
+
+// Is reports whether target is ErrTopicRefused.
+func (e *SubscribeError) Is(target error) bool { return target == ErrTopicRefused }
 
 // EndedError is WaitReady's error for a session in a terminal state
 // (ended, forbidden, refresh_exhausted, gave_up): only Reconnect starts it
 // again.
 type EndedError struct {
-	Ended client.Terminal
-	Code  int // the close code that ended it, if one did
+	Ended  client.Terminal
+	Code   int    // the close code that ended it, if one did
+	Reason string // the server's reason with it ("bad token", "auth required", ...), if it gave one
 }
 
 func (e *EndedError) Error() string {
 	s := "session " + string(e.Ended)
 	if e.Code != 0 {
-		s += " (close " + strconv.Itoa(e.Code) + ")"
+		s += " (close " + strconv.Itoa(e.Code)
+		if e.Reason != "" {
+			s += ": " + e.Reason
+		}
+		s += ")"
 	}
 	return s
 }

@@ -4,6 +4,7 @@ package native
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/wsready/wsready/client"
@@ -135,6 +136,7 @@ func (c *Client) loop() {
 				}
 				c.subWait[e.topic] = append(c.subWait[e.topic], e.taken)
 			case evUnsubscribe:
+				c.left = append(c.left, e.topic)
 				if m := c.subs[e.topic]; m != nil {
 					delete(m, e.id)
 					if len(m) == 0 {
@@ -255,9 +257,9 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 			}
 			if c.subWait[e.TopicError.Topic] != nil {
 				if c.topicErr == nil {
-					c.topicErr = map[string]string{}
+					c.topicErr = map[string]client.TopicError{}
 				}
-				c.topicErr[e.TopicError.Topic] = e.TopicError.Code
+				c.topicErr[e.TopicError.Topic] = e.TopicError
 			}
 			if c.opts.OnTopicError != nil {
 				c.opts.OnTopicError(e.TopicError.Topic, e.TopicError.Code)
@@ -278,7 +280,28 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 	c.mu.Lock()
 	c.stats = c.core.Stats()
 	c.waiting = w
+	for _, t := range c.left {
+		if c.leaving[t]--; c.leaving[t] <= 0 {
+			delete(c.leaving, t)
+		}
+	}
+	if len(c.left) > 0 {
+		// A WaitReady that passed over a refusal of a topic being left
+		// looks again, even if the state did not change (another
+		// subscriber of the topic stays).
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
 	c.mu.Unlock()
+	c.left = c.left[:0]
+}
+
+// isLeaving reports whether an unsubscribe of topic was posted and the
+// loop has not yet published the state after it.
+func (c *Client) isLeaving(topic string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaving[topic] > 0
 }
 
 // askToken runs the Token hook on a goroutine of its own (it may block on
@@ -288,6 +311,12 @@ func (c *Client) askToken(force bool) {
 	go func() {
 		defer c.sockWG.Done()
 		tok, err := c.opts.Token(c.ctx, force)
+		c.mu.Lock()
+		c.lastToken = nil
+		if err != nil {
+			c.lastToken = fmt.Errorf("failed to get a token: %w", err)
+		}
+		c.mu.Unlock()
 		c.post(c.ctx, event{kind: evToken, token: tok, err: err})
 	}()
 }
@@ -315,13 +344,13 @@ func (c *Client) answerSubscribes() {
 		}
 	}
 	for topic, ws := range c.subWait {
-		code, refused := c.topicErr[topic]
+		te, refused := c.topicErr[topic]
 		if up && !taken[topic] && !refused {
 			continue
 		}
 		var err error
 		if refused {
-			err = &SubscribeError{Topic: topic, Code: code}
+			err = &SubscribeError{Topic: topic, Code: te.Code, Message: te.Message}
 		}
 		for _, w := range ws {
 			w <- err // buffered (1) and answered once

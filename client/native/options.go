@@ -55,8 +55,10 @@ type Options struct {
 	// ...). A transient error (unknown_topic, too_many_topics, unavailable,
 	// internal, timeout, rate_limited) is asked for again at the subscribe
 	// deadline, and READY waits for it; any other code is the server's
-	// answer for this connection, asked for again on the next. Same rules
-	// as OnState. Default nil.
+	// answer for this connection, asked for again on the next, and holds
+	// READY (State.Refused, WaitReady's *SubscribeError) until the app
+	// gives the topic up. The server's message is in State.Refused and
+	// the *SubscribeError. Same rules as OnState. Default nil.
 	OnTopicError func(topic, code string)
 	// OnPresence hears the join and leave events of the topics subscribed
 	// with presence (SubscribeWith); same rules as OnState. Default nil.

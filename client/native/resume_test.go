@@ -345,8 +345,9 @@ func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
 // TestSubscribeRefusedReturnsTheCode: a subscribe the server refuses
 // (Authorize says forbidden) ends Subscribe's wait with a *SubscribeError
 // carrying the server's code and the func, and OnTopicError hears the
-// same; a topic allowed on the same client is taken (nil); the client is
-// READY with the refused topic settled.
+// same; a topic allowed on the same client is taken (nil); the refused
+// topic keeps the client from READY (WaitReady fails naming it) until the
+// app calls the func.
 func TestSubscribeRefusedReturnsTheCode(t *testing.T) {
 	_, url := topicServer(t, server.Options{Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
 		if a.Kind == server.ActSubscribe && a.Topic == "secret" {
@@ -370,7 +371,7 @@ func TestSubscribeRefusedReturnsTheCode(t *testing.T) {
 	}
 	stop, err := c.Subscribe(ctx, "secret", nil, nil)
 	var se *SubscribeError
-	if !errors.As(err, &se) || se.Topic != "secret" || se.Code != "forbidden" {
+	if !errors.As(err, &se) || se.Topic != "secret" || se.Code != "forbidden" || se.Message != "not yours" {
 		t.Fatalf("a refused topic: %v, want *SubscribeError secret forbidden", err)
 	}
 	if stop == nil {
@@ -384,16 +385,20 @@ func TestSubscribeRefusedReturnsTheCode(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("OnTopicError never heard the refusal")
 	}
-	// A refusal settles the topic: the client is READY with it refused.
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatalf("READY after a refused topic: %v", err)
+	// The refusal holds READY until the app gives the topic up.
+	if err := c.WaitReady(ctx); !errors.As(err, &se) || se.Topic != "secret" {
+		t.Fatalf("WaitReady with a refused topic: %v, want its *SubscribeError", err)
 	}
 	stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady after giving the refused topic up: %v", err)
+	}
 }
 
 // Through the real server: a topic the app's Authorize refuses with a code
-// of its own does not hold READY (it was retried for ever, and READY never
-// came); a transient answer (too_many_topics) does, and WaitReady's error
+// of its own holds READY, and WaitReady fails at once naming it (code and
+// message) until the app gives it up; a transient answer
+// (too_many_topics) holds READY too, and WaitReady's error at ctx's end
 // names each topic the server has not taken, with its last answer.
 func TestWaitReadyNamesTheTopicsItWaitsFor(t *testing.T) {
 	_, url := topicServer(t, server.Options{NoFeed: true, MaxTopics: 1, Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
@@ -409,13 +414,29 @@ func TestWaitReadyNamesTheTopicsItWaitsFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	var leave2 func()
 	for _, topic := range []string{"room1", "room2"} {
-		if _, err := c.Subscribe(ctx, topic, nil, nil); err != nil {
+		leave, err := c.Subscribe(ctx, topic, nil, nil)
+		if err != nil {
 			t.Fatalf("%s before the connection: %v", topic, err)
 		}
+		if topic == "room2" {
+			leave2 = leave
+		}
 	}
+	// room2 refused by the app's own code: not READY, and WaitReady says
+	// so at once, the State names it.
+	err = c.WaitReady(ctx)
+	var se *SubscribeError
+	if !errors.Is(err, ErrTopicRefused) || !errors.As(err, &se) || se.Topic != "room2" || se.Code != "not_a_member" || se.Message != "no" || ctx.Err() != nil {
+		t.Fatalf("with room2 refused by the app's own code: %v (%+v)", err, se)
+	}
+	if st := c.State(); st.Refusals != 1 || st.Refused != (client.TopicError{Topic: "room2", Code: "not_a_member", Message: "no"}) {
+		t.Fatalf("state %+v: want room2 named", st)
+	}
+	leave2()
 	if err := c.WaitReady(ctx); err != nil {
-		t.Fatalf("with room2 refused by the app's own code: %v", err)
+		t.Fatalf("after leaving room2: %v", err)
 	}
 	// room1 holds the server's one topic: room3 is too_many_topics.
 	c2, err := Dial(ctx, url, &Options{Config: fastStage7(13)})

@@ -102,6 +102,7 @@ func StateValue(s client.State, tabs Tabs) map[string]any {
 		"stopped":       s.Ended == client.Stopped,
 		"ended":         endedValue(s.Ended),
 		"endCode":       s.EndCode,
+		"endReason":     s.EndReason,
 		"lastError":     failureValue(s.LastError),
 		"via":           TransportName(s.Via),
 		"notReadySince": msOrNull(s.NotReadySince),
@@ -110,7 +111,24 @@ func StateValue(s client.State, tabs Tabs) map[string]any {
 		"follower":      s.Follower,
 		"leader":        tabs == TabsOn && !s.Follower && s.Ended == client.NotEnded,
 		"tabs":          string(tabs),
+		"refused":       refusedValue(s),
+		"refusals":      s.Refusals,
 	}
+}
+
+// refusedValue is State.Refused for the page: {topic, code, message}, or
+// nil when the server refuses no topic.
+func refusedValue(s client.State) any {
+	if s.Refusals == 0 {
+		return nil
+	}
+	return TopicErrorValue(s.Refused)
+}
+
+// TopicErrorValue converts a topic error for onTopicError and
+// state().refused.
+func TopicErrorValue(e client.TopicError) map[string]any {
+	return map[string]any{"topic": e.Topic, "code": e.Code, "message": e.Message}
 }
 
 // TransportName is a transport's name in the JS API: "websocket" or

@@ -254,6 +254,7 @@ func LeaderStateValue(s client.State) map[string]any {
 		"errClass": string(s.LastError.Class), "errCode": float64(s.LastError.Code),
 		"via": float64(s.Via), "notReadySince": float64(msOf(s.NotReadySince)),
 		"degraded": s.Degraded, "offline": s.Offline,
+		"refusals": float64(s.Refusals), "refTopic": s.Refused.Topic, "refCode": s.Refused.Code, "refMsg": s.Refused.Message,
 	}
 }
 
@@ -310,7 +311,38 @@ func ParseLeaderState(g Getter) client.State {
 		st.NotReadySince = time.UnixMilli(int64(ms))
 	}
 	st.Degraded, st.Offline = flag("degraded"), flag("offline")
+	if n := count("refusals"); n > 0 {
+		st.Refused = ParseTopicError(g, "refTopic", "refCode", "refMsg")
+		if st.Refused.Topic != "" {
+			st.Refusals = int(min(n, 1e6))
+		} else {
+			st.Refused = client.TopicError{}
+		}
+	}
 	return st
+}
+
+// ParseTopicError reads a topic error another tab sent: a topic that is
+// not a valid name reads as none (zero), a code that is not one as
+// "invalid", and the message is cut to client.MaxTopicErrorMessage bytes.
+func ParseTopicError(g Getter, topic, code, msg string) client.TopicError {
+	var e client.TopicError
+	e.Topic, _, _ = g.String(topic)
+	if !protocol.ValidTopic(e.Topic) {
+		return client.TopicError{}
+	}
+	e.Code, _, _ = g.String(code)
+	if !protocol.ValidErrorCode(e.Code) {
+		e.Code = "invalid"
+	}
+	e.Message, _, _ = g.String(msg)
+	if n := client.MaxTopicErrorMessage; len(e.Message) > n {
+		for n > 0 && e.Message[n]&0xC0 == 0x80 {
+			n--
+		}
+		e.Message = e.Message[:n]
+	}
+	return e
 }
 
 func isTerminal(t client.Terminal) bool {
@@ -323,7 +355,7 @@ func isTerminal(t client.Terminal) bool {
 
 func isFailure(f client.FailureClass) bool {
 	switch f {
-	case client.FailNetwork, client.FailRefused, client.FailTimeout, client.FailHeartbeat, client.FailToken,
+	case client.FailNetwork, client.FailRefused, client.FailTimeout, client.FailHeartbeat, client.FailSilent, client.FailToken,
 		client.FailTokenExpired, client.FailForbidden, client.FailOrigin, client.FailEnded, client.FailClosed, client.FailSendStalled:
 		return true
 	}

@@ -84,6 +84,22 @@ func TestLeaderStateRoundTrip(t *testing.T) {
 	if got := ParseLeaderState(fakeGetter(LeaderStateValue(st))); got != st {
 		t.Fatalf("%+v\nwant %+v", got, st)
 	}
+	// A refused topic crosses to the followers: their ready() fails on it too.
+	st = client.State{Transport: client.Up, Protocol: client.Up, Service: client.Down, Epoch: 3, Via: client.TransportWebSocket,
+		Refused: client.TopicError{Topic: "user.alice", Code: "forbidden", Message: "user.alice is private to alice"}, Refusals: 2}
+	if got := ParseLeaderState(fakeGetter(LeaderStateValue(st))); got != st {
+		t.Fatalf("%+v\nwant %+v", got, st)
+	}
+	if v := StateValue(st, TabsOn)["refused"].(map[string]any); v["topic"] != "user.alice" || v["code"] != "forbidden" || v["message"] != st.Refused.Message {
+		t.Fatalf("the page's state().refused: %v", v)
+	}
+	if v := StateValue(client.State{}, TabsOn)["refused"]; v != nil {
+		t.Fatalf("refused with none: %v", v)
+	}
+	junkRef := ParseLeaderState(fakeGetter{"refusals": 1.0, "refTopic": "..", "refCode": "forbidden"})
+	if junkRef.Refusals != 0 || junkRef.Refused != (client.TopicError{}) {
+		t.Fatalf("a refusal of no valid topic read as %+v", junkRef)
+	}
 	st = client.State{Ended: client.Forbidden, EndCode: 4003}
 	if got := ParseLeaderState(fakeGetter(LeaderStateValue(st))); got != st {
 		t.Fatalf("%+v\nwant %+v", got, st)

@@ -8,7 +8,7 @@ export interface State {
   transport: Level;
   /** Is the peer alive (a server ping within its deadline)? */
   protocol: Level;
-  /** Has the server acknowledged the subscription? */
+  /** Has the server taken every topic this client asked for? "down" while it refuses one (refused). */
   service: Level;
   /** True when every tracked layer is up. Send requests only when ready. */
   ready: boolean;
@@ -29,6 +29,8 @@ export interface State {
   ended: Terminal | null;
   /** The close code that ended the session, or 0. */
   endCode: number;
+  /** The server's close reason with it ("bad token", "auth required", an app's Disconnect reason; at most 123 bytes), or "". */
+  endReason: string;
   /** Why the client last lost its connection or failed to get one; null once READY. */
   lastError: Failure | null;
   /**
@@ -52,6 +54,15 @@ export interface State {
   leader: boolean;
   /** With tabs on: another tab holds it; transport, protocol, service, ready and via are that tab's. */
   follower: boolean;
+  /**
+   * A topic the server refused on this connection (forbidden, invalid_topic, too_many_subscriptions,
+   * or the server application's own code), the first in the order the topics were named; null for
+   * none. It holds the service layer down, so the client is not READY (ready() rejects with
+   * TopicRefused) until the topic is given up (subscribe()'s function); the next connection asks again.
+   */
+  refused: TopicError | null;
+  /** How many topics the server refuses on this connection (refused names the first). */
+  refusals: number;
 }
 
 /** A way to carry the frames: one WebSocket, or (stage 8) an EventSource for the server's frames and POST for the client's. */
@@ -60,11 +71,13 @@ export type Transport = 'websocket' | 'http';
 export interface Failure {
   /**
    * network: could not reach the server (a browser cannot tell DNS, refused, TLS and a dropped
-   * network apart); refused: the server asked to come back later; timeout; heartbeat; token;
+   * network apart); refused: the server asked to come back later; timeout; heartbeat; silent: the
+   * socket opened and the server sent nothing to a client with no token hook (a server that requires
+   * a token waits for one); token;
    * token_expired; forbidden; origin: the server does not accept this page's origin; ended;
    * closed: the server closed with another code; send_stalled: the client's own frames stopped draining (stage 8, 4409).
    */
-  class: 'network' | 'refused' | 'timeout' | 'heartbeat' | 'token' | 'token_expired' | 'forbidden' | 'origin' | 'ended' | 'closed' | 'send_stalled';
+  class: 'network' | 'refused' | 'timeout' | 'heartbeat' | 'silent' | 'token' | 'token_expired' | 'forbidden' | 'origin' | 'ended' | 'closed' | 'send_stalled';
   code: number;
   /** A fixed sentence for the class; never the server's text. */
   message: string;
@@ -125,12 +138,15 @@ export interface ContinuityLost {
  * A subscribe the server refused. A transient error (unknown_topic, too_many_topics, unavailable,
  * internal, timeout, rate_limited) is asked for again at the subscribe timeout, and READY waits for
  * it; any other code (forbidden, invalid_topic, too_many_subscriptions, the server application's own)
- * is final for this connection: READY no longer waits for the topic, and the next connection asks again.
+ * is final for this connection: the topic is not asked for again on it, it holds READY (state().refused)
+ * until the page gives it up, and the next connection asks again.
  */
 export interface TopicError {
   topic: string;
   /** The server's code: forbidden, unavailable, ..., or the server application's own. */
   code: string;
+  /** The server's words for it (e.g. an Authorize hook's message), at most 256 bytes; may be empty. */
+  message: string;
 }
 
 /** One topic's accounting since connect. */
@@ -331,13 +347,18 @@ export interface SubscribeOptions {
  *   connection, failing every request on it).
  * - Aborted: its AbortSignal fired; never sent if it had not been yet.
  * - Timeout, SessionEnded: from ready() and subscribed().
- * - TopicRefused: from subscribed(): the server refused the subscribe; `code` says why.
+ * - TopicRefused: from subscribed() and ready(): the server refused the subscribe to `topic`; `code`
+ *   says why, `serverMessage` in the server's words.
  */
 export declare class WsreadyError extends Error {
   name: ErrorName;
   /** With SessionEnded: the terminal state. */
   ended?: Terminal;
   code?: string;
+  /** With TopicRefused: the refused topic. */
+  topic?: string;
+  /** With TopicRefused: the server's message for the refusal (may be empty). */
+  serverMessage?: string;
   readonly safeToRetry: boolean;
 }
 
@@ -381,7 +402,11 @@ export interface Client {
   presence(topic: string, options?: RequestOptions): Promise<PresenceResult>;
   /** Each topic's cursor and counts, the service topic first. */
   topics(): TopicStats[];
-  /** Resolves at READY; rejects with Timeout after timeoutMs, or SessionEnded (err.ended) on a terminal state. */
+  /**
+   * Resolves at READY; rejects with Timeout after timeoutMs, SessionEnded (err.ended) on a terminal
+   * state, or at once with TopicRefused (err.topic, err.code) while the server refuses a topic this
+   * client asked for: READY waits until subscribe()'s function gives it up.
+   */
   ready(options?: { timeoutMs?: number }): Promise<void>;
   /** Adds a listener beside the constructor's callbacks; returns a function that removes it. */
   on<K extends EventKind>(kind: K, fn: (v: EventMap[K]) => void): () => void;

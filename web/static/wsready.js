@@ -325,6 +325,18 @@ export class WsreadyError extends Error {
   get safeToRetry() { return this.name === 'NotReady'; }
 }
 
+/**
+ * The TopicRefused error for a refusal {topic, code, message}: err.code is
+ * the server's code, err.topic the topic, err.serverMessage the server's
+ * words; others counts the other refused topics (ready()).
+ */
+function topicRefused(r, refusals = 1) {
+  const more = refusals > 1 ? ` (and ${refusals - 1} more topics)` : '';
+  const words = r.message ? `: ${r.message}` : '';
+  return Object.assign(new WsreadyError('TopicRefused', `wsready: the server refused the subscribe to ${r.topic} (${r.code}${words})${more}`, r.code),
+    { topic: r.topic, serverMessage: r.message ?? '' });
+}
+
 /** The default endpoint: /ws on the page's own host. */
 export function defaultURL() {
   if (typeof location === 'undefined') throw new TypeError('wsready.connect: url is required outside a page');
@@ -407,8 +419,12 @@ async function start(opts) {
   // Each kind of event goes to the constructor's callback and to on() listeners.
   const listeners = { state: new Set(), update: new Set(), event: new Set(), record: new Set(), continuityLost: new Set(), topicError: new Set(), presence: new Set() };
   const topicSubs = new Map(); // topic -> Map of entry -> {presence}
-  const refusals = new Map(); // topic -> the server's code of its last refusal, while subscribed (for subscribed())
+  const refusals = new Map(); // topic -> its last refusal ({topic, code, message}), while subscribed (for subscribed())
   const subscribedChecks = new Set(); // the pending subscribed() promises' checks: giving a topic up runs them (Aborted)
+  // Topics this tab gave up while the state named their refusal: until a
+  // state that no longer names it, ready() does not fail on it (the wasm
+  // takes the unsubscribe in after the call returns).
+  const givenUp = new Set();
   let saveTimer;
   const save = () => {
     saveTimer = undefined;
@@ -475,6 +491,7 @@ async function start(opts) {
     onRecord: (r) => emit('record', opts.onRecord, r),
     onState: (s) => {
       lastState = s;
+      for (const t of givenUp) if (s.refused?.topic !== t) givenUp.delete(t);
       if (s.ready) markOnce('ready');
       if (s.follower && s.ready && warm) dropWarm(warm, 'preconnect unused'); // another tab leads (READY is its): this one dials nothing
       emit('state', opts.onState, s);
@@ -490,7 +507,7 @@ async function start(opts) {
       saveSoon();
     },
     onContinuityLost: (l) => { emit('continuityLost', opts.onContinuityLost, l); saveSoon(); },
-    onTopicError: (e) => { if (topicSubs.has(e.topic)) refusals.set(e.topic, e.code); emit('topicError', opts.onTopicError, e); },
+    onTopicError: (e) => { if (topicSubs.has(e.topic)) refusals.set(e.topic, e); emit('topicError', opts.onTopicError, e); },
     onPresence: (p) => emit('presence', opts.onPresence, p),
     onEvent: (e) => {
       markOnce(`event:${e.kind}`);
@@ -541,13 +558,23 @@ async function start(opts) {
       return () => listeners[kind].delete(fn);
     },
     off(kind, fn) { listeners[kind]?.delete(fn); },
-    /** Resolves at READY; rejects on timeout or when the session ends. */
+    /**
+     * Resolves at READY; rejects on timeout, when the session ends, or at
+     * once while the server refuses a topic this client asked for
+     * (TopicRefused: READY waits until the topic is given up).
+     */
     ready({ timeoutMs } = {}) {
       return new Promise((resolve, reject) => {
         let timer;
         const check = (s) => {
           if (s.ready) { done(); resolve(); return true; }
-          if (s.ended) { done(); reject(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended })); return true; }
+          if (s.ended) { done(); reject(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}${s.endReason ? ` (${s.endCode}: ${s.endReason})` : ''}`), { ended: s.ended })); return true; }
+          // A refusal of a topic this tab has just given up is the state
+          // from before the wasm took the unsubscribe in: the next state
+          // drops it (or names the next refused topic). Another tab's
+          // refused topic holds the shared connection's READY too.
+          const r = s.refused;
+          if (r && !givenUp.has(r.topic)) { done(); reject(topicRefused(r, s.refusals)); return true; }
           return false;
         };
         const done = () => { listeners.state.delete(check); clearTimeout(timer); };
@@ -605,6 +632,7 @@ async function start(opts) {
         if (entries.size === 0) {
           topicSubs.delete(topic);
           refusals.delete(topic);
+          if (h.state().refused?.topic === topic) givenUp.add(topic);
           h.unsubscribe(topic);
           // No event need follow (the socket may be down): a subscribed()
           // waiting for this topic is told now.
@@ -633,8 +661,8 @@ async function start(opts) {
           if (settled) return;
           if (h.topics().some((t) => t.topic === topic && t.subscribed)) { done(); resolve(); return; }
           const s = h.state();
-          if (refusals.has(topic)) fail(new WsreadyError('TopicRefused', `wsready: the server refused the subscribe to ${topic}: ${refusals.get(topic)}`, refusals.get(topic)));
-          else if (s.ended) fail(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}`), { ended: s.ended }));
+          if (refusals.has(topic)) fail(topicRefused(refusals.get(topic)));
+          else if (s.ended) fail(Object.assign(new WsreadyError('SessionEnded', `wsready: the session ended: ${s.ended}${s.endReason ? ` (${s.endCode}: ${s.endReason})` : ''}`), { ended: s.ended }));
           else if (!topicSubs.has(topic)) fail(new WsreadyError('Aborted', `wsready: the subscribe to ${topic} was given up`));
         };
         const done = () => { settled = true; subscribedChecks.delete(check); listeners.event.delete(check); listeners.state.delete(check); listeners.topicError.delete(check); clearTimeout(timer); };

@@ -202,10 +202,19 @@ func TestPrivateTopicsAndForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Bob asks for Alice's cart: refused (Subscribe says so with the
-	// server's code, as OnTopicError does), and his client stays READY.
+	// server's code, as OnTopicError does); his connection stays, and
+	// READY waits until he gives the topic up (WaitReady says why).
 	var refused *native.SubscribeError
-	if _, err := cb.Subscribe(ctx, app.CartTopic("alice"), nil, func(client.Update) { t.Error("bob got an update of alice's cart") }); !errors.As(err, &refused) || refused.Code != "forbidden" {
+	leave, err := cb.Subscribe(ctx, app.CartTopic("alice"), nil, func(client.Update) { t.Error("bob got an update of alice's cart") })
+	if !errors.As(err, &refused) || refused.Code != "forbidden" {
 		t.Fatalf("bob's subscribe to alice's cart: %v, want a *native.SubscribeError forbidden", err)
+	}
+	if err := cb.WaitReady(ctx); !errors.As(err, &refused) || refused.Topic != app.CartTopic("alice") {
+		t.Fatalf("bob's WaitReady with alice's cart refused: %v, want its *native.SubscribeError", err)
+	}
+	leave()
+	if err := cb.WaitReady(ctx); err != nil {
+		t.Fatalf("bob's WaitReady once he gave alice's cart up: %v", err)
 	}
 	waitSubscribed(t, ca, app.CartTopic("alice"))
 	waitSubscribed(t, cb, app.CartTopic("bob"))

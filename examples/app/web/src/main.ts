@@ -102,9 +102,14 @@ window.app = {
   },
   trySubscribe(topic) {
     // Whatever the page asks, the server's Authorize decides: another
-    // user's topic is refused with forbidden (state.topicErrors), and the
-    // connection stays READY.
-    need().subscribe(topic, () => {});
+    // user's topic is refused with forbidden (state.topicErrors). A
+    // refused topic keeps the client from READY until the page gives it
+    // up, so the page does.
+    const c = need();
+    const off = c.subscribe(topic, () => {});
+    c.subscribed(topic).catch((e: unknown) => {
+      if (e instanceof WsreadyError && e.name === 'TopicRefused') off();
+    });
   },
 };
 
