@@ -27,7 +27,7 @@ const unsubscribe = client.subscribe<{ ts: number; value: number }>('feed', (u) 
 });
 
 try {
-  await client.ready({ timeoutMs: 10_000 }); // rejects with Timeout, or SessionEnded
+  await client.ready({ timeoutMs: 10_000 }); // rejects with Timeout, TopicRefused (e.topic), or SessionEnded
   const answer = await client.request<{ hello: string }>('echo', { hello: 'world' }, { timeoutMs: 2000 });
   console.log('echo', answer.hello);
 } catch (e) {
@@ -38,7 +38,7 @@ try {
     case 'RequestTimeout': // sent, and the outcome is unknown:
     case 'ConnectionClosed': // send again only if the request is idempotent
       break;
-    default: // ServerError (e.code says why), Timeout, SessionEnded (e.ended), Aborted
+    default: // ServerError and TopicRefused (e.code says why), Timeout, SessionEnded (e.ended), Aborted
       console.warn(e.name, e.code ?? e.ended);
   }
 }
