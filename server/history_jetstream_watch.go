@@ -43,9 +43,19 @@ const (
 	// jsRetryMin and jsRetryMax bound the pause between tries.
 	jsRetryMin = 250 * time.Millisecond
 	jsRetryMax = 2 * time.Second
-	// jsDeleteTimeout bounds the removal of a consumer replaced.
+	// jsDeleteTimeout bounds the removal of a consumer replaced or
+	// stopped.
 	jsDeleteTimeout = 2 * time.Second
+	// jsWatchLinger is how long the hub keeps a topic attached (its
+	// consumer running) after its last subscriber on the node left: a
+	// subscribe meanwhile costs no consumer. Making and removing one is a
+	// round trip to JetStream each and, left to jsConsumerInactive, about
+	// 50 KB on the NATS server and a few goroutines here for 30 s.
+	jsWatchLinger = 5 * time.Second
 )
+
+// watchLinger makes the hub keep an idle topic's Watch for jsWatchLinger.
+func (h *jsHistory) watchLinger() time.Duration { return jsWatchLinger }
 
 // jsWatcher is one Watch: its calls of fn are one at a time (under mu),
 // and it tells fn the stream id its entries belong to whenever the topic's
@@ -100,10 +110,14 @@ func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func
 		cancel() // ends run's tries and an update waiting for its mark
 		w.done.Wait()
 		w.mu.Lock()
-		cc := w.cc // nil if stop came while run was making one
+		cc, name := w.cc, w.name // nil if stop came while run was making one
 		w.mu.Unlock()
 		if cc != nil {
 			cc.Stop()
+			// Removed now rather than left to jsConsumerInactive: a
+			// topic joined and left again and again would otherwise
+			// keep one consumer per watch for 30 s.
+			h.deleteConsumer(topic, name)
 		}
 	}, nil
 }
