@@ -328,17 +328,24 @@ func (t *topic) deliver(gen int, e Entry) {
 	if e.Seq <= t.head {
 		return // seen already (a consumer's redelivery)
 	}
-	if e.Seq > t.head+1 {
+	if e.Seq > t.head+1 || e.Lost {
 		// The History skipped seqs it no longer has: the ring must stay
-		// contiguous, so it starts again here.
+		// contiguous, so it starts again here. A subscriber resuming
+		// from before is told from where it goes on: its loss, with the
+		// range (subscribed's from past its since).
 		clear(t.ring)
 		t.ring, t.bytes = t.ring[:0], 0
 	}
-	frame := protocol.Encode(protocol.Message{Type: protocol.TypeUpdate, Topic: t.name, Seq: e.Seq, Data: e.Data})
-	t.ring = append(t.ring, cachedUpdate{seq: e.Seq, frame: frame, at: e.Time, size: len(e.Data)})
-	t.bytes += len(e.Data)
-	t.head = e.Seq
-	t.trim(t.hub.s.opts.Now())
+	var frame []byte
+	if e.Lost {
+		t.head = e.Seq // nothing to send: up to here nothing is stored
+	} else {
+		frame = protocol.Encode(protocol.Message{Type: protocol.TypeUpdate, Topic: t.name, Seq: e.Seq, Data: e.Data})
+		t.ring = append(t.ring, cachedUpdate{seq: e.Seq, frame: frame, at: e.Time, size: len(e.Data)})
+		t.bytes += len(e.Data)
+		t.head = e.Seq
+		t.trim(t.hub.s.opts.Now())
+	}
 	if !t.ready {
 		if t.head >= t.target {
 			t.ready = true
@@ -354,7 +361,9 @@ func (t *topic) deliver(gen int, e Entry) {
 	for c, sub := range t.subs {
 		if e.Seq >= sub.next {
 			sub.next = e.Seq + 1
-			c.offer(frame)
+			if frame != nil {
+				c.offer(frame)
+			}
 		}
 	}
 }
