@@ -100,12 +100,21 @@ type topic struct {
 	ring     []cachedUpdate // contiguous seqs, oldest first
 	bytes    int
 	subs     map[*conn]*subscription
-	waiting  map[*conn]protocol.Message // subscribes that came while loading
+	waiting  map[*conn]*waiter // subscribes that came while loading
 	stop     func()
 	gen      int       // the watch whose entries count; a reset moves it on
 	attached bool      // attach has finished
 	retired  bool      // let go, or its stream id changed: no longer in hub.topics
 	idleAt   time.Time // when its last subscriber left; zero while it has one
+}
+
+// waiter is a subscribe held until the topic's ring has caught up; its
+// timer answers it unavailable if that takes longer than HistoryTimeout
+// (a store that never delivers what it said it has), so no subscribe goes
+// unanswered. Stopped when it is served, dropped or the hub closes.
+type waiter struct {
+	m     protocol.Message
+	timer *time.Timer
 }
 
 type cachedUpdate struct {
@@ -215,6 +224,10 @@ func (t *topic) stopWatch() {
 	t.mu.Lock()
 	stop := t.stop
 	t.stop = nil
+	for c, w := range t.waiting {
+		w.timer.Stop() // the hub closes: no answer comes after
+		delete(t.waiting, c)
+	}
 	t.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -243,7 +256,7 @@ func (h *hub) topic(ctx context.Context, name string) (*topic, error) {
 			h.mu.Unlock()
 			return nil, ErrTooManyTopics
 		}
-		t = &topic{name: name, hub: h, subs: map[*conn]*subscription{}, waiting: map[*conn]protocol.Message{}}
+		t = &topic{name: name, hub: h, subs: map[*conn]*subscription{}, waiting: map[*conn]*waiter{}}
 		h.topics[name] = t
 	}
 	h.mu.Unlock()
@@ -349,10 +362,11 @@ func (t *topic) deliver(gen int, e Entry) {
 	if !t.ready {
 		if t.head >= t.target {
 			t.ready = true
-			for c, m := range t.waiting {
+			for c, w := range t.waiting {
 				delete(t.waiting, c)
+				w.timer.Stop()
 				if c.ctx.Err() == nil {
-					t.serveLocked(c, m)
+					t.serveLocked(c, w.m)
 				}
 			}
 		}
@@ -393,7 +407,8 @@ func (t *topic) resetLocked(stream string) {
 		t.hub.s.presence.leave(c, t.name) // it joins again with its subscribe
 		c.offer(frame(c))
 	}
-	for c := range t.waiting {
+	for c, w := range t.waiting {
+		w.timer.Stop()
 		c.offer(frame(c))
 	}
 	clear(t.subs)
@@ -469,11 +484,23 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 // it up again (serveOrWait). With a linger (lingerer) it is only marked
 // idle here, and let go by the hub's goroutine once the linger is over.
 func (t *topic) remove(c *conn) bool {
-	h := t.hub
 	t.mu.Lock()
 	_, had := t.subs[c]
 	delete(t.subs, c)
-	delete(t.waiting, c)
+	if w := t.waiting[c]; w != nil {
+		w.timer.Stop()
+		delete(t.waiting, c)
+	}
+	t.releaseIfIdle() // unlocks t.mu
+	t.hub.s.presence.leave(c, t.name)
+	return had
+}
+
+// releaseIfIdle lets t go, or marks it idle (lingerer), if it has no
+// subscriber or waiting subscribe left. Called with t.mu held; it
+// unlocks it.
+func (t *topic) releaseIfIdle() {
+	h := t.hub
 	idle := t.attached && !t.retired && len(t.subs) == 0 && len(t.waiting) == 0
 	linger := idle && h.linger > 0
 	switch {
@@ -498,8 +525,23 @@ func (t *topic) remove(c *conn) bool {
 	case idle:
 		h.retire(t)
 	}
-	h.s.presence.leave(c, t.name)
-	return had
+}
+
+// expire answers a subscribe that waited HistoryTimeout for the topic's
+// ring to catch up with unavailable (the client asks again), unless it
+// was served or dropped meanwhile.
+func (t *topic) expire(c *conn, w *waiter) {
+	t.mu.Lock()
+	if t.waiting[c] != w {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.waiting, c)
+	t.releaseIfIdle() // unlocks t.mu
+	t.hub.s.log.Debug("a subscribe waited too long for its topic to load: answered unavailable", "within", t.hub.s.opts.HistoryTimeout)
+	c.errorsOut.Add(1)
+	c.offer(c.encode(protocol.ErrorFrame{Type: protocol.TypeError, Topic: t.name, Code: protocol.ErrUnavailable,
+		Message: "the topic's history is unavailable; try again"}))
 }
 
 // subscribe serves a subscribe frame (on c's reader).
@@ -604,7 +646,14 @@ func (t *topic) serveOrWait(c *conn, m protocol.Message) bool {
 	case t.retired:
 		return false
 	case !t.ready:
-		t.waiting[c] = m // served when the ring has caught up
+		// Served when the ring has caught up, or answered unavailable
+		// after HistoryTimeout.
+		if old := t.waiting[c]; old != nil {
+			old.timer.Stop()
+		}
+		w := &waiter{m: m}
+		w.timer = time.AfterFunc(t.hub.s.opts.HistoryTimeout, func() { t.expire(c, w) })
+		t.waiting[c] = w
 		t.idleAt = time.Time{}
 	default:
 		t.serveLocked(c, m)
