@@ -102,3 +102,32 @@ func TestJetStreamChurnSharesOneConsumerPerTopic(t *testing.T) {
 		t.Fatalf("replay after the topic was let go: %v", got)
 	}
 }
+
+// Topics lingering after their last subscriber left do not hold the
+// node's cap: a new topic at the cap lets them go at once.
+func TestJetStreamLingeringTopicsMakeRoomAtTheCap(t *testing.T) {
+	s := openDataStore(t, t.TempDir())
+	f := newFixture(t, &Options{History: s.h, NoFeed: true, MaxTopics: 2, HistoryTimeout: 5 * time.Second})
+	p := f.dial()
+	for _, topic := range []string{"room1", "room2"} {
+		p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: topic})
+		p.next(protocol.TypeSubscribed, 5*time.Second)
+		p.send(protocol.Message{Type: protocol.TypeUnsubscribe, Topic: topic})
+		p.next(protocol.TypeUnsubscribed, 5*time.Second)
+	}
+	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room3"})
+	select {
+	case m := <-p.frames:
+		if m.Type != protocol.TypeSubscribed || m.Topic != "room3" {
+			t.Fatalf("a third topic with two lingering at the cap of 2: %+v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer to a third topic's subscribe")
+	}
+	waitFor(t, 5*time.Second, "the lingering topics' consumers removed", func() bool {
+		return consumersOf(t, s, "room1") == 0 && consumersOf(t, s, "room2") == 0
+	})
+	if n := consumersOf(t, s, "room3"); n != 1 {
+		t.Fatalf("room3 has %d consumers, want 1", n)
+	}
+}
