@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/protocol"
+	"golang.org/x/time/rate"
 )
 
 // conn is one connection, over a WebSocket or an HTTP session (its
@@ -57,8 +58,9 @@ type conn struct {
 	framesIn  atomic.Uint64
 	errorsOut atomic.Uint64
 
-	subMu sync.Mutex
-	subs  map[string]*topic // the topics this connection is subscribed to
+	subMu  sync.Mutex
+	subs   map[string]*topic // the topics this connection is subscribed to
+	subLim *rate.Limiter     // Options.SubscribeRate; made by the reader at its first subscribe
 
 	// Auth (auth.go). clientID and ticket are guarded by s.mu.
 	clientID    string

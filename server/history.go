@@ -35,7 +35,10 @@ type History interface {
 	// stream id. One that differs from the id Info gave says the topic's
 	// history was given a new id meanwhile (a JetStream store that came
 	// back with less than it had): its seqs are unrelated to those before,
-	// and the watcher loads the topic again (Info, then a new Watch).
+	// and the watcher loads the topic again (Info, then a new Watch). fn
+	// may also be given a loss marker (Lost set): the seqs up to its Seq
+	// not given yet are not stored (a damaged store lost them) and will
+	// never come.
 	Watch(ctx context.Context, topic string, from int64, fn func(Entry)) (stop func(), err error)
 	// Close releases the backend.
 	Close() error
@@ -58,6 +61,9 @@ type Entry struct {
 	// Stream, set on a marker only, names the stream the entries that
 	// follow belong to.
 	Stream string
+	// Lost, set on a loss marker only (no Data), says every seq up to Seq
+	// not given yet is gone: the store lost them.
+	Lost bool
 }
 
 // Retention bounds each topic's history: the newest MaxMsgs updates, at

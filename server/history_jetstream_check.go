@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -200,16 +202,24 @@ func (h *jsHistory) check(ctx context.Context, m *mark) (*jetstream.StreamInfo, 
 				return nil, "", err
 			}
 		}
+	case r.Stream == "" && !mayLackMark(h.store, last):
+		// A stream with updates and no mark in a store that had marks
+		// before: its mark was lost (deleted with the stream's index, a
+		// store restored from an older copy), so what clients were given
+		// cannot be known; the stream may have rewound. As for a damaged
+		// mark, no loss can be ruled out.
+		log.Error("JetStream high-water mark missing for a stream with updates: no loss can be ruled out, so the stream gets a new id and resuming clients a reset",
+			"stream_was", id, "last", last)
+		if id, err = h.renameLocked(ctx, m, info, log); err != nil {
+			return nil, "", err
+		}
 	case r.Stream == "" || info.Config.Metadata[streamIDMetadataKey] != "":
 		// No mark yet; or a stream another node gave a new id, between
 		// its metadata and its mark.
-		switch {
-		case r.Stream != "":
+		if r.Stream != "" {
 			log.Debug("JetStream stream was given a new id by another node", "stream_was", r.Stream, "stream", id)
-		case h.store.fresh() || last == 0:
+		} else {
 			log.Debug("JetStream stream adopted: its high-water mark starts now", "stream", id, "last", last)
-		default:
-			log.Warn("JetStream stream had no high-water mark: adopted at its last seq (a loss before now cannot be told)", "stream", id, "last", last)
 		}
 		if err := h.writeLocked(ctx, m, markRecord{Stream: id, High: last}); err != nil {
 			return nil, "", err
@@ -232,8 +242,62 @@ func (h *jsHistory) check(ctx context.Context, m *mark) (*jetstream.StreamInfo, 
 			return nil, "", err
 		}
 	}
+	h.missingLocked(ctx, info, log)
 	m.setChecked(true)
 	return info, id, nil
+}
+
+// mayLackMark reports whether a stream whose last seq is last may go
+// without a mark: the store is new (made by this process: streams from
+// before marks were kept are adopted), or the stream has no update yet.
+func mayLackMark(store markStore, last int64) bool { return store.fresh() || last == 0 }
+
+// jsMaxRanges bounds the missing ranges one ERROR line lists.
+const jsMaxRanges = 8
+
+// missingLocked says at ERROR, with their ranges, the seqs a stream has
+// handed out but no longer stores between its first and last (a message
+// block truncated while its index was kept): not a rewind (its next seq
+// is still past them, so its id stays), but updates lost. JetStream
+// retention only ever drops the oldest, so any seq missing inside is
+// damage. The hub answers a client resuming into them with a subscribed
+// whose from is past its since (its ContinuityLost, with the range).
+// Said at each check: at each start while they are retained.
+func (h *jsHistory) missingLocked(ctx context.Context, info *jetstream.StreamInfo, log *slog.Logger) {
+	if info.State.NumDeleted == 0 {
+		return
+	}
+	var ranges []string
+	if st, err := h.js.Stream(ctx, info.Config.Name); err == nil {
+		if full, err := st.Info(ctx, jetstream.WithDeletedDetails(true)); err == nil {
+			ranges = seqRanges(full.State.Deleted, jsMaxRanges)
+		}
+	}
+	log.Error("JetStream stream is missing updates it acknowledged (a damaged store): clients resuming into them are told continuity was lost",
+		"stream", streamID(info), "missing", info.State.NumDeleted, "ranges", strings.Join(ranges, ","),
+		"first", info.State.FirstSeq, "last", info.State.LastSeq)
+}
+
+// seqRanges writes seqs (ascending) as at most n ranges "a-b", then
+// "..." when there are more.
+func seqRanges(seqs []uint64, n int) []string {
+	var out []string
+	for i := 0; i < len(seqs); {
+		j := i
+		for j+1 < len(seqs) && seqs[j+1] == seqs[j]+1 {
+			j++
+		}
+		if len(out) == n {
+			return append(out, "...")
+		}
+		if i == j {
+			out = append(out, strconv.FormatUint(seqs[i], 10))
+		} else {
+			out = append(out, strconv.FormatUint(seqs[i], 10)+"-"+strconv.FormatUint(seqs[j], 10))
+		}
+		i = j + 1
+	}
+	return out
 }
 
 // renameLocked gives m's stream a new id, in its metadata, and a mark at

@@ -43,9 +43,19 @@ const (
 	// jsRetryMin and jsRetryMax bound the pause between tries.
 	jsRetryMin = 250 * time.Millisecond
 	jsRetryMax = 2 * time.Second
-	// jsDeleteTimeout bounds the removal of a consumer replaced.
+	// jsDeleteTimeout bounds the removal of a consumer replaced or
+	// stopped.
 	jsDeleteTimeout = 2 * time.Second
+	// jsWatchLinger is how long the hub keeps a topic attached (its
+	// consumer running) after its last subscriber on the node left: a
+	// subscribe meanwhile costs no consumer. Making and removing one is a
+	// round trip to JetStream each and, left to jsConsumerInactive, about
+	// 50 KB on the NATS server and a few goroutines here for 30 s.
+	jsWatchLinger = 5 * time.Second
 )
+
+// watchLinger makes the hub keep an idle topic's Watch for jsWatchLinger.
+func (h *jsHistory) watchLinger() time.Duration { return jsWatchLinger }
 
 // jsWatcher is one Watch: its calls of fn are one at a time (under mu),
 // and it tells fn the stream id its entries belong to whenever the topic's
@@ -66,6 +76,7 @@ type jsWatcher struct {
 	gen     int                      // the consumer in use; messages of another are dropped
 	dseq    uint64                   // the last consumer seq of gen seen: a gap is an update lost in flight
 	next    int64                    // the seq after the last one given to fn (from, at first)
+	upTo    int64                    // the stream's last seq when the Watch began; 0 once fn has been given up to it
 	cc      jetstream.ConsumeContext // nil while run makes the next one
 	name    string                   // cc's consumer
 }
@@ -73,10 +84,23 @@ type jsWatcher struct {
 func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func(Entry)) (func(), error) {
 	wctx, cancel := context.WithCancel(context.Background())
 	w := &jsWatcher{h: h, topic: topic, fn: fn, m: h.markFor(topic), ctx: wctx, kick: make(chan struct{}, 1), next: max(from, 1)}
+	// The stream's last seq before the consumer exists: every seq up to
+	// it that is stored is delivered, so once the consumer has nothing
+	// pending, the seqs up to it not delivered are not stored (a block
+	// of the store truncated): fn is told, so no one waits for them.
+	info, err := h.stream(ctx, topic)
+	if err == nil {
+		w.upTo = int64(info.State.LastSeq)
+	}
 	w.mu.Lock()
 	w.gen = 1
 	w.mu.Unlock()
-	cc, name, err := w.consume(ctx, 1, w.next)
+	var cc jetstream.ConsumeContext
+	var name string
+	var pending uint64
+	if err == nil {
+		cc, name, pending, err = w.consume(ctx, 1, w.next)
+	}
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		cancel()
 		return nil, ErrNoTopic
@@ -89,6 +113,9 @@ func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func
 	w.mu.Lock()
 	w.cc, w.name = cc, name
 	w.syncLocked() // the stream the entries below belong to
+	if pending == 0 {
+		w.lostLocked()
+	}
 	w.mu.Unlock()
 	w.done.Add(1)
 	go w.run()
@@ -100,17 +127,34 @@ func (h *jsHistory) Watch(ctx context.Context, topic string, from int64, fn func
 		cancel() // ends run's tries and an update waiting for its mark
 		w.done.Wait()
 		w.mu.Lock()
-		cc := w.cc // nil if stop came while run was making one
+		cc, name := w.cc, w.name // nil if stop came while run was making one
 		w.mu.Unlock()
 		if cc != nil {
 			cc.Stop()
+			// Removed now rather than left to jsConsumerInactive: a
+			// topic joined and left again and again would otherwise
+			// keep one consumer per watch for 30 s.
+			h.deleteConsumer(topic, name)
 		}
 	}, nil
 }
 
+// lostLocked tells fn, once, that the seqs from next up to upTo are not
+// stored: called when the consumer has nothing pending. Called with w.mu
+// held.
+func (w *jsWatcher) lostLocked() {
+	if w.stopped || w.upTo < w.next {
+		w.upTo = 0
+		return
+	}
+	w.fn(Entry{Seq: w.upTo, Lost: true})
+	w.next, w.upTo = w.upTo+1, 0
+}
+
 // consume makes a consumer from seq next, within ctx, and starts pulling
-// from it, its messages tagged gen.
-func (w *jsWatcher) consume(ctx context.Context, gen int, next int64) (jetstream.ConsumeContext, string, error) {
+// from it, its messages tagged gen; pending is how many messages it has
+// to deliver as it starts.
+func (w *jsWatcher) consume(ctx context.Context, gen int, next int64) (_ jetstream.ConsumeContext, _ string, pending uint64, _ error) {
 	var b [8]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
 	name := "wsready_" + hex.EncodeToString(b[:])
@@ -121,7 +165,7 @@ func (w *jsWatcher) consume(ctx context.Context, gen int, next int64) (jetstream
 	}
 	cons, err := w.h.js.CreateConsumer(ctx, streamName(w.topic), cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) { w.deliver(gen, msg) },
 		jetstream.PullExpiry(jsPullExpiry), jetstream.PullHeartbeat(jsPullHeartbeat),
@@ -133,9 +177,9 @@ func (w *jsWatcher) consume(ctx context.Context, gen int, next int64) (jetstream
 		}))
 	if err != nil {
 		w.h.deleteConsumer(w.topic, name)
-		return nil, "", err
+		return nil, "", 0, err
 	}
-	return cc, name, nil
+	return cc, name, cons.CachedInfo().NumPending, nil
 }
 
 // again asks run for a new consumer, if gen is still the one in use.
@@ -190,6 +234,9 @@ func (w *jsWatcher) deliver(gen int, msg jetstream.Msg) {
 	w.syncLocked() // a new id since the last entry comes first
 	w.fn(Entry{Seq: seq, Data: msg.Data(), Time: md.Timestamp})
 	w.next = seq + 1
+	if md.NumPending == 0 && w.upTo > 0 {
+		w.lostLocked()
+	}
 }
 
 // run makes the consumer again each time it is asked to, until stop.
@@ -213,7 +260,7 @@ func (w *jsWatcher) run() {
 			next := w.next
 			w.mu.Unlock()
 			ctx, cancel := context.WithTimeout(w.ctx, jsConsumerCreateTimeout)
-			cc, name, err := w.consume(ctx, gen, next)
+			cc, name, _, err := w.consume(ctx, gen, next)
 			cancel()
 			if err == nil {
 				w.mu.Lock()

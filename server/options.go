@@ -353,6 +353,16 @@ type Options struct {
 	// MaxSubscriptions caps the topics one connection may subscribe to;
 	// one more is answered with too_many_subscriptions. Default 16.
 	MaxSubscriptions int
+	// SubscribeRate and SubscribeBurst cap the subscribe frames one
+	// connection sends, per second (a token bucket): one more is answered
+	// with rate_limited and retryAfterMs, and the connection stays (a
+	// client asks again after it). Each subscribe may load a topic from
+	// the History; a client subscribing and unsubscribing in a loop would
+	// otherwise make the node work as fast as it can send. Default 20/s,
+	// burst 4 x MaxSubscriptions (64): a reconnect subscribes to all its
+	// topics at once.
+	SubscribeRate  float64
+	SubscribeBurst int
 	// HistoryTimeout bounds each call into the History (publish, loading a
 	// topic). Default 5s.
 	HistoryTimeout time.Duration
@@ -480,7 +490,11 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		{"TenantRate", &c.TenantRate, 20},
 		{"ProbeRate", &c.ProbeRate, 5},
 		{"TicketRate", &c.TicketRate, 5},
+		{"SubscribeRate", &c.SubscribeRate, 20},
 	}, "a rate (per second)", bad)
+	withDefaults([]numField[int]{
+		{"SubscribeBurst", &c.SubscribeBurst, 4 * c.MaxSubscriptions},
+	}, "a count", bad)
 	switch r := c.TenantMsgRate; {
 	case r < 0 || r != r || r > math.MaxFloat64:
 		bad("TenantMsgRate", "is %v: a rate (per second) must be positive (0 for no ceiling)", r)

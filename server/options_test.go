@@ -35,6 +35,8 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		{Options{TenantMsgRate: math.NaN()}, "Options.TenantMsgRate is NaN"},
 		{Options{TenantMsgBurst: 5}, "Options.TenantMsgBurst is 5 without a TenantMsgRate"},
 		{Options{TenantMsgRate: 1, TenantMsgBurst: -1}, "Options.TenantMsgBurst is -1"},
+		{Options{SubscribeRate: -1}, "Options.SubscribeRate is -1"},
+		{Options{SubscribeBurst: -4}, "Options.SubscribeBurst is -4"},
 		{Options{JWT: &JWTOptions{PublicKeyPEM: []byte("not a PEM block")}}, "PEM"},
 	}
 	for _, c := range cases {
@@ -78,6 +80,12 @@ func TestZeroOptionsMeanTheDefaults(t *testing.T) {
 	}
 	if o.MaxConnsPerTenant != 0 || o.TenantMsgRate != 0 || o.TenantMsgBurst != 0 {
 		t.Fatalf("per-tenant limits on by default: %+v", o)
+	}
+	if o.SubscribeRate != 20 || o.SubscribeBurst != 64 {
+		t.Fatalf("subscribe rate %v, burst %d; want 20/s, 64", o.SubscribeRate, o.SubscribeBurst)
+	}
+	if r, _ := (&Options{MaxSubscriptions: 100}).cloneWithDefaults(); r.SubscribeBurst != 400 {
+		t.Fatalf("SubscribeBurst %d for 100 subscriptions, want 400", r.SubscribeBurst)
 	}
 	if r, _ := (&Options{TenantMsgRate: 2.5}).cloneWithDefaults(); r.TenantMsgBurst != 3 {
 		t.Fatalf("TenantMsgBurst %d for a rate of 2.5, want one second's worth, 3", r.TenantMsgBurst)

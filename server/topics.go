@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
+	"golang.org/x/time/rate"
 )
 
 // The hub serves subscriptions on this node. For every topic in use it
@@ -30,15 +32,27 @@ import (
 // subscribe again, see the new id and report a reset), and the next
 // subscribe attaches it afresh. The retired watch is stopped by the hub's
 // one goroutine, since a Watch cannot be stopped from its own callback.
+//
+// A topic whose last subscriber here left is let go (retired) at once,
+// unless the History's Watch is costly to start and stop (lingerer:
+// JetStream's is a consumer on the NATS server): then the topic stays
+// attached, idle, for the History's linger, and a subscribe meanwhile
+// finds it as it was. A client that subscribes and unsubscribes in a loop
+// then costs this node one watch per topic, not one per subscribe. The
+// hub's goroutine lets idle topics go once their linger is over, and a
+// new topic at the node's cap lets the idle ones go first.
 
 type hub struct {
 	s   *Server
 	h   History
 	lim Retention
 
+	linger time.Duration // how long an idle topic stays attached; 0: let go at once
+
 	mu      sync.Mutex
 	topics  map[string]*topic
-	retired []*topic // watches to stop (by run)
+	idle    map[*topic]struct{} // topics left by their last subscriber (maybe joined again since), for run
+	retired []*topic            // watches to stop (by run)
 	closed  bool
 
 	kick chan struct{} // cap 1: retired has topics
@@ -47,6 +61,10 @@ type hub struct {
 
 	pub publishHealth
 }
+
+// lingerer is a History whose Watch is costly to start and stop: the hub
+// keeps a topic its last subscriber left attached for watchLinger.
+type lingerer interface{ watchLinger() time.Duration }
 
 // errHubClosed is a subscribe that came while the server closes.
 var errHubClosed = errors.New("the server is closing")
@@ -82,11 +100,21 @@ type topic struct {
 	ring     []cachedUpdate // contiguous seqs, oldest first
 	bytes    int
 	subs     map[*conn]*subscription
-	waiting  map[*conn]protocol.Message // subscribes that came while loading
+	waiting  map[*conn]*waiter // subscribes that came while loading
 	stop     func()
-	gen      int  // the watch whose entries count; a reset moves it on
-	attached bool // attach has finished
-	retired  bool // its stream id changed: no longer in hub.topics
+	gen      int       // the watch whose entries count; a reset moves it on
+	attached bool      // attach has finished
+	retired  bool      // let go, or its stream id changed: no longer in hub.topics
+	idleAt   time.Time // when its last subscriber left; zero while it has one
+}
+
+// waiter is a subscribe held until the topic's ring has caught up; its
+// timer answers it unavailable if that takes longer than HistoryTimeout
+// (a store that never delivers what it said it has), so no subscribe goes
+// unanswered. Stopped when it is served, dropped or the hub closes.
+type waiter struct {
+	m     protocol.Message
+	timer *time.Timer
 }
 
 type cachedUpdate struct {
@@ -102,20 +130,32 @@ type subscription struct {
 
 // newHub returns a hub over h and starts its goroutine; close stops it.
 func newHub(s *Server, h History, lim Retention) *hub {
-	hb := &hub{s: s, h: h, lim: lim, topics: map[string]*topic{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	hb := &hub{s: s, h: h, lim: lim, topics: map[string]*topic{}, idle: map[*topic]struct{}{},
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if l, ok := h.(lingerer); ok {
+		hb.linger = l.watchLinger()
+	}
 	hb.wg.Add(1)
 	go hb.run()
 	return hb
 }
 
-// run stops the watches of retired topics.
+// run stops the watches of retired topics, and lets idle topics go once
+// their linger is over: its timer is armed only while a topic is idle.
 func (h *hub) run() {
 	defer h.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		select {
 		case <-h.done:
 			return
 		case <-h.kick:
+		case <-timer.C:
+		}
+		if next := h.letGoIdle(false); !next.IsZero() {
+			timer.Reset(max(time.Until(next), time.Millisecond))
 		}
 		h.mu.Lock()
 		ts := h.retired
@@ -127,6 +167,42 @@ func (h *hub) run() {
 	}
 }
 
+// letGoIdle retires the idle topics whose linger is over (all of them
+// with all), and returns when the next one's is (zero: none waits). Their
+// watches are stopped by run.
+func (h *hub) letGoIdle(all bool) time.Time {
+	h.mu.Lock()
+	ts := make([]*topic, 0, len(h.idle))
+	for t := range h.idle {
+		ts = append(ts, t)
+	}
+	h.mu.Unlock()
+	now := time.Now()
+	var next time.Time
+	for _, t := range ts {
+		t.mu.Lock()
+		idle := !t.retired && !t.idleAt.IsZero()
+		due := idle && (all || !now.Before(t.idleAt.Add(h.linger)))
+		if due {
+			t.retired = true
+			clear(t.ring)
+			t.ring, t.bytes = nil, 0
+		} else if idle && (next.IsZero() || t.idleAt.Add(h.linger).Before(next)) {
+			next = t.idleAt.Add(h.linger)
+		}
+		t.mu.Unlock()
+		switch {
+		case due:
+			h.retire(t) // takes it out of idle too
+		case !idle:
+			h.mu.Lock()
+			delete(h.idle, t) // joined again (remove puts it back when it is left), or retired
+			h.mu.Unlock()
+		}
+	}
+	return next
+}
+
 // retire takes t out of the hub (a later subscribe attaches the topic
 // afresh) and has its watch stopped.
 func (h *hub) retire(t *topic) {
@@ -135,6 +211,7 @@ func (h *hub) retire(t *topic) {
 	if h.topics[t.name] == t {
 		delete(h.topics, t.name)
 	}
+	delete(h.idle, t)
 	if h.closed {
 		return // close stops every topic it took, this one with them
 	}
@@ -147,6 +224,10 @@ func (t *topic) stopWatch() {
 	t.mu.Lock()
 	stop := t.stop
 	t.stop = nil
+	for c, w := range t.waiting {
+		w.timer.Stop() // the hub closes: no answer comes after
+		delete(t.waiting, c)
+	}
 	t.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -162,12 +243,20 @@ func (h *hub) topic(ctx context.Context, name string) (*topic, error) {
 		return nil, errHubClosed
 	}
 	t := h.topics[name]
+	if t == nil && len(h.topics) >= h.s.opts.MaxTopics && len(h.idle) > 0 {
+		// At the cap: the topics nobody here subscribes to make room.
+		h.mu.Unlock()
+		h.letGoIdle(true)
+		signal(h.kick) // their watches
+		h.mu.Lock()
+		t = h.topics[name]
+	}
 	if t == nil {
 		if len(h.topics) >= h.s.opts.MaxTopics {
 			h.mu.Unlock()
 			return nil, ErrTooManyTopics
 		}
-		t = &topic{name: name, hub: h, subs: map[*conn]*subscription{}, waiting: map[*conn]protocol.Message{}}
+		t = &topic{name: name, hub: h, subs: map[*conn]*subscription{}, waiting: map[*conn]*waiter{}}
 		h.topics[name] = t
 	}
 	h.mu.Unlock()
@@ -253,24 +342,32 @@ func (t *topic) deliver(gen int, e Entry) {
 	if e.Seq <= t.head {
 		return // seen already (a consumer's redelivery)
 	}
-	if e.Seq > t.head+1 {
+	if e.Seq > t.head+1 || e.Lost {
 		// The History skipped seqs it no longer has: the ring must stay
-		// contiguous, so it starts again here.
+		// contiguous, so it starts again here. A subscriber resuming
+		// from before is told from where it goes on: its loss, with the
+		// range (subscribed's from past its since).
 		clear(t.ring)
 		t.ring, t.bytes = t.ring[:0], 0
 	}
-	frame := protocol.Encode(protocol.Message{Type: protocol.TypeUpdate, Topic: t.name, Seq: e.Seq, Data: e.Data})
-	t.ring = append(t.ring, cachedUpdate{seq: e.Seq, frame: frame, at: e.Time, size: len(e.Data)})
-	t.bytes += len(e.Data)
-	t.head = e.Seq
-	t.trim(t.hub.s.opts.Now())
+	var frame []byte
+	if e.Lost {
+		t.head = e.Seq // nothing to send: up to here nothing is stored
+	} else {
+		frame = protocol.Encode(protocol.Message{Type: protocol.TypeUpdate, Topic: t.name, Seq: e.Seq, Data: e.Data})
+		t.ring = append(t.ring, cachedUpdate{seq: e.Seq, frame: frame, at: e.Time, size: len(e.Data)})
+		t.bytes += len(e.Data)
+		t.head = e.Seq
+		t.trim(t.hub.s.opts.Now())
+	}
 	if !t.ready {
 		if t.head >= t.target {
 			t.ready = true
-			for c, m := range t.waiting {
+			for c, w := range t.waiting {
 				delete(t.waiting, c)
+				w.timer.Stop()
 				if c.ctx.Err() == nil {
-					t.serveLocked(c, m)
+					t.serveLocked(c, w.m)
 				}
 			}
 		}
@@ -279,7 +376,9 @@ func (t *topic) deliver(gen int, e Entry) {
 	for c, sub := range t.subs {
 		if e.Seq >= sub.next {
 			sub.next = e.Seq + 1
-			c.offer(frame)
+			if frame != nil {
+				c.offer(frame)
+			}
 		}
 	}
 }
@@ -309,7 +408,8 @@ func (t *topic) resetLocked(stream string) {
 		t.hub.s.presence.leave(c, t.name) // it joins again with its subscribe
 		c.offer(frame(c))
 	}
-	for c := range t.waiting {
+	for c, w := range t.waiting {
+		w.timer.Stop()
 		c.offer(frame(c))
 	}
 	clear(t.subs)
@@ -357,6 +457,7 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 		from = max(since+1, t.first())
 	}
 	t.subs[c] = &subscription{next: max(from, t.head+1)}
+	t.idleAt = time.Time{} // in use: not let go
 	c.subMu.Lock()
 	if c.subs == nil {
 		c.subs = map[string]*topic{}
@@ -381,24 +482,67 @@ func (t *topic) serveLocked(c *conn, m protocol.Message) {
 // its ring dropped), so it no longer counts toward MaxTopics here and the
 // History may forget it; the next subscribe attaches it afresh (a replay
 // then comes from the History), and one that found it just before looks
-// it up again (serveOrWait).
+// it up again (serveOrWait). With a linger (lingerer) it is only marked
+// idle here, and let go by the hub's goroutine once the linger is over.
 func (t *topic) remove(c *conn) bool {
 	t.mu.Lock()
 	_, had := t.subs[c]
 	delete(t.subs, c)
-	delete(t.waiting, c)
+	if w := t.waiting[c]; w != nil {
+		w.timer.Stop()
+		delete(t.waiting, c)
+	}
+	t.releaseIfIdle() // unlocks t.mu
+	t.hub.s.presence.leave(c, t.name)
+	return had
+}
+
+// releaseIfIdle lets t go, or marks it idle (lingerer), if it has no
+// subscriber or waiting subscribe left. Called with t.mu held; it
+// unlocks it.
+func (t *topic) releaseIfIdle() {
+	h := t.hub
 	idle := t.attached && !t.retired && len(t.subs) == 0 && len(t.waiting) == 0
-	if idle {
+	linger := idle && h.linger > 0
+	switch {
+	case linger:
+		if t.idleAt.IsZero() {
+			t.idleAt = time.Now()
+		}
+	case idle:
 		t.retired = true
 		clear(t.ring)
 		t.ring, t.bytes = nil, 0
 	}
 	t.mu.Unlock()
-	if idle {
-		t.hub.retire(t)
+	switch {
+	case linger:
+		h.mu.Lock()
+		if h.topics[t.name] == t {
+			h.idle[t] = struct{}{}
+		}
+		h.mu.Unlock()
+		signal(h.kick) // run arms its timer
+	case idle:
+		h.retire(t)
 	}
-	t.hub.s.presence.leave(c, t.name)
-	return had
+}
+
+// expire answers a subscribe that waited HistoryTimeout for the topic's
+// ring to catch up with unavailable (the client asks again), unless it
+// was served or dropped meanwhile.
+func (t *topic) expire(c *conn, w *waiter) {
+	t.mu.Lock()
+	if t.waiting[c] != w {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.waiting, c)
+	t.releaseIfIdle() // unlocks t.mu
+	t.hub.s.log.Debug("a subscribe waited too long for its topic to load: answered unavailable", "within", t.hub.s.opts.HistoryTimeout)
+	c.errorsOut.Add(1)
+	c.offer(c.encode(protocol.ErrorFrame{Type: protocol.TypeError, Topic: t.name, Code: protocol.ErrUnavailable,
+		Message: "the topic's history is unavailable; try again"}))
 }
 
 // subscribe serves a subscribe frame (on c's reader).
@@ -409,6 +553,9 @@ func (c *conn) subscribe(m protocol.Message) {
 	s.mu.Unlock()
 	if down {
 		return // the service is down: subscribes are ignored, not refused
+	}
+	if c.overSubscribeRate(m) {
+		return
 	}
 	c.subMu.Lock()
 	_, again := c.subs[m.Topic]
@@ -469,6 +616,28 @@ func (c *conn) subscribe(m protocol.Message) {
 	c.sendTopicError(m.Topic, protocol.ErrUnavailable, "the topic's history is unavailable; try again")
 }
 
+// overSubscribeRate answers a subscribe past the connection's
+// SubscribeRate with rate_limited and retryAfterMs, and reports true.
+// Called by the reader only.
+func (c *conn) overSubscribeRate(m protocol.Message) bool {
+	o := c.s.opts
+	if c.subLim == nil {
+		c.subLim = rate.NewLimiter(rate.Limit(o.SubscribeRate), o.SubscribeBurst)
+	}
+	now := o.Now()
+	res := c.subLim.ReserveN(now, 1)
+	wait := res.DelayFrom(now)
+	if res.OK() && wait <= 0 {
+		return false
+	}
+	res.CancelAt(now)
+	ms := max(int64(math.Ceil(float64(wait)/float64(time.Millisecond))), 1)
+	c.errorsOut.Add(1)
+	c.reply(protocol.ErrorFrame{Type: protocol.TypeError, Topic: m.Topic, Code: protocol.ErrRateLimited, RetryAfterMs: ms,
+		Message: "this connection subscribes more than " + strconv.FormatFloat(o.SubscribeRate, 'g', -1, 64) + " times per second: retry after retryAfterMs"})
+	return true
+}
+
 // serveOrWait serves a subscribe, or holds it until the ring has caught
 // up; false if t was retired meanwhile.
 func (t *topic) serveOrWait(c *conn, m protocol.Message) bool {
@@ -478,7 +647,15 @@ func (t *topic) serveOrWait(c *conn, m protocol.Message) bool {
 	case t.retired:
 		return false
 	case !t.ready:
-		t.waiting[c] = m // served when the ring has caught up
+		// Served when the ring has caught up, or answered unavailable
+		// after HistoryTimeout.
+		if old := t.waiting[c]; old != nil {
+			old.timer.Stop()
+		}
+		w := &waiter{m: m}
+		w.timer = time.AfterFunc(t.hub.s.opts.HistoryTimeout, func() { t.expire(c, w) })
+		t.waiting[c] = w
+		t.idleAt = time.Time{}
 	default:
 		t.serveLocked(c, m)
 	}
