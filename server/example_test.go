@@ -229,6 +229,75 @@ func ExampleOptions_authenticate() {
 	// refused user-bob forbidden
 }
 
+// Let clients publish, by rules of the application's: Publish turns
+// publishing on and AuthorizePublish says who may publish where (here each
+// user to its own notes.<user> topic). Authorize is never asked about a
+// publish, so rules written for subscribes do not let anyone post; with
+// Authorize set and no AuthorizePublish every publish is refused.
+func ExampleOptions_authorizePublish() {
+	srv, err := server.New(&server.Options{
+		Auth: server.AuthRequired,
+		Authorize: func(_ context.Context, id server.Identity, a server.Action) error {
+			if a.Kind == server.ActSubscribe && a.Topic != "notes."+id.User {
+				return &server.Error{Code: "forbidden", Message: "not your topic"}
+			}
+			return nil
+		},
+		Publish: true,
+		AuthorizePublish: func(_ context.Context, id server.Identity, a server.Action) error {
+			if a.Topic != "notes."+id.User { // a.Kind is server.ActPublish
+				return &server.Error{Code: "not_yours", Message: "post to your own notes"}
+			}
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ticket, _, err := srv.IssueTicket(server.Identity{User: "bob"}) // the application's sign-in hands it out
+	if err != nil {
+		panic(err)
+	}
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ws.CloseNow()
+	wsjson.Write(ctx, ws, map[string]string{"type": "auth", "token": ticket})
+	wsjson.Write(ctx, ws, map[string]any{"type": "publish", "id": 1, "topic": "notes.alice", "data": "hi"})
+	wsjson.Write(ctx, ws, map[string]any{"type": "publish", "id": 2, "topic": "notes.bob", "data": "hi"})
+	for answered := 0; answered < 2; {
+		var m struct {
+			Type   string
+			ID     int
+			Result json.RawMessage
+			Error  *struct{ Code string }
+		}
+		if err := wsjson.Read(ctx, ws, &m); err != nil {
+			panic(err)
+		}
+		if m.Type != "response" {
+			continue
+		}
+		answered++
+		if m.Error != nil {
+			fmt.Println("publish", m.ID, "refused:", m.Error.Code)
+		} else {
+			fmt.Println("publish", m.ID, "stored:", string(m.Result))
+		}
+	}
+	// Output:
+	// publish 1 refused: not_yours
+	// publish 2 stored: {"seq":1}
+}
+
 // Take JWTs from the application's identity provider instead of wsready's
 // tickets: here HS256 with a shared secret (PublicKeyPEM takes an RSA or
 // P-256 key, JWKSFile a key set). sub is the user, the tenant claim the

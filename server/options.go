@@ -235,12 +235,22 @@ type Options struct {
 	MaxHeaderBytes    int
 
 	// Authorize decides whether a connection's identity may subscribe,
-	// publish, call a method or read presence (authorize.go); a non-nil
-	// error refuses that one call with code forbidden (or the code of an
-	// *Error). nil: subscribe, presence and requests are allowed and
-	// publishing follows Publish. With a hook, the hook alone decides
-	// publishing too. It runs on the connection's goroutine: keep it fast.
+	// call a method or read presence (authorize.go); a non-nil error
+	// refuses that one call with code forbidden (or the code of an
+	// *Error). It is never asked about publishes: AuthorizePublish is.
+	// nil: subscribe, presence and requests are allowed. It runs on the
+	// connection's goroutine: keep it fast.
 	Authorize func(ctx context.Context, id Identity, a Action) error
+	// AuthorizePublish decides whether a connection's identity may publish
+	// to a.Topic (a.Kind is ActPublish), as Authorize does for the other
+	// actions. A publish passes only with Publish on and, when either hook
+	// is set, this one's nil: with Authorize set and this one nil every
+	// publish is refused (forbidden), so a hook written for subscribes
+	// never lets a client publish. With Publish on and neither hook, any
+	// client may publish to any topic (wsready serve -publish). The same
+	// function may serve both fields when it names each kind. New refuses
+	// it without Publish (it would never be asked). Default nil.
+	AuthorizePublish func(ctx context.Context, id Identity, a Action) error
 
 	// Methods are the application's request methods, by name: a request
 	// frame naming one runs it (requests.go). A name must not be empty nor
@@ -292,8 +302,9 @@ type Options struct {
 	MaxIdempotencyKeys int
 
 	// Publish lets clients publish to topics (any valid name but the
-	// demo's feed while it runs), creating them. Off by default: it
-	// changes server state.
+	// demo's feed while it runs), creating them, as AuthorizePublish
+	// allows. Off by default: it changes server state. Off, every publish
+	// is refused whatever the hooks say.
 	Publish bool
 	// NoFeed keeps this node from producing the demo's feed when a Demo is
 	// made over it (NewDemo starts the feed; a Server alone never runs
@@ -477,6 +488,9 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	case RefuseClose, RefuseHTTP:
 	default:
 		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
+	}
+	if c.AuthorizePublish != nil && !c.Publish {
+		bad("AuthorizePublish", "is set while Publish is off: every publish is refused before it is asked (set Publish)")
 	}
 	hooked := c.Authenticate != nil || c.JWT != nil
 	switch c.Auth {
