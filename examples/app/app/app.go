@@ -8,9 +8,10 @@
 //     Authenticate hook reads it when the page asks /auth/token for a
 //     ticket; in JWT mode the app mints short-lived HS256 JWTs itself at
 //     the same path and wsready verifies them (Options.JWT).
-//   - What a user may do: Authorize. Subscribe to its own user:<id>.*
-//     topics and to room:lobby (with its presence), publish to room:lobby,
-//     call cart.add and cart.get; everything else is forbidden.
+//   - What a user may do: Authorize (and AuthorizePublish). Subscribe to
+//     its own user:<id>.* topics and to room:lobby (with its presence),
+//     publish to room:lobby, call cart.add and cart.get; everything else
+//     is forbidden.
 //   - Methods: cart.add (params {sku, qty}) answers from the app's own
 //     state and publishes the new cart from Go to user:<id>.cart; its
 //     refusals are typed (invalid_qty, unknown_sku, cart_full). cart.get
@@ -178,6 +179,10 @@ func New(cfg Config) (*App, error) {
 	opts := &server.Options{
 		AllowedHosts: cfg.AllowedHosts,
 		Authorize:    a.authorize,
+		// Publishing is on for the lobby; the same rules name it, and
+		// without AuthorizePublish every publish would be refused.
+		Publish:          true,
+		AuthorizePublish: a.authorize,
 		Methods: map[string]server.Method{
 			"cart.add": a.cartAdd,
 			"cart.get": a.cartGet,
@@ -269,10 +274,10 @@ func (a *App) authenticate(r *http.Request) (server.Identity, error) {
 	return server.Identity{User: user}, nil
 }
 
-// authorize is wsready's Authorize hook: a user's own user:<id>.* topics
-// and the lobby to subscribe to, the lobby's presence, the lobby to publish
-// to, the cart's methods to call; nothing else. It runs on the connection's
-// reader, so it only compares strings.
+// authorize is wsready's Authorize and AuthorizePublish hook: a user's own
+// user:<id>.* topics and the lobby to subscribe to, the lobby's presence,
+// the lobby to publish to, the cart's methods to call; nothing else. It
+// runs on the connection's reader, so it only compares strings.
 func (a *App) authorize(_ context.Context, id server.Identity, act server.Action) error {
 	if id.Anonymous() {
 		return &server.Error{Code: "forbidden", Message: "sign in first"}
