@@ -154,9 +154,10 @@ type Options struct {
 	DrainWindow time.Duration
 
 	// Auth is whether the server asks for tokens (auth.go). Default
-	// AuthRequired with Authenticate or JWT set, else AuthOff; AuthOff
-	// with either of them set is refused (nothing would check the
-	// tokens they make good).
+	// AuthRequired with Authenticate, JWT or Identify set, else AuthOff;
+	// AuthOff with Authenticate or JWT set is refused (nothing would check
+	// the tokens they make good), with Identify alone it is allowed (its
+	// users are named, the others anonymous).
 	Auth AuthMode
 	// Authenticate says who is asking for a ticket (tickets.go): it turns
 	// the application's own request to TicketHandler (its cookie, session
@@ -169,6 +170,26 @@ type Options struct {
 	// say. It may be called concurrently. Default nil: TicketHandler is
 	// on only with Demo or IssueTickets, for any posted client id.
 	Authenticate func(r *http.Request) (Identity, error)
+	// Identify says who is connecting from the connection's own request:
+	// the WebSocket upgrade, or the HTTP transport's session request
+	// (POST <mount>/session), with the application's cookie or header.
+	// It is called after the Host and Origin checks and admission, on
+	// the request's goroutine, possibly concurrently: keep it fast. An
+	// Identity with a user is the connection's, served at once whatever
+	// Auth says (no token needed), without expiry: end it with Disconnect
+	// or Revoke at sign-out. The zero Identity and nil name no one, and
+	// Auth decides as without the hook (AuthRequired: a token in the
+	// first frame, a ticket for a page of another origin whose requests
+	// carry no cookie; AuthOptional: a token or anonymous; AuthOff:
+	// anonymous). An error refuses the connection with 4003 (the HTTP
+	// transport: 403 and that close), its reason an *Error's message cut
+	// to 123 bytes, or "forbidden" for any other error (whose text the
+	// client never sees); a revoked user is refused the same way. An
+	// Identity out of its bounds is the application's mistake: logged,
+	// and closed 1011. A first-frame token on a connection it named must
+	// name the same user (else 4003) and only adds its expiry. Default
+	// nil.
+	Identify func(r *http.Request) (Identity, error)
 	// JWT lets connections authenticate with JWTs from the application's
 	// identity provider instead of (or besides) our tickets (jwt.go): sub
 	// is the Identity's User, exp drives the 4001 refresh as a ticket's
@@ -496,7 +517,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	switch c.Auth {
 	case "":
 		c.Auth = AuthOff
-		if hooked {
+		if hooked || c.Identify != nil {
 			c.Auth = AuthRequired
 		}
 	case AuthOff:

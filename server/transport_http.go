@@ -214,21 +214,33 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, http.StatusServiceUnavailable, "overloaded: try again later", d, protocol.CloseTryAgainLater, protocol.RetryAfterReason(d))
 		return
 	}
-	c, late := s.register(newHTTPTransport, r.RemoteAddr, ip)
+	id, refuseCode, refuseWhy := s.identify(r)
+	if refuseCode != 0 {
+		s.release(ip)
+		s.metrics.handshakeVia(outAuth, transportSSE)
+		status := http.StatusForbidden
+		if refuseCode == protocol.CloseInternalError {
+			status = http.StatusInternalServerError
+		}
+		writeRefusal(w, status, "refused: see close", 0, refuseCode, refuseWhy)
+		return
+	}
+	c, late := s.register(newHTTPTransport, r.RemoteAddr, ip, id)
 	if c == nil {
 		s.release(ip)
 		s.metrics.handshakeVia(outShutdown, transportSSE)
 		writeRefusal(w, http.StatusServiceUnavailable, "server shutting down: try again later", 0, protocol.CloseGoingAway, "server shutting down")
 		return
 	}
+	c.identified()
 	// The auth frame a WebSocket client sends first, through the same
 	// path (handle), before the session's reader starts.
-	if mode := s.opts.Auth; mode != AuthOff {
+	if mode := s.opts.Auth; mode != AuthOff && !c.closing.Load() {
 		if req.Token != nil {
 			c.handle(protocol.Encode(protocol.Message{Type: protocol.TypeAuth, Token: *req.Token}))
 		} else {
 			c.authChecked = true
-			if mode == AuthRequired {
+			if mode == AuthRequired && !c.byRequest {
 				c.closeAsync(protocol.CloseForbidden, "auth required")
 			}
 		}
