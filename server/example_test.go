@@ -84,6 +84,71 @@ func ExampleServer_Handler() {
 	// {"type":"ping","intervalMs":25000} <nil>
 }
 
+// Say who is connecting from the application's own session: Identify
+// reads the upgrade request's cookie (the HTTP transport's session request
+// too), after the Origin check, so a page signed in by cookie needs no
+// ticket. A connection it names is served at once as that user; one it does
+// not name still needs a token (Auth is required by default with the hook),
+// which is how a page of another origin connects; an error refuses with
+// 4003.
+func ExampleServer_Handler_identify() {
+	sessions := map[string]string{"c00kie": "alice"} // the application's sessions, by cookie
+	srv, err := server.New(&server.Options{
+		Identify: func(r *http.Request) (server.Identity, error) {
+			c, err := r.Cookie("session")
+			if err != nil {
+				return server.Identity{}, nil // no cookie: no one (a ticket may still come)
+			}
+			user, ok := sessions[c.Value]
+			if !ok {
+				return server.Identity{}, &server.Error{Code: "session_expired", Message: "sign in again"}
+			}
+			return server.Identity{User: user}, nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/realtime", srv.Handler())
+	mux.Handle("/realtime/", srv.Handler())
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dial := func(cookie string) {
+		hdr := http.Header{"Cookie": {"session=" + cookie}} // a browser sends the page's cookie itself
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/realtime", &websocket.DialOptions{HTTPHeader: hdr})
+		if err != nil {
+			panic(err)
+		}
+		defer ws.CloseNow()
+		for { // no auth frame is sent
+			var m struct{ Type, User string }
+			err := wsjson.Read(ctx, ws, &m)
+			if ce := (websocket.CloseError{}); errors.As(err, &ce) {
+				fmt.Println("closed", int(ce.Code), ce.Reason)
+				return
+			}
+			if err != nil {
+				panic(err)
+			}
+			if m.Type == "welcome" {
+				fmt.Println("welcome", m.User)
+				return
+			}
+		}
+	}
+	dial("c00kie")
+	dial("stale")
+	// Output:
+	// welcome alice
+	// closed 4003 sign in again
+}
+
 // Mount the ticket endpoint and the metrics where the application wants
 // them. Each handler guards itself: the ticket endpoint takes only a
 // same-origin POST of JSON, and every handler only the allowed Host names.
