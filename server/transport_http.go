@@ -169,9 +169,9 @@ func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request) {
 // reads the request as it reads an upgrade (a refusal is 403, or 500, with
 // the close), then auth as the first frame would: {"token":"..."} is the
 // auth frame's ticket; a refused ticket is 401 (4001, expired) or 403
-// (4003) with the close, and no session. 200 {"session":ID,"intervalMs":N} makes a session: open its
-// stream (GET <mount>/sse?session=ID) within two ping intervals plus
-// SweepGrace.
+// (4003) with the close, and no session. 200
+// {"session":ID,"intervalMs":N} makes a session: open its stream (GET
+// <mount>/sse?session=ID) within two ping intervals plus SweepGrace.
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	if s.corsPreflight(w, r) {
 		if r.Method != http.MethodOptions {
