@@ -108,6 +108,11 @@ func TestApp(t *testing.T) {
 	// it (wsready's StaticHandler): its wasm fetched once, brotli.
 	wasmFetchedOnceBrotli(t, alice)
 	signIn(t, bob, base, "bob")
+	// Cookie mode (the app's default): the upgrade's session cookie said
+	// who connected (Identify); the page fetched no token.
+	if v := evalPage[map[string]any](t, alice, "({tokens: appState.tokens, calls: appState.tokenCalls})"); v["tokens"] != "cookie" || v["calls"] != float64(0) {
+		t.Fatalf("token mode and calls: %v, want cookie and none", v)
+	}
 
 	// Presence: both in the lobby, on both pages.
 	waitPage(t, alice, "alice", "appState.lobby.join() === 'alice,bob'", 10*time.Second)

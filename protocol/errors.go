@@ -19,7 +19,7 @@ const (
 	ErrInvalidTopic   = "invalid_topic"          // a topic name outside ValidTopic's rules
 	ErrTooManyTopics  = "too_many_topics"        // a publish would create a topic past the server's cap
 	ErrTooManySubs    = "too_many_subscriptions" // a subscribe past the server's cap of topics per connection
-	ErrForbidden      = "forbidden"              // the server does not allow this (Authorize refused it, or publish without -publish): a typed error on that one call, the socket stays
+	ErrForbidden      = "forbidden"              // the server does not allow this (Authorize or AuthorizePublish refused it, or publish without -publish): a typed error on that one call, the socket stays
 	ErrUnavailable    = "unavailable"            // the history backend failed or timed out; try again
 	// ErrIdempotencyKeyReused answers a request or a publish whose
 	// idempotency key was first sent, within the server's window, with

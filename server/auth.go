@@ -3,6 +3,9 @@
 package server
 
 import (
+	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
@@ -12,9 +15,9 @@ import (
 type AuthMode string
 
 const (
-	AuthOff      AuthMode = "off"      // no tokens: every connection is served (the default without Authenticate or JWT)
+	AuthOff      AuthMode = "off"      // no tokens: every connection is served (the default without Authenticate, JWT or Identify)
 	AuthOptional AuthMode = "optional" // a connection whose first frame is auth is checked, others are served anonymously (the demo)
-	AuthRequired AuthMode = "required" // the first frame must be a valid auth; nothing is served before it (the default with Authenticate or JWT)
+	AuthRequired AuthMode = "required" // the first frame must be a valid auth, unless Identify named the user; nothing is served before (the default with Authenticate, JWT or Identify)
 )
 
 // A connection authenticates with its first frame, {"type":"auth",
@@ -24,7 +27,68 @@ const (
 // without one the connection is anonymous (the zero Identity). The
 // server answers {"type":"authenticated","expiresAt":ms} and closes the
 // connection with 4001 when the token expires, which drives the client's
-// refresh; a bad, forged or revoked token closes it with 4003.
+// refresh; a bad, forged or revoked token closes it with 4003. Or the
+// connection's own request says who it is (Options.Identify, below).
+
+// Identity from the request itself (Options.Identify): the WebSocket
+// upgrade or the HTTP transport's session request carries the
+// application's own cookie or header, and the hook reads it after the
+// Host and Origin checks and admission. A connection it names is served at
+// once, whatever Auth says, and has no expiry: the application ends it
+// with Disconnect or Revoke (at sign-out). A connection it does not name
+// goes on as Auth says, so a cross-origin page can still bring a ticket.
+
+// identify asks Options.Identify about r. A non-zero code refuses the
+// connection with that close and reason: 4003 and the *Error's message (at
+// most 123 bytes; "forbidden" for any other error, whose text may hold
+// what the client must not see), 4003 "forbidden" for a revoked user, or
+// 1011 for an Identity out of its bounds or a panic (the application's
+// mistake, logged).
+func (s *Server) identify(r *http.Request) (id Identity, code int, reason string) {
+	hook := s.opts.Identify
+	if hook == nil {
+		return Identity{}, 0, ""
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("Identify panicked", "panic", fmt.Sprint(p))
+			id, code, reason = Identity{}, protocol.CloseInternalError, "internal error"
+		}
+	}()
+	id, err := hook(r)
+	if err != nil {
+		reason = "forbidden"
+		var ae *Error
+		if errors.As(err, &ae) {
+			if m := closeReason(ae.Message); m != "" {
+				reason = m
+			}
+		}
+		return Identity{}, protocol.CloseForbidden, reason
+	}
+	if err := id.Validate(); err != nil {
+		// The error names the bound, never the values.
+		s.log.Error("Identify returned an invalid identity", "error", err)
+		return Identity{}, protocol.CloseInternalError, "internal error"
+	}
+	if s.revoked(id.User) {
+		return Identity{}, protocol.CloseForbidden, "forbidden"
+	}
+	return id, 0, ""
+}
+
+// identified serves a connection Options.Identify named (register gave it
+// the Identity): once its tenant has room, at once. It does nothing for
+// one it did not name. Called before the connection runs.
+func (c *conn) identified() {
+	if !c.byRequest || !c.joinTenant(c.identity, c.s.opts.Now()) {
+		return
+	}
+	c.s.auth.mu.Lock()
+	c.s.auth.accepted++
+	c.s.auth.mu.Unlock()
+	c.authed()
+}
 
 // effectiveExpiry is when a token stops being good: its expiry, or with
 // Short tokens on at most ShortTicketLife after it was issued.
@@ -99,6 +163,16 @@ func (c *conn) authenticate(m protocol.Message) bool {
 			return refuse(protocol.CloseForbidden, "forbidden", "revoked")
 		}
 		return refuse(protocol.CloseTokenExpired, "token expired", "expired")
+	}
+	if c.byRequest {
+		// Named by its request (Identify) and served already: a token
+		// must name the same user, and then only adds its expiry.
+		if user != c.identity.User {
+			return refuse(protocol.CloseForbidden, "the token names another user", "other_user (a token on a connection Identify named)")
+		}
+		c.armExpiry(exp)
+		c.reply(protocol.AuthenticatedFrame{Type: protocol.TypeAuthenticated, ExpiresAt: exp.UnixMilli()})
+		return true
 	}
 	if !c.joinTenant(t.identity, now) {
 		return false

@@ -10,22 +10,25 @@ import (
 )
 
 // Permissions: Options.Authorize decides, per action, whether a
-// connection's identity may subscribe to a topic, publish to it, call a
-// method or read a topic's presence. A refusal is a typed error on that one
-// call (code forbidden, or the code of the *Error the hook returned); the
-// socket stays.
+// connection's identity may subscribe to a topic, call a method or read a
+// topic's presence; Options.AuthorizePublish decides publishes, which also
+// need Options.Publish. A hook is asked only about the actions it is for,
+// so a hook written for subscribes never allows a publish. A refusal is a
+// typed error on that one call (code forbidden, or the code of the *Error
+// the hook returned); the socket stays.
 
 // ActionKind names what a client asks to do.
 type ActionKind string
 
 const (
 	ActSubscribe ActionKind = "subscribe" // Action.Topic
-	ActPublish   ActionKind = "publish"   // Action.Topic
+	ActPublish   ActionKind = "publish"   // Action.Topic; asked of AuthorizePublish, never of Authorize
 	ActRequest   ActionKind = "request"   // Action.Method
 	ActPresence  ActionKind = "presence"  // Action.Topic: read who is subscribed
 )
 
-// Action is one thing a client asks to do, for Options.Authorize.
+// Action is one thing a client asks to do, for Options.Authorize (or, a
+// publish, Options.AuthorizePublish).
 type Action struct {
 	Kind   ActionKind
 	Topic  string // subscribe, publish, presence
@@ -54,15 +57,28 @@ func errorBody(err error, fallback, msg string) *protocol.ErrorBody {
 	return &protocol.ErrorBody{Code: fallback, Message: msg}
 }
 
-// authorize asks Options.Authorize about a; nil allows. Without a hook:
-// subscribe, presence and request are allowed (a request still needs a
-// method that exists), publish only with Options.Publish.
+// authorize asks the hook for a's kind; nil allows. A publish needs
+// Options.Publish, then AuthorizePublish's allow; with Publish on and no
+// hook at all (wsready serve -publish) every client may publish, but an
+// Authorize hook alone allows none: it was not written for them. Without
+// Authorize, subscribe, presence and request are allowed (a request still
+// needs a method that exists).
 func (c *conn) authorize(ctx context.Context, a Action) *protocol.ErrorBody {
-	hook := c.s.opts.Authorize
-	if hook == nil {
-		if a.Kind == ActPublish && !c.s.opts.Publish {
+	o := c.s.opts
+	hook := o.Authorize
+	if a.Kind == ActPublish {
+		if !o.Publish {
 			return &protocol.ErrorBody{Code: protocol.ErrForbidden, Message: "publishing is off on this server (wsready serve -publish)"}
 		}
+		hook = o.AuthorizePublish
+		if hook == nil {
+			if o.Authorize != nil {
+				return &protocol.ErrorBody{Code: protocol.ErrForbidden, Message: "no rule allows publishing on this server"}
+			}
+			return nil
+		}
+	}
+	if hook == nil {
 		return nil
 	}
 	if err := hook(ctx, c.identity, a); err != nil {

@@ -17,7 +17,7 @@ import (
 // is forbidden with a fixed message (never the error's text).
 func TestAuthorizeRefusesOneCallNotTheSocket(t *testing.T) {
 	var seen []Action
-	f := newFixture(t, &Options{Publish: true, Authorize: func(_ context.Context, id Identity, a Action) error {
+	rules := func(_ context.Context, id Identity, a Action) error {
 		seen = append(seen, a)
 		switch {
 		case a.Kind == ActSubscribe && a.Topic == "private-b":
@@ -28,7 +28,8 @@ func TestAuthorizeRefusesOneCallNotTheSocket(t *testing.T) {
 			return errors.New("no")
 		}
 		return nil
-	}})
+	}
+	f := newFixture(t, &Options{Publish: true, Authorize: rules, AuthorizePublish: rules})
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "private-b"})
 	if m := p.next(protocol.TypeError, time.Second); m.Topic != "private-b" || m.Error.Code != protocol.ErrForbidden || m.Error.Message != "not allowed" {
@@ -56,12 +57,19 @@ func TestAuthorizeRefusesOneCallNotTheSocket(t *testing.T) {
 	}
 }
 
-// Without a hook, publishing follows Options.Publish.
+// Without a hook, publishing follows Options.Publish: off, refused; on,
+// any client may publish (wsready serve -publish).
 func TestWithoutAuthorizePublishFollowsThePublishOption(t *testing.T) {
 	f := newFixture(t, &Options{})
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypePublish, ID: 1, Topic: "x", Data: []byte(`1`)})
 	if m := p.next(protocol.TypeResponse, time.Second); m.Error == nil || m.Error.Code != protocol.ErrForbidden {
 		t.Fatalf("publish with publishing off: %+v", m)
+	}
+	on := newFixture(t, &Options{Publish: true})
+	p = on.dial()
+	p.send(protocol.Message{Type: protocol.TypePublish, ID: 2, Topic: "x", Data: []byte(`1`)})
+	if m := p.response(2, time.Second); m.Error != nil || string(m.Result) != `{"seq":1}` {
+		t.Fatalf("publish with publishing on and no hook: %+v %+v", m, m.Error)
 	}
 }

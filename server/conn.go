@@ -68,6 +68,7 @@ type conn struct {
 	authOK      chan struct{} // closed once the connection may be served
 	authOnce    sync.Once
 	authChecked bool // the first frame was seen (reader only)
+	byRequest   bool // Options.Identify named the user: no token needed (set before run)
 	expMu       sync.Mutex
 	expiry      *time.Timer
 
@@ -226,7 +227,7 @@ func (c *conn) handle(data []byte) {
 			// not a missing auth frame.
 			c.authenticate(m)
 			return
-		case mode == AuthRequired:
+		case mode == AuthRequired && !c.byRequest:
 			c.closeAsync(protocol.CloseForbidden, "auth required")
 			return
 		}

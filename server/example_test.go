@@ -84,6 +84,71 @@ func ExampleServer_Handler() {
 	// {"type":"ping","intervalMs":25000} <nil>
 }
 
+// Say who is connecting from the application's own session: Identify
+// reads the upgrade request's cookie (the HTTP transport's session request
+// too), after the Origin check, so a page signed in by cookie needs no
+// ticket. A connection it names is served at once as that user; one it does
+// not name still needs a token (Auth is required by default with the hook),
+// which is how a page of another origin connects; an error refuses with
+// 4003.
+func ExampleServer_Handler_identify() {
+	sessions := map[string]string{"c00kie": "alice"} // the application's sessions, by cookie
+	srv, err := server.New(&server.Options{
+		Identify: func(r *http.Request) (server.Identity, error) {
+			c, err := r.Cookie("session")
+			if err != nil {
+				return server.Identity{}, nil // no cookie: no one (a ticket may still come)
+			}
+			user, ok := sessions[c.Value]
+			if !ok {
+				return server.Identity{}, &server.Error{Code: "session_expired", Message: "sign in again"}
+			}
+			return server.Identity{User: user}, nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/realtime", srv.Handler())
+	mux.Handle("/realtime/", srv.Handler())
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dial := func(cookie string) {
+		hdr := http.Header{"Cookie": {"session=" + cookie}} // a browser sends the page's cookie itself
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/realtime", &websocket.DialOptions{HTTPHeader: hdr})
+		if err != nil {
+			panic(err)
+		}
+		defer ws.CloseNow()
+		for { // no auth frame is sent
+			var m struct{ Type, User string }
+			err := wsjson.Read(ctx, ws, &m)
+			if ce := (websocket.CloseError{}); errors.As(err, &ce) {
+				fmt.Println("closed", int(ce.Code), ce.Reason)
+				return
+			}
+			if err != nil {
+				panic(err)
+			}
+			if m.Type == "welcome" {
+				fmt.Println("welcome", m.User)
+				return
+			}
+		}
+	}
+	dial("c00kie")
+	dial("stale")
+	// Output:
+	// welcome alice
+	// closed 4003 sign in again
+}
+
 // Mount the ticket endpoint and the metrics where the application wants
 // them. Each handler guards itself: the ticket endpoint takes only a
 // same-origin POST of JSON, and every handler only the allowed Host names.
@@ -227,6 +292,75 @@ func ExampleOptions_authenticate() {
 	// welcome alice
 	// subscribed user-alice
 	// refused user-bob forbidden
+}
+
+// Let clients publish, by rules of the application's: Publish turns
+// publishing on and AuthorizePublish says who may publish where (here each
+// user to its own notes.<user> topic). Authorize is never asked about a
+// publish, so rules written for subscribes do not let anyone post; with
+// Authorize set and no AuthorizePublish every publish is refused.
+func ExampleOptions_authorizePublish() {
+	srv, err := server.New(&server.Options{
+		Auth: server.AuthRequired,
+		Authorize: func(_ context.Context, id server.Identity, a server.Action) error {
+			if a.Kind == server.ActSubscribe && a.Topic != "notes."+id.User {
+				return &server.Error{Code: "forbidden", Message: "not your topic"}
+			}
+			return nil
+		},
+		Publish: true,
+		AuthorizePublish: func(_ context.Context, id server.Identity, a server.Action) error {
+			if a.Topic != "notes."+id.User { // a.Kind is server.ActPublish
+				return &server.Error{Code: "not_yours", Message: "post to your own notes"}
+			}
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ticket, _, err := srv.IssueTicket(server.Identity{User: "bob"}) // the application's sign-in hands it out
+	if err != nil {
+		panic(err)
+	}
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ws.CloseNow()
+	wsjson.Write(ctx, ws, map[string]string{"type": "auth", "token": ticket})
+	wsjson.Write(ctx, ws, map[string]any{"type": "publish", "id": 1, "topic": "notes.alice", "data": "hi"})
+	wsjson.Write(ctx, ws, map[string]any{"type": "publish", "id": 2, "topic": "notes.bob", "data": "hi"})
+	for answered := 0; answered < 2; {
+		var m struct {
+			Type   string
+			ID     int
+			Result json.RawMessage
+			Error  *struct{ Code string }
+		}
+		if err := wsjson.Read(ctx, ws, &m); err != nil {
+			panic(err)
+		}
+		if m.Type != "response" {
+			continue
+		}
+		answered++
+		if m.Error != nil {
+			fmt.Println("publish", m.ID, "refused:", m.Error.Code)
+		} else {
+			fmt.Println("publish", m.ID, "stored:", string(m.Result))
+		}
+	}
+	// Output:
+	// publish 1 refused: not_yours
+	// publish 2 stored: {"seq":1}
 }
 
 // Take JWTs from the application's identity provider instead of wsready's

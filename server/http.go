@@ -38,7 +38,9 @@ import (
 // /session, /sse and /send, for clients whose WebSocket is blocked. Any
 // other request that is not a WebSocket upgrade gets 426 with a JSON
 // error. Mount it at the path clients dial and at that path + "/" (a
-// ServeMux pattern for the subtree), as Demo.Handler does with /ws.
+// ServeMux pattern for the subtree), as Demo.Handler does with /ws. With
+// Options.Identify the upgrade (or session) request itself, its cookie or
+// header, says who is connecting.
 func (s *Server) Handler() http.Handler { return s.hostGuard(http.HandlerFunc(s.serve)) }
 
 // HTTPServer returns an http.Server for h (an application's mux with

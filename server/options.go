@@ -175,9 +175,10 @@ type Options struct {
 	HTTPAttachTimeout time.Duration
 
 	// Auth is whether the server asks for tokens (auth.go). Default
-	// AuthRequired with Authenticate or JWT set, else AuthOff; AuthOff
-	// with either of them set is refused (nothing would check the
-	// tokens they make good).
+	// AuthRequired with Authenticate, JWT or Identify set, else AuthOff;
+	// AuthOff with Authenticate or JWT set is refused (nothing would check
+	// the tokens they make good), with Identify alone it is allowed (its
+	// users are named, the others anonymous).
 	Auth AuthMode
 	// Authenticate says who is asking for a ticket (tickets.go): it turns
 	// the application's own request to TicketHandler (its cookie, session
@@ -190,6 +191,26 @@ type Options struct {
 	// say. It may be called concurrently. Default nil: TicketHandler is
 	// on only with Demo or IssueTickets, for any posted client id.
 	Authenticate func(r *http.Request) (Identity, error)
+	// Identify says who is connecting from the connection's own request:
+	// the WebSocket upgrade, or the HTTP transport's session request
+	// (POST <mount>/session), with the application's cookie or header.
+	// It is called after the Host and Origin checks and admission, on
+	// the request's goroutine, possibly concurrently: keep it fast. An
+	// Identity with a user is the connection's, served at once whatever
+	// Auth says (no token needed), without expiry: end it with Disconnect
+	// or Revoke at sign-out. The zero Identity and nil name no one, and
+	// Auth decides as without the hook (AuthRequired: a token in the
+	// first frame, a ticket for a page of another origin whose requests
+	// carry no cookie; AuthOptional: a token or anonymous; AuthOff:
+	// anonymous). An error refuses the connection with 4003 (the HTTP
+	// transport: 403 and that close), its reason an *Error's message cut
+	// to 123 bytes, or "forbidden" for any other error (whose text the
+	// client never sees); a revoked user is refused the same way. An
+	// Identity out of its bounds is the application's mistake: logged,
+	// and closed 1011. A first-frame token on a connection it named must
+	// name the same user (else 4003) and only adds its expiry. Default
+	// nil.
+	Identify func(r *http.Request) (Identity, error)
 	// JWT lets connections authenticate with JWTs from the application's
 	// identity provider instead of (or besides) our tickets (jwt.go): sub
 	// is the Identity's User, exp drives the 4001 refresh as a ticket's
@@ -258,12 +279,22 @@ type Options struct {
 	MaxHeaderBytes    int
 
 	// Authorize decides whether a connection's identity may subscribe,
-	// publish, call a method or read presence (authorize.go); a non-nil
-	// error refuses that one call with code forbidden (or the code of an
-	// *Error). nil: subscribe, presence and requests are allowed and
-	// publishing follows Publish. With a hook, the hook alone decides
-	// publishing too. It runs on the connection's goroutine: keep it fast.
+	// call a method or read presence (authorize.go); a non-nil error
+	// refuses that one call with code forbidden (or the code of an
+	// *Error). It is never asked about publishes: AuthorizePublish is.
+	// nil: subscribe, presence and requests are allowed. It runs on the
+	// connection's goroutine: keep it fast.
 	Authorize func(ctx context.Context, id Identity, a Action) error
+	// AuthorizePublish decides whether a connection's identity may publish
+	// to a.Topic (a.Kind is ActPublish), as Authorize does for the other
+	// actions. A publish passes only with Publish on and, when either hook
+	// is set, this one's nil: with Authorize set and this one nil every
+	// publish is refused (forbidden), so a hook written for subscribes
+	// never lets a client publish. With Publish on and neither hook, any
+	// client may publish to any topic (wsready serve -publish). The same
+	// function may serve both fields when it names each kind. New refuses
+	// it without Publish (it would never be asked). Default nil.
+	AuthorizePublish func(ctx context.Context, id Identity, a Action) error
 
 	// Methods are the application's request methods, by name: a request
 	// frame naming one runs it (requests.go). A name must not be empty nor
@@ -322,8 +353,9 @@ type Options struct {
 	MaxIdempotencyKeysPerScope int
 
 	// Publish lets clients publish to topics (any valid name but the
-	// demo's feed while it runs), creating them. Off by default: it
-	// changes server state.
+	// demo's feed while it runs), creating them, as AuthorizePublish
+	// allows. Off by default: it changes server state. Off, every publish
+	// is refused whatever the hooks say.
 	Publish bool
 	// NoFeed keeps this node from producing the demo's feed when a Demo is
 	// made over it (NewDemo starts the feed; a Server alone never runs
@@ -538,11 +570,14 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	default:
 		bad("RefuseWith", "is %q: it must be %q or %q", c.RefuseWith, RefuseClose, RefuseHTTP)
 	}
+	if c.AuthorizePublish != nil && !c.Publish {
+		bad("AuthorizePublish", "is set while Publish is off: every publish is refused before it is asked (set Publish)")
+	}
 	hooked := c.Authenticate != nil || c.JWT != nil
 	switch c.Auth {
 	case "":
 		c.Auth = AuthOff
-		if hooked {
+		if hooked || c.Identify != nil {
 			c.Auth = AuthRequired
 		}
 	case AuthOff:

@@ -221,6 +221,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, ref)
 		return
 	}
+	// Before the upgrade, so the hook sees the request as any handler
+	// would; its refusal is a close after it, which a browser can read.
+	id, refuseCode, refuseWhy := s.identify(r)
 	fw := &freezeWriter{ResponseWriter: w, g: &s.gate, writeTimeout: s.opts.WriteTimeout}
 	pt := &pongTo{}
 	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns, OnPongReceived: pt.pong})
@@ -243,17 +246,24 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
 		return
 	}
+	if refuseCode != 0 {
+		s.release(ip)
+		s.metrics.handshake(outAuth)
+		ws.Close(websocket.StatusCode(refuseCode), refuseWhy)
+		return
+	}
 	c, late := s.register(func(c *conn) transport {
 		t := newWSTransport(c, ws, fw.gated)
 		pt.tr = t // before the reader starts: pongs come to it
 		return t
-	}, r.RemoteAddr, ip)
+	}, r.RemoteAddr, ip, id)
 	if c == nil {
 		s.release(ip)
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
 	s.metrics.handshake(outAccepted)
+	c.identified()
 	s.closeIfLate(c, late)
 	// The connection's reader is a goroutine of its own and the handler
 	// returns: net/http's goroutine ends, and with it what it held for the
@@ -294,10 +304,11 @@ const (
 	lateDrain
 )
 
-// register makes and counts the connection whose transport newTr makes;
-// nil when the server is closed. The caller runs it (c.run) and then
-// calls s.wg.Done.
-func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *conn, late lateKind) {
+// register makes and counts the connection whose transport newTr makes,
+// with the Identity Options.Identify gave (zero: none; the caller then
+// calls c.identified); nil when the server is closed. The caller runs it
+// (c.run) and then calls s.wg.Done.
+func (s *Server) register(newTr func(*conn) transport, remote, ip string, id Identity) (_ *conn, late lateKind) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -313,14 +324,16 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string) (_ *co
 		id: s.nextID, session: newSessionID(), s: s, remote: remote, ip: ip, openedAt: s.opts.Now(),
 		ctx: ctx, cancel: cancel,
 		authOK: make(chan struct{}),
+		// Under s.mu with the others: Disconnect and Revoke find it.
+		identity: id, clientID: id.User, byRequest: !id.Anonymous(),
 	}
 	c.tr = newTr(c)
 	c.q = newSendQueue(s.opts.MaxQueuedBytes, func() bool {
 		c.flushWG.Add(1)
 		return true // add's caller runs the writer (c.startWriter)
 	})
-	if s.opts.Auth != AuthRequired {
-		c.authed() // served from the first frame
+	if s.opts.Auth != AuthRequired && !c.byRequest {
+		c.authed() // served from the first frame (identified: by c.identified)
 	}
 	if s.flapping {
 		c.startFlap()

@@ -167,12 +167,13 @@ func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request) {
 
 // serveSession is POST <mount>/session: the HTTP transport's handshake.
 // Admission applies as to an upgrade (a refusal is 503 or 429 with
-// Retry-After and the close a WebSocket would get), then auth as the
-// first frame would: {"token":"..."} is the auth frame's ticket; a refused
-// ticket is 401 (4001, expired) or 403 (4003) with the close, and no
-// session. 200 {"session":ID,"intervalMs":N} makes a session: open its
-// stream (GET <mount>/sse?session=ID) within two ping intervals plus
-// SweepGrace.
+// Retry-After and the close a WebSocket would get), then Options.Identify
+// reads the request as it reads an upgrade (a refusal is 403, or 500, with
+// the close), then auth as the first frame would: {"token":"..."} is the
+// auth frame's ticket; a refused ticket is 401 (4001, expired) or 403
+// (4003) with the close, and no session. 200
+// {"session":ID,"intervalMs":N} makes a session: open its stream (GET
+// <mount>/sse?session=ID) within two ping intervals plus SweepGrace.
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	if s.corsPreflight(w, r) {
 		if r.Method != http.MethodOptions {
@@ -216,21 +217,33 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, http.StatusServiceUnavailable, "overloaded: try again later", d, protocol.CloseTryAgainLater, protocol.RetryAfterReason(d))
 		return
 	}
-	c, late := s.register(newHTTPTransport, r.RemoteAddr, ip)
+	id, refuseCode, refuseWhy := s.identify(r)
+	if refuseCode != 0 {
+		s.release(ip)
+		s.metrics.handshakeVia(outAuth, transportSSE)
+		status := http.StatusForbidden
+		if refuseCode == protocol.CloseInternalError {
+			status = http.StatusInternalServerError
+		}
+		writeRefusal(w, status, "refused: see close", 0, refuseCode, refuseWhy)
+		return
+	}
+	c, late := s.register(newHTTPTransport, r.RemoteAddr, ip, id)
 	if c == nil {
 		s.release(ip)
 		s.metrics.handshakeVia(outShutdown, transportSSE)
 		writeRefusal(w, http.StatusServiceUnavailable, "server shutting down: try again later", 0, protocol.CloseGoingAway, "server shutting down")
 		return
 	}
+	c.identified()
 	// The auth frame a WebSocket client sends first, through the same
 	// path (handle), before the session's reader starts.
-	if mode := s.opts.Auth; mode != AuthOff {
+	if mode := s.opts.Auth; mode != AuthOff && !c.closing.Load() {
 		if req.Token != nil {
 			c.handle(protocol.Encode(protocol.Message{Type: protocol.TypeAuth, Token: *req.Token}))
 		} else {
 			c.authChecked = true
-			if mode == AuthRequired {
+			if mode == AuthRequired && !c.byRequest {
 				c.closeAsync(protocol.CloseForbidden, "auth required")
 			}
 		}

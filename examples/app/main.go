@@ -5,7 +5,7 @@
 // it at http://127.0.0.1:8090.
 //
 //	go run ./examples/app [-addr 127.0.0.1:8090] [-static examples/app/web/dist]
-//	                      [-session-key-file F] [-tokens ticket|jwt] [-jwt-life 1m] [-hosts a,b]
+//	                      [-session-key-file F] [-tokens cookie|ticket|jwt] [-jwt-life 1m] [-hosts a,b]
 package main
 
 import (
@@ -39,7 +39,7 @@ func run(args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8090", "the address to listen on (loopback by default)")
 	static := fs.String("static", "examples/app/web/dist", "the built page (make app builds it)")
 	keyFile := fs.String("session-key-file", "", "a file of at least 32 bytes that signs the session cookies (default: a random key, so logins end with the process)")
-	tokens := fs.String("tokens", app.TokensTicket, "what the page's client authenticates with: ticket (wsready's, through the Authenticate hook) or jwt (HS256 JWTs the app mints)")
+	tokens := fs.String("tokens", app.TokensCookie, "what the page's client authenticates with: cookie (the session cookie on the upgrade, through the Identify hook; no token), ticket (wsready's, through the Authenticate hook) or jwt (HS256 JWTs the app mints)")
 	jwtLife := fs.Duration("jwt-life", time.Minute, "how long a JWT lives with -tokens jwt (above 0, at most 24h)")
 	hosts := fs.String("hosts", "", "comma-separated host names clients use besides loopback's")
 	if err := fs.Parse(args); err != nil {

@@ -20,7 +20,7 @@ func TestRunRefuses(t *testing.T) {
 		want string
 	}{
 		{[]string{"-static", t.TempDir()}, "failed to find the page"},
-		{[]string{"-static", dir, "-tokens", "cookie"}, `Tokens is "cookie"`},
+		{[]string{"-static", dir, "-tokens", "basic"}, `Tokens is "basic"`},
 		{[]string{"-static", dir, "-jwt-life", "5s"}, "-jwt-life is for -tokens jwt"},
 		{[]string{"-static", dir, "-tokens", "jwt", "-jwt-life", "0s"}, "JWTLife is 0s"},
 		{[]string{"-static", dir, "-session-key-file", short}, "SessionKey has 9 bytes"},

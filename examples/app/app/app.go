@@ -4,13 +4,16 @@
 // (issue 20, docs/app.md): its own login and session cookie, its own mux,
 // and wsready mounted at /realtime with the application's hooks.
 //
-//   - Who the user is: the session cookie. In ticket mode wsready's
-//     Authenticate hook reads it when the page asks /auth/token for a
-//     ticket; in JWT mode the app mints short-lived HS256 JWTs itself at
+//   - Who the user is: the session cookie. In cookie mode (the default)
+//     wsready's Identify hook reads it from the WebSocket upgrade itself
+//     and the page sends no token; in ticket mode wsready's Authenticate
+//     hook reads it when the page asks /auth/token for a ticket (pages of
+//     other origins do so in cookie mode too); in JWT mode the app mints short-lived HS256 JWTs itself at
 //     the same path and wsready verifies them (Options.JWT).
-//   - What a user may do: Authorize. Subscribe to its own user:<id>.*
-//     topics and to room:lobby (with its presence), publish to room:lobby,
-//     call cart.add and cart.get; everything else is forbidden.
+//   - What a user may do: Authorize (and AuthorizePublish). Subscribe to
+//     its own user:<id>.* topics and to room:lobby (with its presence),
+//     publish to room:lobby, call cart.add and cart.get; everything else
+//     is forbidden.
 //   - Methods: cart.add (params {sku, qty}) answers from the app's own
 //     state and publishes the new cart from Go to user:<id>.cart; its
 //     refusals are typed (invalid_qty, unknown_sku, cart_full). cart.get
@@ -48,8 +51,13 @@ const Lobby = "room:lobby"
 // after every change.
 func CartTopic(user string) string { return "user:" + user + ".cart" }
 
-// Token modes: who signs what the page hands the client.
+// Token modes: how the page's connection says who it is.
 const (
+	// TokensCookie: no token. The upgrade request carries the session
+	// cookie and wsready's Identify hook reads it, so the page gives the
+	// client no token hook. /auth/token still issues tickets, for a page
+	// of another origin (its requests carry no cookie of ours).
+	TokensCookie = "cookie"
 	// TokensTicket: wsready's own tickets, issued by Server.TicketHandler
 	// with the Authenticate hook reading the session cookie.
 	TokensTicket = "ticket"
@@ -66,7 +74,8 @@ type Config struct {
 	SessionKey []byte
 	// SessionLife is how long a login lasts. Default 12h.
 	SessionLife time.Duration
-	// Tokens is TokensTicket (the default when empty) or TokensJWT.
+	// Tokens is TokensCookie (the default when empty), TokensTicket or
+	// TokensJWT.
 	Tokens string
 	// JWTSecret signs the app's JWTs in JWT mode (HS256): at least 32
 	// bytes. Default: 32 random bytes made by New.
@@ -145,11 +154,11 @@ func New(cfg Config) (*App, error) {
 	}
 	switch cfg.Tokens {
 	case "":
-		cfg.Tokens = TokensTicket
+		cfg.Tokens = TokensCookie
 		fallthrough
-	case TokensTicket:
+	case TokensCookie, TokensTicket:
 		if cfg.JWTLife != 0 {
-			errs = append(errs, fmt.Errorf("JWTLife is %v in ticket mode: set Tokens to %q", cfg.JWTLife, TokensJWT))
+			errs = append(errs, fmt.Errorf("JWTLife is %v in %s mode: set Tokens to %q", cfg.JWTLife, cfg.Tokens, TokensJWT))
 		}
 	case TokensJWT:
 		if cfg.JWTLife <= 0 || cfg.JWTLife > 24*time.Hour {
@@ -161,7 +170,7 @@ func New(cfg Config) (*App, error) {
 			errs = append(errs, fmt.Errorf("JWTSecret has %d bytes: at least 32", len(cfg.JWTSecret)))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("Tokens is %q: it must be %q or %q", cfg.Tokens, TokensTicket, TokensJWT))
+		errs = append(errs, fmt.Errorf("Tokens is %q: it must be %q, %q or %q", cfg.Tokens, TokensCookie, TokensTicket, TokensJWT))
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("failed to configure the app: %w", errors.Join(errs...))
@@ -178,6 +187,10 @@ func New(cfg Config) (*App, error) {
 	opts := &server.Options{
 		AllowedHosts: cfg.AllowedHosts,
 		Authorize:    a.authorize,
+		// Publishing is on for the lobby; the same rules name it, and
+		// without AuthorizePublish every publish would be refused.
+		Publish:          true,
+		AuthorizePublish: a.authorize,
 		Methods: map[string]server.Method{
 			"cart.add": a.cartAdd,
 			"cart.get": a.cartGet,
@@ -188,6 +201,9 @@ func New(cfg Config) (*App, error) {
 		opts.JWT = &server.JWTOptions{HS256Secret: cfg.JWTSecret, Issuer: jwtIssuer, Audience: jwtAudience}
 	} else {
 		opts.Authenticate = a.authenticate
+	}
+	if cfg.Tokens == TokensCookie {
+		opts.Identify = a.identify
 	}
 	srv, err := server.New(opts)
 	if err != nil {
@@ -269,10 +285,23 @@ func (a *App) authenticate(r *http.Request) (server.Identity, error) {
 	return server.Identity{User: user}, nil
 }
 
-// authorize is wsready's Authorize hook: a user's own user:<id>.* topics
-// and the lobby to subscribe to, the lobby's presence, the lobby to publish
-// to, the cart's methods to call; nothing else. It runs on the connection's
-// reader, so it only compares strings.
+// identify is wsready's Identify hook (cookie mode): the session cookie on
+// the upgrade (or the HTTP transport's session request) says who connects.
+// Without a valid one it names no one, and wsready asks for a token (Auth
+// is required by default): a ticket from /auth/token, or the connection is
+// closed with 4003.
+func (a *App) identify(r *http.Request) (server.Identity, error) {
+	user, ok := a.sess.user(r, time.Now())
+	if !ok {
+		return server.Identity{}, nil
+	}
+	return server.Identity{User: user}, nil
+}
+
+// authorize is wsready's Authorize and AuthorizePublish hook: a user's own
+// user:<id>.* topics and the lobby to subscribe to, the lobby's presence,
+// the lobby to publish to, the cart's methods to call; nothing else. It
+// runs on the connection's reader, so it only compares strings.
 func (a *App) authorize(_ context.Context, id server.Identity, act server.Action) error {
 	if id.Anonymous() {
 		return &server.Error{Code: "forbidden", Message: "sign in first"}

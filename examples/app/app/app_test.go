@@ -11,12 +11,15 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
@@ -535,7 +538,7 @@ func TestConfigRefused(t *testing.T) {
 	for _, cfg := range []app.Config{
 		{SessionKey: []byte("short")},
 		{SessionLife: -time.Second},
-		{Tokens: "cookie"},
+		{Tokens: "basic"},
 		{Tokens: app.TokensJWT},
 		{Tokens: app.TokensJWT, JWTLife: 25 * time.Hour},
 		{Tokens: app.TokensJWT, JWTLife: time.Minute, JWTSecret: []byte("short")},
@@ -545,5 +548,71 @@ func TestConfigRefused(t *testing.T) {
 			a.Close()
 			t.Errorf("New(%+v) accepted", cfg)
 		}
+	}
+}
+
+// Cookie mode (the default): the WebSocket upgrade's session cookie says
+// who connects, through wsready's Identify hook; no token is sent. Through
+// the real server with the cookie the app's login set: the welcome names
+// the user, its own cart topic is served and another's refused; without a
+// cookie (and no ticket) nothing is served.
+func TestCookieModeNeedsNoToken(t *testing.T) {
+	_, hs := start(t, app.Config{})
+	u := login(t, hs.URL, "alice")
+	wsURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/realtime"
+	base, _ := url.Parse(hs.URL)
+	hdr := http.Header{}
+	for _, c := range u.hc.Jar.Cookies(base) {
+		hdr.Add("Cookie", c.String())
+	}
+	if len(hdr) == 0 {
+		t.Fatal("the login set no cookie")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	read := func(ws *websocket.Conn, typ string) map[string]any {
+		t.Helper()
+		for {
+			var m map[string]any
+			if err := wsjson.Read(ctx, ws, &m); err != nil {
+				t.Fatalf("waiting for %s: %v", typ, err)
+			}
+			if m["type"] == typ {
+				return m
+			}
+		}
+	}
+	ws, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if w := read(ws, "welcome"); w["user"] != "alice" {
+		t.Fatalf("welcome %v, want alice", w)
+	}
+	wsjson.Write(ctx, ws, map[string]string{"type": "subscribe", "topic": app.CartTopic("alice")})
+	if m := read(ws, "subscribed"); m["topic"] != app.CartTopic("alice") {
+		t.Fatalf("subscribed %v", m)
+	}
+	wsjson.Write(ctx, ws, map[string]string{"type": "subscribe", "topic": app.CartTopic("bob")})
+	if m := read(ws, "error"); m["topic"] != app.CartTopic("bob") || m["code"] != "forbidden" {
+		t.Fatalf("bob's cart: %v", m)
+	}
+
+	anon, _, err := websocket.Dial(ctx, wsURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.CloseNow()
+	wsjson.Write(ctx, anon, map[string]string{"type": "subscribe", "topic": app.Lobby})
+	var m map[string]any
+	for err == nil {
+		err = wsjson.Read(ctx, anon, &m)
+		if err == nil && m["type"] == "welcome" {
+			t.Fatalf("served without a cookie or a token: %v", m)
+		}
+	}
+	if code := websocket.CloseStatus(err); code != 4003 {
+		t.Fatalf("without a cookie: %v, want 4003", err)
 	}
 }

@@ -31,11 +31,15 @@ func main() {
 				return call.Params, nil // json.RawMessage: sent as it is
 			},
 		},
-		Authorize: func(ctx context.Context, id server.Identity, a server.Action) error {
-			if a.Kind == server.ActPublish && id.Anonymous() { // a hook decides publishing too
-				return &server.Error{Code: "sign_in", Message: "sign in to post"}
+		// Subscribes and requests: anyone (an Authorize hook would decide).
+		// Publishes: on, but only where AuthorizePublish allows; Authorize
+		// is never asked about them.
+		Publish: true,
+		AuthorizePublish: func(ctx context.Context, id server.Identity, a server.Action) error {
+			if id.Anonymous() || a.Topic != "notes."+id.User { // each signed-in user posts to its own topic
+				return &server.Error{Code: "forbidden", Message: "post to your own notes topic"}
 			}
-			return nil // subscribe and request
+			return nil
 		},
 	})
 	if err != nil {

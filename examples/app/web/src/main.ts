@@ -1,7 +1,8 @@
 // The example shop's page (docs/app.md): it signs in with the app's own
-// login, connects to wsready at /realtime with a token from the app's
-// /auth/token (a wsready ticket, or the app's JWT), subscribes to the user's
-// private cart topic and to the lobby with its presence, and calls cart.add.
+// login, connects to wsready at /realtime (its session cookie says who it
+// is, or a token from the app's /auth/token: a wsready ticket, or the
+// app's JWT), subscribes to the user's private cart topic and to the lobby
+// with its presence, and calls cart.add.
 // window.appState is what the browser suite (e2e/app_test.go) reads;
 // window.app holds the actions it drives.
 import { connect, WsreadyError } from 'wsready';
@@ -222,9 +223,11 @@ async function start(): Promise<void> {
     // The connection carries this user's identity: one per page, not shared
     // between tabs (tabs: true would share one tab's among them).
     tabs: false,
-    // Before every dial: a ticket (or the app's JWT) for the session cookie.
-    // force: the last one expired (4001); this one is fetched fresh anyway.
-    token: async ({ force }) => {
+    // Cookie mode: no token; the upgrade carries the session cookie and the
+    // server's Identify hook reads it. Otherwise, before every dial: a
+    // ticket (or the app's JWT) for the session cookie. force: the last
+    // one expired (4001); this one is fetched fresh anyway.
+    token: me.tokens === 'cookie' ? undefined : async ({ force }) => {
       state.tokenCalls++;
       if (force) state.tokenForced++;
       const t = await postJSON('/auth/token', {});
