@@ -24,7 +24,7 @@ const (
 	ActSubscribe ActionKind = "subscribe" // Action.Topic
 	ActPublish   ActionKind = "publish"   // Action.Topic; asked of AuthorizePublish, never of Authorize
 	ActRequest   ActionKind = "request"   // Action.Method
-	ActPresence  ActionKind = "presence"  // Action.Topic: read who is subscribed
+	ActPresence  ActionKind = "presence"  // Action.Topic: read who is subscribed (asked after ActSubscribe of the same topic allowed)
 )
 
 // Action is one thing a client asks to do, for Options.Authorize (or, a

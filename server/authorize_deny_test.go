@@ -55,3 +55,19 @@ func TestPublishOffRefusesEvenWithAPermissiveHook(t *testing.T) {
 		t.Fatalf("publish with publishing off and a permissive hook: %+v, want forbidden", m)
 	}
 }
+
+// A hook written for subscribes keeps a private topic's members private:
+// bob, who may not join user.alice, may not ask who is in it either.
+func TestASubscribeHookKeepsAPrivateTopicsPresencePrivate(t *testing.T) {
+	f := newFixture(t, &Options{Auth: AuthOptional, IssueTickets: true, Authorize: subscribeRules})
+	alice, bob := f.dialAs(t, "alice"), f.dialAs(t, "bob")
+	alice.join("user.alice", true)
+	bob.send(protocol.Message{Type: protocol.TypeRequest, ID: 1, Method: protocol.MethodPresence, Params: []byte(`{"topic":"user.alice"}`)})
+	if m := bob.response(1, 2*time.Second); m.Error == nil || m.Error.Code != protocol.ErrForbidden {
+		t.Fatalf("bob's presence request for user.alice: %+v, want forbidden", m)
+	}
+	alice.send(protocol.Message{Type: protocol.TypeRequest, ID: 1, Method: protocol.MethodPresence, Params: []byte(`{"topic":"user.alice"}`)})
+	if m := alice.response(1, 2*time.Second); m.Error != nil || !strings.Contains(string(m.Result), `"alice"`) {
+		t.Fatalf("alice's presence request for her own topic: %+v, want her in it", m)
+	}
+}

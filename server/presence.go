@@ -301,7 +301,9 @@ func encodePresence(res protocol.PresenceResult) json.RawMessage {
 }
 
 // presenceRequest answers the wsready.presence request: params
-// {"topic": T}, Authorize's ActPresence, then the table.
+// {"topic": T}, Authorize's ActSubscribe and then ActPresence for T, then
+// the table. Who may not join a topic may not see who is in it: a hook
+// written for subscribes keeps a private topic's members private too.
 func (c *conn) presenceRequest(params json.RawMessage) (json.RawMessage, *protocol.ErrorBody) {
 	var q protocol.PresenceParams
 	if params == nil || json.Unmarshal(params, &q) != nil {
@@ -309,6 +311,9 @@ func (c *conn) presenceRequest(params json.RawMessage) (json.RawMessage, *protoc
 	}
 	if !protocol.ValidTopic(q.Topic) {
 		return nil, &protocol.ErrorBody{Code: protocol.ErrInvalidTopic, Message: protocol.TopicRule}
+	}
+	if e := c.authorize(c.ctx, Action{Kind: ActSubscribe, Topic: q.Topic}); e != nil {
+		return nil, e
 	}
 	if e := c.authorize(c.ctx, Action{Kind: ActPresence, Topic: q.Topic}); e != nil {
 		return nil, e
