@@ -53,6 +53,10 @@ func (id Identity) Validate() error {
 		// possibly past its bound.
 		return bad("user and tenant are UTF-8 text")
 	}
+	if !identityText(id.User) || !identityText(id.Tenant) {
+		// A NUL or a newline in a name forges another name or a log line.
+		return bad("user and tenant hold no control character")
+	}
 	if id.User == "" && (id.Tenant != "" || len(id.Claims) > 0) {
 		return bad("a tenant or claims need a user")
 	}

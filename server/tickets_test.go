@@ -291,3 +291,17 @@ func TestRejectionsCountAgainstTheTicketsUser(t *testing.T) {
 		t.Fatalf("auth stats %+v: want bob's 3 rejections and 1 backstop", st)
 	}
 }
+
+// An Identity whose user or tenant holds a control character is refused,
+// whoever makes it (the ticket endpoint's Authenticate, Identify): a NUL
+// or a newline in a name forges another name or a log line.
+func TestIdentityRefusesControlCharacters(t *testing.T) {
+	for _, id := range []Identity{{User: "al\x00ice"}, {User: "bob\nINFO forged"}, {User: "carol", Tenant: "t\x7f"}, {User: "dave\u0085"}} {
+		if err := id.Validate(); !errors.Is(err, ErrBadIdentity) {
+			t.Errorf("Validate(%q, %q) = %v, want ErrBadIdentity", id.User, id.Tenant, err)
+		}
+	}
+	if err := (Identity{User: "ünïcødé 用户", Tenant: "t/ω"}).Validate(); err != nil {
+		t.Errorf("a name in any script: %v", err)
+	}
+}
