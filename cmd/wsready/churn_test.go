@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -87,11 +86,11 @@ func (c *churnCounts) note(m protocol.Message) {
 }
 
 func runChurn(t *testing.T, n *node, ns *proc) {
-	idle := vmRSS(t, n.proc)
+	idle := procRSS(t, n.proc)
 	idleG := goroutines(t, n.addr)
 	var idleNATS int64
 	if ns != nil {
-		idleNATS = vmRSS(t, ns)
+		idleNATS = procRSS(t, ns)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), churnFor())
 	defer cancel()
@@ -107,10 +106,10 @@ func runChurn(t *testing.T, n *node, ns *proc) {
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
-			most = max(most, vmRSS(t, n.proc))
+			most = max(most, procRSS(t, n.proc))
 			mostG = max(mostG, goroutines(t, n.addr))
 			if ns != nil {
-				mostNATS = max(mostNATS, vmRSS(t, ns))
+				mostNATS = max(mostNATS, procRSS(t, ns))
 			}
 		}
 	}
@@ -219,26 +218,10 @@ func churnRead(ctx context.Context, ws *websocket.Conn, counts *churnCounts, n i
 	return true
 }
 
-// vmRSS is the process's resident set, in bytes.
-func vmRSS(t *testing.T, p *proc) int64 {
+// procRSS is p's resident set, in bytes (vmRSS, httpmem_test.go).
+func procRSS(t *testing.T, p *proc) int64 {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		t.Fatalf("wsready %s: %v", p.what, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
-	return 0
+	return vmRSS(t, p.cmd.Process.Pid)
 }
 
 // goroutines is go_goroutines from the node's /metrics.
