@@ -141,7 +141,9 @@ func TestJetStreamDownLogsOneLineWhenItFailsAndOneWhenItRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, MaxTopics: 256, HistoryTimeout: time.Second})
+	// SubscribeRate high: the test counts the backend's refusals, not the
+	// rate limiter's (its own test is TestSubscribeChurnIsRateLimitedPerConnection).
+	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, MaxTopics: 256, HistoryTimeout: time.Second, SubscribeRate: 1e6, SubscribeBurst: 1000})
 	var logs logBuf
 	f.srv.log = logs.logger()
 	p := f.dial()
