@@ -40,6 +40,20 @@ import (
 // trace event only with Config.Trace (the JS wrapper always asks for
 // events); without it a taken topic is relayed with the next announce.
 //
+// The leader relays updates only while it knows a follower (one whose
+// announce it heard and that has not said goodbye nor been forgotten): a
+// tab alone posts none, where each post cost about 150 us of the main
+// thread per update (docs/browser-bench.md). A follower announces itself
+// at its start, on a new leader's "lead" and whenever its topics change,
+// each topic with its cursor. The leader keeps its last relayKeep updates
+// (at most relayKeepBytes of data), marking those it posted; on a
+// follower's announce it posts the unposted ones of each topic past that
+// follower's cursor, in order, so a follower that joins a leader that was
+// alone (a handover: the old leader steps down, or a tab that resumes
+// from its session's cursor) gets every update after its cursor, no gap.
+// Past what the leader kept, the follower's core counts the gap as missed
+// (topics() and stats), as it would for a lost message.
+//
 // Leader loss. A closed or crashed leader tab releases its lock, and the
 // next tab's pending request is granted. A frozen or hung one keeps it, so
 // the leader broadcasts a heartbeat (bridge.Heartbeat, and with any other
@@ -100,7 +114,29 @@ type tabs struct {
 	refused    map[string]string
 	answersDue bool
 	told       map[string]string
+
+	// The leader's last updates (see above): a ring of kept[head],
+	// kept[head+1]... (mod relayKeep), n of them, keptBytes of data.
+	kept      []keptUpdate
+	keptHead  int
+	keptN     int
+	keptBytes int
 }
+
+// keptUpdate is one update the leader delivered, and whether it was posted
+// to the other tabs.
+type keptUpdate struct {
+	u      client.Update
+	posted bool
+}
+
+// The bounds of the leader's kept updates: 1,024 updates, 256 KiB of
+// their data (an update of more is not kept: a follower past its cursor
+// sees a gap instead).
+const (
+	relayKeep      = 1024
+	relayKeepBytes = 256 << 10
+)
 
 // taken is told's word for a topic the leader's connection took (no error
 // code is "+": protocol.ValidErrorCode).
@@ -290,6 +326,7 @@ func (t *tabs) granted(g int, resolve safejs.Value, now time.Time) {
 	t.maxTerm++
 	t.term, t.leaderID, t.leaderTerm = t.maxTerm, t.id, t.maxTerm
 	t.remote.Reset()
+	t.forget()
 	t.post("lead", nil)
 	t.d.event("leader", 0, "this tab leads the tabs of "+t.name+" (term "+strconv.FormatUint(t.term, 10)+")")
 	t.d.core.BecameLeader(now)
@@ -329,6 +366,7 @@ func (t *tabs) stepDown(now time.Time, why string) {
 		t.release = safejs.Undefined()
 	}
 	t.remote.Reset()
+	t.forget()
 	t.lastBeat = now
 	// The new leader's answers are what counts now.
 	t.told, t.refused = map[string]string{}, map[string]string{}
@@ -482,6 +520,7 @@ func (t *tabs) handle(m tabMsg, now time.Time) {
 			if isNew {
 				t.state(d.core.State())
 			}
+			t.catchUp(m.subs)
 			t.postAnswers() // what it wants may have been answered before it asked
 		}
 	case "bye":
@@ -556,8 +595,55 @@ func (t *tabs) state(st client.State) {
 	t.post("s", bridge.LeaderStateValue(st))
 }
 func (t *tabs) update(u client.Update) {
-	v := bridge.UpdateValue(u)
-	t.post("u", v)
+	posted := t.remote.Len() > 0 // a follower hears it
+	if posted {
+		t.post("u", bridge.UpdateValue(u))
+	}
+	t.keep(u, posted)
+}
+
+// keep adds u to the leader's kept updates, dropping the oldest past the
+// bounds.
+func (t *tabs) keep(u client.Update, posted bool) {
+	if len(u.Data) > relayKeepBytes {
+		t.forget()
+		return
+	}
+	if t.kept == nil {
+		t.kept = make([]keptUpdate, relayKeep)
+	}
+	for t.keptN > 0 && (t.keptN == relayKeep || t.keptBytes+len(u.Data) > relayKeepBytes) {
+		old := &t.kept[t.keptHead]
+		t.keptBytes -= len(old.u.Data)
+		*old = keptUpdate{}
+		t.keptHead = (t.keptHead + 1) % relayKeep
+		t.keptN--
+	}
+	t.kept[(t.keptHead+t.keptN)%relayKeep] = keptUpdate{u: u, posted: posted}
+	t.keptN++
+	t.keptBytes += len(u.Data)
+}
+
+// forget drops the kept updates (a tab that stops leading: the next leader
+// keeps its own).
+func (t *tabs) forget() {
+	t.kept, t.keptHead, t.keptN, t.keptBytes = nil, 0, 0, 0
+}
+
+// catchUp posts, in order, the kept updates no follower heard of each
+// topic subs gives a cursor for, past that cursor: a follower announcing
+// its cursor to a leader that was alone gets what it missed.
+func (t *tabs) catchUp(subs map[string]bridge.TabSub) {
+	for i := range t.keptN {
+		k := &t.kept[(t.keptHead+i)%relayKeep]
+		if k.posted {
+			continue
+		}
+		if s, ok := subs[k.u.Topic]; ok && s.HasSince && k.u.Seq > s.Since {
+			t.post("u", bridge.UpdateValue(k.u))
+			k.posted = true
+		}
+	}
 }
 func (t *tabs) presence(p client.PresenceEvent) { t.post("p", bridge.PresenceValue(p)) }
 func (t *tabs) lost(l client.ContinuityLost) {
