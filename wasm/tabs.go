@@ -45,14 +45,14 @@ import (
 // tab alone posts none, where each post cost about 150 us of the main
 // thread per update (docs/browser-bench.md). A follower announces itself
 // at its start, on a new leader's "lead" and whenever its topics change,
-// each topic with its cursor. The leader keeps its last relayKeep updates
-// (at most relayKeepBytes of data), marking those it posted; on a
-// follower's announce it posts the unposted ones of each topic past that
-// follower's cursor, in order, so a follower that joins a leader that was
-// alone (a handover: the old leader steps down, or a tab that resumes
-// from its session's cursor) gets every update after its cursor, no gap.
-// Past what the leader kept, the follower's core counts the gap as missed
-// (topics() and stats), as it would for a lost message.
+// each topic with its cursor. The leader keeps the updates it posted to no
+// tab (the last relayKeep, at most relayKeepBytes of data); on a
+// follower's announce it posts those of each topic past that follower's
+// cursor, in order, and forgets them, so a follower that joins a leader
+// that was alone (a handover: the old leader steps down, or a tab that
+// resumes from its session's cursor) gets every update after its cursor,
+// no gap. Past what the leader kept, the follower's core counts the gap as
+// missed (topics() and stats), as it would for a lost message.
 //
 // Leader loss. A closed or crashed leader tab releases its lock, and the
 // next tab's pending request is granted. A frozen or hung one keeps it, so
@@ -115,24 +115,15 @@ type tabs struct {
 	answersDue bool
 	told       map[string]string
 
-	// The leader's last updates (see above): a ring of kept[head],
-	// kept[head+1]... (mod relayKeep), n of them, keptBytes of data.
-	kept      []keptUpdate
-	keptHead  int
-	keptN     int
+	// The updates the leader delivered and posted to no tab (see above),
+	// oldest first, and the bytes of their data.
+	kept      []client.Update
 	keptBytes int
 }
 
-// keptUpdate is one update the leader delivered, and whether it was posted
-// to the other tabs.
-type keptUpdate struct {
-	u      client.Update
-	posted bool
-}
-
 // The bounds of the leader's kept updates: 1,024 updates, 256 KiB of
-// their data (an update of more is not kept: a follower past its cursor
-// sees a gap instead).
+// their data (past them the older half goes; an update of more than 256
+// KiB is not kept: a follower past its cursor sees a gap instead).
 const (
 	relayKeep      = 1024
 	relayKeepBytes = 256 << 10
@@ -326,7 +317,7 @@ func (t *tabs) granted(g int, resolve safejs.Value, now time.Time) {
 	t.maxTerm++
 	t.term, t.leaderID, t.leaderTerm = t.maxTerm, t.id, t.maxTerm
 	t.remote.Reset()
-	t.forget()
+	t.kept, t.keptBytes = nil, 0 // what it kept when it last led is old
 	t.post("lead", nil)
 	t.d.event("leader", 0, "this tab leads the tabs of "+t.name+" (term "+strconv.FormatUint(t.term, 10)+")")
 	t.d.core.BecameLeader(now)
@@ -366,7 +357,6 @@ func (t *tabs) stepDown(now time.Time, why string) {
 		t.release = safejs.Undefined()
 	}
 	t.remote.Reset()
-	t.forget()
 	t.lastBeat = now
 	// The new leader's answers are what counts now.
 	t.told, t.refused = map[string]string{}, map[string]string{}
@@ -595,55 +585,39 @@ func (t *tabs) state(st client.State) {
 	t.post("s", bridge.LeaderStateValue(st))
 }
 func (t *tabs) update(u client.Update) {
-	posted := t.remote.Len() > 0 // a follower hears it
-	if posted {
+	if t.remote.Len() > 0 { // a follower hears it
 		t.post("u", bridge.UpdateValue(u))
-	}
-	t.keep(u, posted)
-}
-
-// keep adds u to the leader's kept updates, dropping the oldest past the
-// bounds.
-func (t *tabs) keep(u client.Update, posted bool) {
-	if len(u.Data) > relayKeepBytes {
-		t.forget()
 		return
 	}
-	if t.kept == nil {
-		t.kept = make([]keptUpdate, relayKeep)
-	}
-	for t.keptN > 0 && (t.keptN == relayKeep || t.keptBytes+len(u.Data) > relayKeepBytes) {
-		old := &t.kept[t.keptHead]
-		t.keptBytes -= len(old.u.Data)
-		*old = keptUpdate{}
-		t.keptHead = (t.keptHead + 1) % relayKeep
-		t.keptN--
-	}
-	t.kept[(t.keptHead+t.keptN)%relayKeep] = keptUpdate{u: u, posted: posted}
-	t.keptN++
+	// Kept for a follower that announces a cursor before it; past the
+	// bounds the older half goes (one copy per relayKeep/2 updates).
+	t.kept = append(t.kept, u)
 	t.keptBytes += len(u.Data)
-}
-
-// forget drops the kept updates (a tab that stops leading: the next leader
-// keeps its own).
-func (t *tabs) forget() {
-	t.kept, t.keptHead, t.keptN, t.keptBytes = nil, 0, 0, 0
-}
-
-// catchUp posts, in order, the kept updates no follower heard of each
-// topic subs gives a cursor for, past that cursor: a follower announcing
-// its cursor to a leader that was alone gets what it missed.
-func (t *tabs) catchUp(subs map[string]bridge.TabSub) {
-	for i := range t.keptN {
-		k := &t.kept[(t.keptHead+i)%relayKeep]
-		if k.posted {
-			continue
-		}
-		if s, ok := subs[k.u.Topic]; ok && s.HasSince && k.u.Seq > s.Since {
-			t.post("u", bridge.UpdateValue(k.u))
-			k.posted = true
+	for len(t.kept) > relayKeep || t.keptBytes > relayKeepBytes {
+		t.kept = append(t.kept[:0], t.kept[(len(t.kept)+1)/2:]...)
+		t.keptBytes = 0
+		for _, k := range t.kept {
+			t.keptBytes += len(k.Data)
 		}
 	}
+}
+
+// catchUp posts, in order, the kept updates of each topic subs gives a
+// cursor for, past that cursor, and forgets them (every follower has them
+// now): a follower announcing its cursor to a leader that was alone gets
+// what it missed.
+func (t *tabs) catchUp(subs map[string]bridge.TabSub) {
+	rest := t.kept[:0]
+	for _, u := range t.kept {
+		if s, ok := subs[u.Topic]; ok && s.HasSince && u.Seq > s.Since {
+			t.post("u", bridge.UpdateValue(u))
+			t.keptBytes -= len(u.Data)
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	clear(t.kept[len(rest):])
+	t.kept = rest
 }
 func (t *tabs) presence(p client.PresenceEvent) { t.post("p", bridge.PresenceValue(p)) }
 func (t *tabs) lost(l client.ContinuityLost) {

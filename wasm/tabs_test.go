@@ -677,3 +677,27 @@ func TestTabsRelayOnlyWhileAFollowerExists(t *testing.T) {
 		t.Fatalf("the leader posted %d updates, want 3: none once the follower left", n)
 	}
 }
+
+// What a leader alone keeps for a follower's catch-up is bounded in count
+// and bytes, the newest kept.
+func TestTabsKeptUpdatesAreBounded(t *testing.T) {
+	var tb tabs
+	small, big := []byte(`{"v":1}`), []byte(`"`+strings.Repeat("x", protocol.MaxFrameBytes-100)+`"`)
+	for i := range 5000 {
+		data := small
+		if i%500 == 0 {
+			data = big
+		}
+		tb.update(client.Update{Topic: "feed", Seq: int64(i + 1), Data: data})
+		sum := 0
+		for _, u := range tb.kept {
+			sum += len(u.Data)
+		}
+		if len(tb.kept) > relayKeep || sum > relayKeepBytes || sum != tb.keptBytes {
+			t.Fatalf("after %d updates: %d kept, %d bytes (counted %d)", i+1, len(tb.kept), sum, tb.keptBytes)
+		}
+	}
+	if n := len(tb.kept); n == 0 || tb.kept[n-1].Seq != 5000 {
+		t.Fatalf("the newest is not kept: %d kept", n)
+	}
+}
