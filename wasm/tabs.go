@@ -52,7 +52,10 @@ import (
 // that was alone (a handover: the old leader steps down, or a tab that
 // resumes from its session's cursor) gets every update after its cursor,
 // no gap. Past what the leader kept, the follower's core counts the gap as
-// missed (topics() and stats), as it would for a lost message.
+// missed (topics() and stats), as it would for a lost message; so does a
+// second follower whose cursor is behind the first one's when both catch
+// up (the first catch-up's updates reach it first: a handover's followers
+// normally share one cursor, the last update the old leader relayed).
 //
 // Leader loss. A closed or crashed leader tab releases its lock, and the
 // next tab's pending request is granted. A frozen or hung one keeps it, so
