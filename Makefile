@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure storm npm example clean
+.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure bench-browser storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
@@ -198,6 +198,23 @@ jitter:
 
 measure: build chromium
 	cd e2e && WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
+
+# The browser client beside centrifuge-js (npm's centrifuge, installed into
+# build/browserbench, never committed) in one headless Chromium, each
+# against its own server on loopback (wsready's demo server; the centrifuge
+# server of cmd/wsready-bench/centrifuge), cold loads, alternating:
+# docs/browser-bench.md. BROWSER_BENCH_RATES, _RUNS and _WINDOW set the
+# updates a second, the runs per client and the window (about 3 minutes per
+# rate at 3 runs of 20 s). The tables go to build/browserbench/results.md.
+BROWSER_BENCH_RATES ?= 200,1000
+BROWSER_BENCH_RUNS ?= 3
+BROWSER_BENCH_WINDOW ?= 20s
+bench-browser: build chromium
+	@command -v npm >/dev/null || { echo "make bench-browser needs Node.js with npm (the machine image has them)"; exit 1; }
+	mkdir -p build/browserbench
+	npm install --prefix build/browserbench --silent --no-save --no-package-lock --no-audit --no-fund centrifuge@5.7.4
+	cd e2e && WSREADY_BROWSER_BENCH=1 WSREADY_BROWSER_BENCH_RATES=$(BROWSER_BENCH_RATES) WSREADY_BROWSER_BENCH_RUNS=$(BROWSER_BENCH_RUNS) \
+	  WSREADY_BROWSER_BENCH_WINDOW=$(BROWSER_BENCH_WINDOW) $(GO) test -count=1 -timeout 60m -run TestBrowserBench -v .
 
 # What a release publishes, built here (publishing happens on the public
 # host: .github/workflows/release.yml): dist/ gets the npm tarball, the

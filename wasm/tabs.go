@@ -40,6 +40,23 @@ import (
 // trace event only with Config.Trace (the JS wrapper always asks for
 // events); without it a taken topic is relayed with the next announce.
 //
+// The leader relays updates only while it knows a follower (one whose
+// announce it heard and that has not said goodbye nor been forgotten): a
+// tab alone posts none, where each post cost about 150 us of the main
+// thread per update (docs/browser-bench.md). A follower announces itself
+// at its start, on a new leader's "lead" and whenever its topics change,
+// each topic with its cursor. The leader keeps the updates it posted to no
+// tab (the last relayKeep, at most relayKeepBytes of data); on a
+// follower's announce it posts those of each topic past that follower's
+// cursor, in order, and forgets them, so a follower that joins a leader
+// that was alone (a handover: the old leader steps down, or a tab that
+// resumes from its session's cursor) gets every update after its cursor,
+// no gap. Past what the leader kept, the follower's core counts the gap as
+// missed (topics() and stats), as it would for a lost message; so does a
+// second follower whose cursor is behind the first one's when both catch
+// up (the first catch-up's updates reach it first: a handover's followers
+// normally share one cursor, the last update the old leader relayed).
+//
 // Leader loss. A closed or crashed leader tab releases its lock, and the
 // next tab's pending request is granted. A frozen or hung one keeps it, so
 // the leader broadcasts a heartbeat (bridge.Heartbeat, and with any other
@@ -100,7 +117,20 @@ type tabs struct {
 	refused    map[string]string
 	answersDue bool
 	told       map[string]string
+
+	// The updates the leader delivered and posted to no tab (see above),
+	// oldest first, and the bytes of their data.
+	kept      []client.Update
+	keptBytes int
 }
+
+// The bounds of the leader's kept updates: 1,024 updates, 256 KiB of
+// their data (past them the older half goes; an update of more than 256
+// KiB is not kept: a follower past its cursor sees a gap instead).
+const (
+	relayKeep      = 1024
+	relayKeepBytes = 256 << 10
+)
 
 // taken is told's word for a topic the leader's connection took (no error
 // code is "+": protocol.ValidErrorCode).
@@ -290,6 +320,7 @@ func (t *tabs) granted(g int, resolve safejs.Value, now time.Time) {
 	t.maxTerm++
 	t.term, t.leaderID, t.leaderTerm = t.maxTerm, t.id, t.maxTerm
 	t.remote.Reset()
+	t.kept, t.keptBytes = nil, 0 // what it kept when it last led is old
 	t.post("lead", nil)
 	t.d.event("leader", 0, "this tab leads the tabs of "+t.name+" (term "+strconv.FormatUint(t.term, 10)+")")
 	t.d.core.BecameLeader(now)
@@ -482,6 +513,7 @@ func (t *tabs) handle(m tabMsg, now time.Time) {
 			if isNew {
 				t.state(d.core.State())
 			}
+			t.catchUp(m.subs)
 			t.postAnswers() // what it wants may have been answered before it asked
 		}
 	case "bye":
@@ -556,8 +588,39 @@ func (t *tabs) state(st client.State) {
 	t.post("s", bridge.LeaderStateValue(st))
 }
 func (t *tabs) update(u client.Update) {
-	v := bridge.UpdateValue(u)
-	t.post("u", v)
+	if t.remote.Len() > 0 { // a follower hears it
+		t.post("u", bridge.UpdateValue(u))
+		return
+	}
+	// Kept for a follower that announces a cursor before it; past the
+	// bounds the older half goes (one copy per relayKeep/2 updates).
+	t.kept = append(t.kept, u)
+	t.keptBytes += len(u.Data)
+	for len(t.kept) > relayKeep || t.keptBytes > relayKeepBytes {
+		t.kept = append(t.kept[:0], t.kept[(len(t.kept)+1)/2:]...)
+		t.keptBytes = 0
+		for _, k := range t.kept {
+			t.keptBytes += len(k.Data)
+		}
+	}
+}
+
+// catchUp posts, in order, the kept updates of each topic subs gives a
+// cursor for, past that cursor, and forgets them (every follower has them
+// now): a follower announcing its cursor to a leader that was alone gets
+// what it missed.
+func (t *tabs) catchUp(subs map[string]bridge.TabSub) {
+	rest := t.kept[:0]
+	for _, u := range t.kept {
+		if s, ok := subs[u.Topic]; ok && s.HasSince && u.Seq > s.Since {
+			t.post("u", bridge.UpdateValue(u))
+			t.keptBytes -= len(u.Data)
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	clear(t.kept[len(rest):])
+	t.kept = rest
 }
 func (t *tabs) presence(p client.PresenceEvent) { t.post("p", bridge.PresenceValue(p)) }
 func (t *tabs) lost(l client.ContinuityLost) {

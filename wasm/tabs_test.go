@@ -135,6 +135,12 @@ func (tb *tab) got() (updates, pres []string) {
 // default) with topic feed, its callbacks recording into the tab.
 func openTab(t *testing.T) *tab {
 	t.Helper()
+	return openTabWith(t, fakeGetter{"url": "ws://tabs.test/ws", "topic": "feed"})
+}
+
+// openTabWith is openTab with other options.
+func openTabWith(t *testing.T, opts fakeGetter) *tab {
+	t.Helper()
 	tb := &tab{}
 	cb := func(fn func(v safejs.Value)) safejs.Value {
 		f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
@@ -151,11 +157,11 @@ func openTab(t *testing.T) *tab {
 		tb.funcs = append(tb.funcs, f)
 		return f.Value()
 	}
-	o, err := bridge.ParseOptions(fakeGetter{"url": "ws://tabs.test/ws", "topic": "feed"})
+	o, err := bridge.ParseOptions(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.Tabs {
+	if _, set := opts["tabs"]; !set && !o.Tabs {
 		t.Fatal("tabs is off by default")
 	}
 	d, err := newDriver(o, callbacks{
@@ -609,5 +615,89 @@ func TestTabsUnsupported(t *testing.T) {
 	waitFor(t, "their states", func() bool { return a.last()["tabs"] == "unsupported" && b.last()["tabs"] == "unsupported" })
 	if a.last()["leader"] != false || a.last()["follower"] != false {
 		t.Fatalf("%v", a.last())
+	}
+}
+
+// A leader alone posts no update to the other tabs (each post is main-thread
+// work for nobody). A follower that announces its cursor gets the updates
+// past it the leader delivered meanwhile, in order, then every update; once
+// it says goodbye the leader posts none again.
+func TestTabsRelayOnlyWhileAFollowerExists(t *testing.T) {
+	fakeWebSocket(t)
+	fakeTabs(t)
+	js(t, nil, `const post = BroadcastChannel.prototype.postMessage;
+		globalThis.__kinds = [];
+		BroadcastChannel.prototype.postMessage = function (d) { globalThis.__kinds.push(d.k); return post.call(this, d); };`)
+	posted := func() int {
+		n, _ := js(t, nil, `return globalThis.__kinds.filter((k) => k === 'u').length`).Int()
+		return n
+	}
+	a := openTab(t)
+	waitFor(t, "the first tab's socket", func() bool { return socketCount(t) == 1 })
+	serve(t, 0)
+	waitFor(t, "the first tab READY and leading", func() bool { s := a.last(); return s["ready"] == true && s["leader"] == true })
+	for i := 1; i <= 3; i++ {
+		frame(t, 0, `{"type":"update","topic":"feed","seq":`+strconv.Itoa(i)+`,"data":{"v":1}}`)
+	}
+	waitFor(t, "three updates in the leader", func() bool { ua, _ := a.got(); return len(ua) == 3 })
+	time.Sleep(50 * time.Millisecond)
+	if n := posted(); n != 0 {
+		t.Fatalf("the leader, alone, posted %d updates to the other tabs", n)
+	}
+
+	// A follower whose cursor is feed#1 (a tab that led before, or resumed
+	// its session's cursor).
+	b := openTabWith(t, fakeGetter{"url": "ws://tabs.test/ws"})
+	waitFor(t, "the second tab READY as a follower", func() bool { s := b.last(); return s["ready"] == true && s["follower"] == true })
+	b.d.q.Push(func(now time.Time) { b.d.subscribe("feed", bridge.TabSub{Since: 1, HasSince: true}, now) })
+	waitFor(t, "the follower caught up", func() bool { ub, _ := b.got(); return len(ub) == 2 })
+	frame(t, 0, `{"type":"update","topic":"feed","seq":4,"data":{"v":1}}`)
+	waitFor(t, "the next update in the follower", func() bool { ub, _ := b.got(); return len(ub) >= 3 })
+	time.Sleep(50 * time.Millisecond)
+	if ub, _ := b.got(); strings.Join(ub, " ") != "feed#2 feed#3 feed#4" {
+		t.Fatalf("the follower got %v, want feed#2 feed#3 feed#4", ub)
+	}
+	if n := posted(); n != 3 {
+		t.Fatalf("the leader posted %d updates, want 3 (two caught up, one relayed)", n)
+	}
+
+	// The follower goes: the leader posts no update again.
+	if _, err := b.d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower's goodbye", func() bool {
+		n, _ := js(t, nil, `return globalThis.__kinds.filter((k) => k === 'bye').length`).Int()
+		return n > 0
+	})
+	time.Sleep(50 * time.Millisecond)
+	frame(t, 0, `{"type":"update","topic":"feed","seq":5,"data":{"v":1}}`)
+	waitFor(t, "the fifth update in the leader", func() bool { ua, _ := a.got(); return len(ua) == 5 })
+	time.Sleep(50 * time.Millisecond)
+	if n := posted(); n != 3 {
+		t.Fatalf("the leader posted %d updates, want 3: none once the follower left", n)
+	}
+}
+
+// What a leader alone keeps for a follower's catch-up is bounded in count
+// and bytes, the newest kept.
+func TestTabsKeptUpdatesAreBounded(t *testing.T) {
+	var tb tabs
+	small, big := []byte(`{"v":1}`), []byte(`"`+strings.Repeat("x", protocol.MaxFrameBytes-100)+`"`)
+	for i := range 5000 {
+		data := small
+		if i%500 == 0 {
+			data = big
+		}
+		tb.update(client.Update{Topic: "feed", Seq: int64(i + 1), Data: data})
+		sum := 0
+		for _, u := range tb.kept {
+			sum += len(u.Data)
+		}
+		if len(tb.kept) > relayKeep || sum > relayKeepBytes || sum != tb.keptBytes {
+			t.Fatalf("after %d updates: %d kept, %d bytes (counted %d)", i+1, len(tb.kept), sum, tb.keptBytes)
+		}
+	}
+	if n := len(tb.kept); n == 0 || tb.kept[n-1].Seq != 5000 {
+		t.Fatalf("the newest is not kept: %d kept", n)
 	}
 }

@@ -10,7 +10,10 @@
 // It prints "listening ADDR" as its first line on stdout and serves
 // /connection/websocket and /bench/stats (the goroutine count, its
 // high-water mark since the previous request and, with ?mem=1, the heap,
-// as the harness's own server children do). SIGINT or SIGTERM stops it.
+// as the harness's own server children do) and, with -static DIR, DIR's
+// files at / (the browser bench's page and centrifuge-js: centrifuge
+// accepts a WebSocket only from a page of its own host and port by
+// default). SIGINT or SIGTERM stops it.
 package main
 
 import (
@@ -49,6 +52,7 @@ func run(args []string) error {
 	pong := fs.Duration("pong", 800*time.Millisecond, "how long after a ping the client's pong must have come; centrifuge requires it below -ping")
 	feed := fs.Duration("feed", 250*time.Millisecond, "time between two updates published to the channel")
 	updates := fs.Bool("updates", true, "publish updates (false: the channel exists for subscribers but stays silent)")
+	static := fs.String("static", "", "a directory whose files are served at / (default none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,6 +95,9 @@ func run(args []string) error {
 		PingPongConfig: centrifuge.PingPongConfig{PingInterval: *ping, PongTimeout: *pong},
 	}))
 	mux.HandleFunc("/bench/stats", watch.serveStats)
+	if *static != "" {
+		mux.Handle("/", http.FileServer(http.Dir(*static)))
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("failed to listen: %w", err)
