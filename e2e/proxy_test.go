@@ -571,3 +571,46 @@ func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A proxy that buffers responses (nginx told to ignore the server's
+// X-Accel-Buffering: no and buffer the stream's location) with WebSocket
+// refused as well: the stream opens and delivers nothing, so the page's
+// session goes on in long polls and is READY over HTTP; updates flow with
+// none lost or duplicated across the switch, and across a Restart, after
+// which the next session starts in long polls at once.
+func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
+	requireProxy(t, "nginx")
+	env, b := proxyEnv(t, nil)
+	p := startProxy(t, "nginx", env, func(c string) string {
+		const file = "docs/deploy/nginx.conf"
+		c = replaceIn(t, file, c, "proxy_set_header Upgrade $http_upgrade;", "")
+		c = replaceIn(t, file, c, "proxy_set_header Connection $connection_upgrade;", "")
+		return replaceIn(t, file, c, "proxy_buffering off;", "proxy_buffering on;\n        proxy_ignore_headers X-Accel-Buffering;")
+	})
+	t0 := time.Now()
+	openThrough(t, p, b, "http", "")
+	t.Logf("READY over HTTP through a buffering nginx %v after navigation", time.Since(t0).Round(100*time.Millisecond))
+	moreUpdates(t, b, 8, 10*time.Second)
+	assertNoLoss(t, b, "across the switch to long polls")
+	if tr := serverTransports(env); tr["sse"] != 1 || tr["ws"] != 0 {
+		t.Fatalf("the server's connections by transport %v; want 1 sse", tr)
+	}
+	res, err := Eval[map[string]any](b, "wsreadyDemo.sendRequest('echo', {over: 'long polls'})")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := res["value"].(map[string]any); res["status"] != "resolved" || v["over"] != "long polls" {
+		t.Fatalf("request over long polls: %v", res)
+	}
+
+	// Restart: the session is dropped with 1012 and a slot; the next one
+	// starts in long polls (the server said the stream was held).
+	t1 := time.Now().UnixMilli()
+	env.Set("restart", true)
+	accept := env.Srv.Stats().RestartUntil.UnixMilli()
+	waitState(t, b, "!s.ready", t1, 10*time.Second)
+	back := readySince(t, b, 25*time.Second)
+	moreUpdates(t, b, 8, 10*time.Second)
+	t.Logf("Restart over long polls: READY %d ms after the server accepted again", back-accept)
+	assertNoLoss(t, b, "after Restart over long polls")
+}
