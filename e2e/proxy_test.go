@@ -573,22 +573,22 @@ func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 }
 
 // A proxy that buffers responses (nginx told to ignore the server's
-// X-Accel-Buffering: no and buffer the stream's location) with WebSocket
-// refused as well: the stream opens and delivers nothing, so the page's
-// session goes on in long polls and is READY over HTTP; updates flow with
-// none lost or duplicated across the switch, and across a Restart, after
-// which the next session starts in long polls at once.
+// X-Accel-Buffering: no and buffer the stream's location), with the
+// server refusing upgrades (Block WebSocket): the stream opens and delivers
+// nothing, so the page's session goes on in long polls and is READY over
+// HTTP; updates flow with none lost or duplicated across the switch, and
+// across a Restart, after which the next session starts in long polls at
+// once; unblocked, the WebSocket re-probe moves the page to WebSocket
+// within one re-probe interval, losing nothing.
 func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	requireProxy(t, "nginx")
 	env, b := proxyEnv(t, nil)
 	p := startProxy(t, "nginx", env, func(c string) string {
-		const file = "docs/deploy/nginx.conf"
-		c = replaceIn(t, file, c, "proxy_set_header Upgrade $http_upgrade;", "")
-		c = replaceIn(t, file, c, "proxy_set_header Connection $connection_upgrade;", "")
-		return replaceIn(t, file, c, "proxy_buffering off;", "proxy_buffering on;\n        proxy_ignore_headers X-Accel-Buffering;")
+		return replaceIn(t, "docs/deploy/nginx.conf", c, "proxy_buffering off;", "proxy_buffering on;\n        proxy_ignore_headers X-Accel-Buffering;")
 	})
+	env.Set("blockWebSocket", true)
 	t0 := time.Now()
-	openThrough(t, p, b, "http", "")
+	openThrough(t, p, b, "http", fmt.Sprintf("&reprobeMs=%d", reprobe.Milliseconds()))
 	t.Logf("READY over HTTP through a buffering nginx %v after navigation", time.Since(t0).Round(100*time.Millisecond))
 	moreUpdates(t, b, 8, 10*time.Second)
 	assertNoLoss(t, b, "across the switch to long polls")
@@ -604,7 +604,9 @@ func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	}
 
 	// Restart: the session is dropped with 1012 and a slot; the next one
-	// starts in long polls (the server said the stream was held).
+	// starts in long polls (the server said the stream was held), so it is
+	// READY within a second of the server accepting again, not after
+	// another silent stream (bridge.FirstEventTimeout, 3 s).
 	t1 := time.Now().UnixMilli()
 	env.Set("restart", true)
 	accept := env.Srv.Stats().RestartUntil.UnixMilli()
@@ -612,5 +614,15 @@ func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	back := readySince(t, b, 25*time.Second)
 	moreUpdates(t, b, 8, 10*time.Second)
 	t.Logf("Restart over long polls: READY %d ms after the server accepted again", back-accept)
+	if back-accept > 2500 {
+		t.Errorf("READY %d ms after Restart's end; want the next session in long polls at once (under 2.5 s)", back-accept)
+	}
 	assertNoLoss(t, b, "after Restart over long polls")
+
+	u := measureUnblock(t, env, b)
+	t.Logf("unblocked: on WebSocket %d ms after (re-probe every %v), READY left meanwhile: %v; %d lost, %d duplicated across the move", u.moved-u.t0, reprobe, u.flicker >= 0, u.lost, u.dups)
+	if d := time.Duration(u.moved-u.t0) * time.Millisecond; d > reprobe+time.Second {
+		t.Errorf("back on WebSocket %v after the switch; want within one re-probe interval (%v)", d, reprobe)
+	}
+	assertNoLoss(t, b, "across the move from long polls to WebSocket")
 }
