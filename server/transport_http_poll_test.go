@@ -81,6 +81,7 @@ func TestHTTPLongPollTakesOverAStreamThatDeliveredNothing(t *testing.T) {
 
 	// Idle: an answer within a ping interval (the ping), never held longer.
 	evs, took, held := f.poll(t, id, "", false)
+	t0 := time.Now()
 	if held {
 		t.Fatal("a poll without welcome says the stream was held")
 	}
@@ -90,6 +91,22 @@ func TestHTTPLongPollTakesOverAStreamThatDeliveredNothing(t *testing.T) {
 	t.Logf("an idle poll answered in %v with %d events", took, len(evs))
 
 	sendFrames(t, f, id, protocol.Message{Type: protocol.TypeSubscribe, Topic: "room"})
+	// The POST answers once the reader has the frame, not once it is
+	// handled: publish from the subscribed on, so every update is the
+	// subscription's.
+	last := ""
+	for subscribed := false; !subscribed; {
+		if time.Since(t0) > 5*time.Second {
+			t.Fatal("no subscribed within 5 s of polls")
+		}
+		evs, _, _ := f.poll(t, id, last, false)
+		for _, e := range evs {
+			if e.hasID {
+				last = e.id
+			}
+			subscribed = subscribed || strings.Contains(e.data, `"type":"subscribed"`)
+		}
+	}
 	stop := make(chan struct{})
 	published := make(chan int64, 1)
 	go func() {
@@ -110,7 +127,7 @@ func TestHTTPLongPollTakesOverAStreamThatDeliveredNothing(t *testing.T) {
 		}
 	}()
 	var seqs []int64
-	last, polls := "", 0
+	polls := 0
 	take := func(evs []sseEvent) {
 		for _, e := range evs {
 			if e.hasID {
