@@ -264,8 +264,9 @@ func write(t *testing.T, path, s string) {
 }
 
 // startProxy runs the proxy bin (its tested file, rendered, edit applied)
-// in front of env on a free loopback port, waits until it accepts, and
-// stops it when the test ends.
+// in front of env on a free loopback port, waits until /healthz answers 200
+// through it (Caddy listens before its certificate is made), and stops it
+// when the test ends.
 func startProxy(t *testing.T, bin string, env *Env, edit func(string) string) *proxy {
 	t.Helper()
 	path := requireProxy(t, bin)
@@ -295,20 +296,27 @@ func startProxy(t *testing.T, bin string, env *Env, edit func(string) string) *p
 		}
 	})
 	p := &proxy{Base: fmt.Sprintf("https://127.0.0.1:%d", port), out: out}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test's self-signed certificate
+	}}
+	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		select {
 		case err := <-exited:
 			exited <- err // for the cleanup
-			t.Fatalf("%s exited before it listened (%v):\n%s", bin, err, out.String())
+			t.Fatalf("%s exited before it served (%v):\n%s", bin, err, out.String())
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
-			c.Close()
-			return p
+		resp, err := hc.Get(p.Base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s does not listen on 127.0.0.1:%d after 15 s:\n%s", bin, port, out.String())
+			t.Fatalf("%s does not answer /healthz on 127.0.0.1:%d after 15 s (%v):\n%s", bin, port, err, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
