@@ -174,3 +174,36 @@ func sendFrames(t *testing.T, f *fixture, id string, ms ...protocol.Message) {
 		}
 	}
 }
+
+// A stream that was silent because the server was frozen (it wrote
+// nothing) is not a held stream: the welcome=1 poll after the freeze gets
+// the welcome once, from the session's queue, and no X-Wsready-Stream:
+// held, so the client keeps streaming its next sessions.
+func TestHTTPLongPollAfterAFreezeIsNotHeld(t *testing.T) {
+	f := newFixture(t, &Options{NoFeed: true, PingInterval: 300 * time.Millisecond, SweepGrace: 2 * time.Second})
+	f.set("freeze", true)
+	id := f.newSession(t, "{}")
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.base()+"/sse?session="+id, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	resp.Body.Close()
+	f.set("freeze", false)
+	evs, _, held := f.poll(t, id, "", true)
+	if held {
+		t.Fatal("a poll after a frozen (silent) stream says the stream was held")
+	}
+	welcomes := 0
+	for _, e := range evs {
+		if strings.Contains(e.data, `"type":"welcome"`) {
+			welcomes++
+		}
+	}
+	if welcomes != 1 {
+		t.Fatalf("%d welcomes in %+v; want 1", welcomes, evs)
+	}
+}
