@@ -70,8 +70,9 @@ type httpTransport struct {
 }
 
 // pollSince is when a server's stream (by WebSocket URL) was last found held
-// back: its sessions start in long polls for bridge.PollModeFor after. The
-// driver's loop alone uses it.
+// back: its sessions start in long polls for bridge.PollModeFor after. One
+// entry per server URL the client dials (its urls option, a fixed list);
+// the driver's loop alone uses it.
 var pollSince = map[string]time.Time{}
 
 // maxQueued bounds the bytes waiting behind a POST in flight (4 MiB, four
