@@ -415,10 +415,23 @@ func TestProxyWebSocket(t *testing.T) {
 	}
 }
 
+// longPolls is how many long polls the page has made (its resource
+// timing entries: the first 250 requests).
+func longPolls(t *testing.T, b *Browser) int {
+	t.Helper()
+	n, err := Eval[int](b, "performance.getEntriesByType('resource').filter((e) => e.name.includes('poll=1')).length")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // A proxy that does not pass upgrades (the WebSocket lines left out of the
 // nginx file; HAProxy told to drop Upgrade): the server answers 426, and
 // the stage 8 page is READY over HTTP through the same proxy, its stream
-// unbuffered as the file says.
+// unbuffered as the file says (no long poll). Caddy passes upgrades
+// whatever its file says: the server refuses them (Block WebSocket), and
+// its stream is proved the same way.
 func TestProxyRefusingUpgradesFallsBackToHTTP(t *testing.T) {
 	edits := map[string]func(string) string{
 		"nginx": func(c string) string {
@@ -429,18 +442,24 @@ func TestProxyRefusingUpgradesFallsBackToHTTP(t *testing.T) {
 			return replaceIn(t, "docs/deploy/haproxy.cfg", c, "    default_backend wsready", "    http-request del-header Upgrade\n    http-request set-header Connection close\n    default_backend wsready")
 		},
 	}
-	for _, bin := range []string{"nginx", "haproxy"} {
+	for _, bin := range []string{"nginx", "haproxy", "caddy"} {
 		t.Run(bin, func(t *testing.T) {
 			requireProxy(t, bin)
 			env, b := proxyEnv(t, nil)
 			p := startProxy(t, bin, env, edits[bin])
+			if edits[bin] == nil {
+				env.Set("blockWebSocket", true)
+			}
 			openThrough(t, p, b, "http", "")
 			moreUpdates(t, b, 4, 5*time.Second)
 			assertNoLoss(t, b, "over HTTP through "+bin)
+			if n := longPolls(t, b); n != 0 {
+				t.Fatalf("the page made %d long polls through %s; want its stream to pass unbuffered", n, bin)
+			}
 			if tr := serverTransports(env); tr["sse"] != 1 || tr["ws"] != 0 {
 				t.Fatalf("the server's connections by transport %v; want 1 sse", tr)
 			}
-			if st := env.Srv.Stats(); len(st.Connections) == 1 && st.Connections[0].Remote != "127.0.0.1" {
+			if st := env.Srv.Stats(); bin != "caddy" && len(st.Connections) == 1 && st.Connections[0].Remote != "127.0.0.1" { // Caddy: as in TestProxyWebSocket
 				t.Fatalf("the HTTP session is keyed by %q; want the browser's 127.0.0.1", st.Connections[0].Remote)
 			}
 		})
@@ -525,7 +544,8 @@ func waitConns(t *testing.T, env *Env, n int) {
 // read timeout, 25 s pings and a 10 s sweep) scaled down for CI to a 6 s
 // timeout, 2.5 s pings and a 1 s sweep (grace 0.5 s). A page that only
 // listens holds one WebSocket through three read timeouts: no dial, no
-// handshake, READY throughout. The control (nginx): the same timeout with
+// handshake, READY throughout; through nginx over the HTTP transport too
+// (its stream). The control (nginx): the same timeout with
 // pings and sweep above it loses the connection, so the timeout is real.
 func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 	const timeout = 6 * time.Second
@@ -541,11 +561,14 @@ func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 			return c
 		},
 	}
-	idle := func(t *testing.T, bin string, ping, sweep time.Duration) (dials, handshakes float64, left bool) {
+	idle := func(t *testing.T, bin, via string, ping, sweep time.Duration) (dials, handshakes float64, left bool) {
 		// No feed: its updates would keep the connection busy.
 		env, b := proxyEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: sweep / 2, NoFeed: true})
 		p := startProxy(t, bin, env, shorten[bin])
-		openThrough(t, p, b, "websocket", "")
+		if via == "http" {
+			env.Set("blockWebSocket", true)
+		}
+		openThrough(t, p, b, via, "")
 		hs0 := env.Srv.Stats().Handshakes
 		d0, err := Eval[float64](b, "wsreadyDemo.client.stats().dials")
 		if err != nil {
@@ -563,16 +586,24 @@ func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 	for _, bin := range []string{"nginx", "haproxy"} {
 		t.Run(bin, func(t *testing.T) {
 			requireProxy(t, bin)
-			dials, hs, left := idle(t, bin, 2500*time.Millisecond, time.Second)
+			dials, hs, left := idle(t, bin, "websocket", 2500*time.Millisecond, time.Second)
 			t.Logf("through %s, %v read timeout, 2.5 s pings, %v idle: %v dials, %v handshakes, left READY: %v", bin, timeout, 3*timeout+time.Second, dials, hs, left)
 			if dials != 0 || hs != 0 || left {
 				t.Fatalf("the idle connection through %s did not survive: %v dials, %v handshakes, left READY %v; want none", bin, dials, hs, left)
 			}
 		})
 	}
+	t.Run("nginx-http", func(t *testing.T) {
+		requireProxy(t, "nginx")
+		dials, hs, left := idle(t, "nginx", "http", 2500*time.Millisecond, time.Second)
+		t.Logf("over HTTP through nginx, %v read timeout, 2.5 s pings, %v idle: %v dials, %v sessions, left READY: %v", timeout, 3*timeout+time.Second, dials, hs, left)
+		if dials != 0 || hs != 0 || left {
+			t.Fatalf("the idle stream through nginx did not survive: %v dials, %v sessions, left READY %v; want none", dials, hs, left)
+		}
+	})
 	t.Run("control", func(t *testing.T) {
 		requireProxy(t, "nginx")
-		dials, hs, left := idle(t, "nginx", 10*time.Second, 10*time.Second)
+		dials, hs, left := idle(t, "nginx", "websocket", 10*time.Second, 10*time.Second)
 		t.Logf("control through nginx, %v read timeout, 10 s pings: %v dials, %v handshakes, left READY: %v", timeout, dials, hs, left)
 		if dials == 0 && hs == 0 && !left {
 			t.Fatal("with pings and sweep above the read timeout the connection survived: the timeout the test sets is not in effect")
@@ -598,6 +629,9 @@ func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	t0 := time.Now()
 	openThrough(t, p, b, "http", fmt.Sprintf("&reprobeMs=%d", reprobe.Milliseconds()))
 	t.Logf("READY over HTTP through a buffering nginx %v after navigation", time.Since(t0).Round(100*time.Millisecond))
+	if longPolls(t, b) == 0 {
+		t.Fatal("READY through a buffering nginx without a long poll")
+	}
 	moreUpdates(t, b, 8, 10*time.Second)
 	assertNoLoss(t, b, "across the switch to long polls")
 	if tr := serverTransports(env); tr["sse"] != 1 || tr["ws"] != 0 {
