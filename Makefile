@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium size sim measure bench-browser storm npm example clean
+.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies size sim measure bench-browser storm npm example clean
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
@@ -106,9 +106,11 @@ fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 200000x
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzBothDecoders -fuzztime 200000x
 
-# The browser suite: the smoke test and the CI subset of the measurements.
-e2e: build chromium
-	cd e2e && $(GO) test -count=1 -timeout 20m ./...
+# The browser suite: the smoke test and the CI subset of the measurements,
+# and docs/deploy's proxy files run (e2e/proxy_test.go):
+# WSREADY_REQUIRE_PROXIES makes a missing proxy a failure, not a skip.
+e2e: build chromium proxies
+	cd e2e && WSREADY_REQUIRE_PROXIES=1 $(GO) test -count=1 -timeout 20m ./...
 
 # The npm package: dist/wsready-$(VERSION).tgz (npm pack; nothing is published).
 # It ships others' code with their licenses in licenses/: wasm_exec.js and
@@ -160,6 +162,14 @@ app: app-web
 chromium:
 	@command -v chromium >/dev/null || { echo "installing Chromium from Debian's packages"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# The reverse proxies docs/deploy.md configures, from Debian's packages
+# (the browser suite runs them as plain processes; their services are not
+# started).
+proxies:
+	@missing=; for p in nginx haproxy caddy; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	  test -z "$$missing" || { echo "installing$$missing from Debian's packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
 
 # The wasm's three sizes, then what each package costs (code and data
 # bytes, the top SIZE_TOP, and the whole: internal/tools/wasmsize, which

@@ -123,6 +123,12 @@ type Browser struct {
 
 // NewBrowser starts Chromium with the flags this machine needs.
 func NewBrowser(parent context.Context) (*Browser, error) {
+	return NewBrowserWith(parent)
+}
+
+// NewBrowserWith is NewBrowser with more allocator options (a flag such as
+// ignore-certificate-errors for a proxy's self-signed certificate).
+func NewBrowserWith(parent context.Context, extra ...chromedp.ExecAllocatorOption) (*Browser, error) {
 	path, err := ChromiumPath()
 	if err != nil {
 		return nil, err
@@ -145,6 +151,7 @@ func NewBrowser(parent context.Context) (*Browser, error) {
 		chromedp.Flag("disable-renderer-backgrounding", true),
 		chromedp.WindowSize(1200, 1000),
 	)
+	opts = append(opts, extra...)
 	actx, cancelA := chromedp.NewExecAllocator(parent, opts...)
 	tctx, cancelT := chromedp.NewContext(actx)
 	b := &Browser{Ctx: tctx, cancel: []context.CancelFunc{cancelT, cancelA}, dir: dir}

@@ -46,6 +46,7 @@ type sseStream struct {
 	rc      *http.ResponseController
 	reqDone <-chan struct{} // the request's context: the client went away
 	buf     []byte
+	frames  int // events written (the handler path's: servePoll ends after some)
 
 	// A hijacked stream (nc set before attach; the rest sse_raw.go's).
 	nc       net.Conn
@@ -178,6 +179,10 @@ func (st *sseStream) writeFrame(s *Server, t *httpTransport, frame []byte) error
 	}
 	t.mu.Lock()
 	t.cursors.commit(ev)
+	if bytes.HasPrefix(frame, welcomePrefix) {
+		t.welcome = frame
+	}
+	st.frames++
 	t.mu.Unlock()
 	return nil
 }
@@ -252,6 +257,7 @@ var (
 	updatePrefix       = []byte(`{"type":"update"`)
 	subscribedPrefix   = []byte(`{"type":"subscribed"`)
 	unsubscribedPrefix = []byte(`{"type":"unsubscribed"`)
+	welcomePrefix      = []byte(`{"type":"welcome"`)
 )
 
 // event reads what frame does to the cursors; false: it is an update the

@@ -104,7 +104,7 @@ func (s *Server) corsPreflight(w http.ResponseWriter, r *http.Request) bool {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", o)
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Retry-After")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, X-Wsready-Stream")
 	if r.Method != http.MethodOptions {
 		return false
 	}
@@ -532,8 +532,13 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, closeBody{Error: err.Error()})
 		return
 	}
+	// ?poll=1: the long-poll mode, for a path that buffers the stream
+	// (servePoll). ?welcome=1 with it: the client got nothing from the
+	// session's streams so far, the welcome included.
+	q := r.URL.Query()
+	poll := q.Get("poll") == "1"
 	st := &sseStream{reqs: make(chan *writeReq), end: make(chan struct{}), exited: make(chan struct{})}
-	if st.hijackStream(w, r) {
+	if !poll && st.hijackStream(w, r) {
 		s.serveRawSSE(st, t, cursors, rawHead(w.Header()))
 		return
 	}
@@ -549,6 +554,10 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	if poll {
+		s.servePoll(st, t, pre, q.Get("welcome") == "1")
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 	// The headers go out at once, whatever the switches: the client sees
 	// its stream open (as a frozen server still completes an upgrade).
@@ -579,6 +588,62 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-st.reqDone:
 			return
+		}
+	}
+}
+
+// servePoll answers a long poll (GET <mount>/sse?poll=1): the events a
+// stream would carry, in the same format and with the same resume, but the
+// response ends once it holds at least one event and the session has
+// nothing more parked, or after one ping interval with none (the server
+// pings every interval, so a healthy session answers within one). Each
+// answer completes, so a proxy that buffers responses passes it; the client
+// asks again at once, with the last id it got as ?lastEventId=. With
+// welcome (the client's streams delivered nothing, not even the welcome,
+// which the session wrote to one of them), the welcome comes first again.
+// Between polls the session is detached: it lives its detachLimit, and
+// what it sends meanwhile is parked for the next poll, as for a stream.
+//
+// X-Wsready-Stream: held on the answer says the welcome was written to a
+// stream the client says gave it nothing: the path holds streams back (a
+// frozen server writes nothing, so it never says so), and the client starts
+// its next sessions in long polls.
+func (s *Server) servePoll(st *sseStream, t *httpTransport, pre [][]byte, welcome bool) {
+	var again []byte
+	if welcome {
+		t.mu.Lock()
+		again = t.welcome
+		t.mu.Unlock()
+	}
+	if again != nil {
+		st.w.Header().Set("X-Wsready-Stream", "held")
+	}
+	st.w.WriteHeader(http.StatusOK)
+	if again != nil && st.writeFrame(s, t, again) != nil {
+		return
+	}
+	for _, f := range pre {
+		if st.writeFrame(s, t, f) != nil {
+			return
+		}
+	}
+	wait := time.NewTimer(s.opts.PingInterval)
+	defer wait.Stop()
+	for {
+		if !st.writeParked(s, t) || st.frames > 0 {
+			return
+		}
+		select {
+		case <-t.kick: // a frame was parked: the loop's top writes it
+		case req := <-st.reqs: // the close event
+			req.done <- st.writeRaw(s, closeEvent(req.code, req.reason))
+			return
+		case <-st.end:
+			return
+		case <-st.reqDone:
+			return
+		case <-wait.C:
+			return // nothing within an interval: an empty answer, asked again
 		}
 	}
 }
@@ -656,6 +721,7 @@ type httpTransport struct {
 	code     int
 	reason   string
 	cursors  cursors // what the client has, per topic, as the stream's ids say
+	welcome  []byte  // the welcome frame, once written to a stream: a poll with ?welcome=1 sends it again
 }
 
 // writerState is where an HTTP session's send queue writer is. The queue

@@ -28,6 +28,19 @@ import (
 // its code; a stream error or a failed POST as 1006. The EventSource's own reconnect is never used:
 // the core reconnects, and resumes from its cursors (stage 7).
 //
+// A stream that opens and delivers nothing within bridge.FirstEventTimeout
+// (not even the server's first ping, written at once) is held back on the
+// path: a proxy that buffers responses. The session then goes on in long
+// polls (GET <base>/sse?session=<id>&poll=1): each answer completes with
+// the events queued since the last id received (?lastEventId=, the
+// stream's resume), the first asking for the welcome again (&welcome=1),
+// which the held stream took. The socket opens with the first event either
+// way, so the core has sent nothing before the switch and has lost nothing
+// across it. A server whose stream was held back (it says so on the poll's
+// answer) starts its next sessions in long polls for bridge.PollModeFor,
+// then tries streaming again; the core re-probes WebSocket as in the
+// streaming mode.
+//
 // Every answer of the browser (a fetch settled, a stream event) is handed
 // to the driver's loop (socketEvents.run) before it changes the
 // transport's state, so the transport is the loop's alone, like the core.
@@ -45,7 +58,22 @@ type httpTransport struct {
 	inflight int          // bytes of the POST in flight (0: none)
 	ac       safejs.Value // aborts the fetch in flight (session or send)
 	done     bool         // closed, or failed: nothing more is reported
+
+	heard   bool         // an event came (stream or poll): the socket is open
+	silentT safejs.Value // setTimeout's id: the stream's FirstEventTimeout
+	silentF safejs.Func
+	hasF    bool         // silentF is made: release frees it
+	polling bool         // the session goes on in long polls
+	welcome bool         // the next poll asks for the welcome again
+	lastID  string       // the last event id received
+	pollAC  safejs.Value // aborts the poll in flight
 }
+
+// pollSince is when a server's stream (by WebSocket URL) was last found held
+// back: its sessions start in long polls for bridge.PollModeFor after. One
+// entry per server URL the client dials (its urls option, a fixed list);
+// the driver's loop alone uses it.
+var pollSince = map[string]time.Time{}
 
 // maxQueued bounds the bytes waiting behind a POST in flight (4 MiB, four
 // bodies). Past it send fails: the core's send-stall rule or the request
@@ -68,7 +96,8 @@ func openHTTP(spec dialSpec, ev socketEvents) (transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &httpTransport{ev: ev, url: spec.url, tokened: spec.token != "", es: safejs.Undefined(), ac: safejs.Undefined()}
+	t := &httpTransport{ev: ev, url: spec.url, tokened: spec.token != "", es: safejs.Undefined(), ac: safejs.Undefined(),
+		silentT: safejs.Undefined(), pollAC: safejs.Undefined()}
 	body := "{}"
 	if spec.token != "" {
 		if body, err = jsonOf(map[string]any{"token": spec.token}); err != nil {
@@ -190,7 +219,10 @@ func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.V
 		return
 	}
 	t.session = id
-	if err := t.openStream(); err != nil {
+	if at, ok := pollSince[t.url]; ok && time.Since(at) < bridge.PollModeFor {
+		t.polling = true
+		t.poll()
+	} else if err := t.openStream(); err != nil {
 		t.fail(protocol.CloseAbnormal, "")
 		return
 	}
@@ -247,10 +279,10 @@ func (t *httpTransport) openStream() error {
 		t.esF = append(t.esF, f)
 		es.Call("addEventListener", name, f.Value())
 	}
-	on("open", func(safejs.Value) { t.ev.opened() })
+	on("open", func(safejs.Value) { t.ev.run(t.streamOpened) })
 	on("message", func(e safejs.Value) {
 		data, _ := getString(e, "data")
-		t.ev.message([]byte(data))
+		t.ev.run(func() { t.event([]byte(data)) })
 	})
 	on("close", func(e safejs.Value) {
 		code, reason := float64(0), ""
@@ -269,6 +301,150 @@ func (t *httpTransport) openStream() error {
 		t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
 	})
 	return nil
+}
+
+// streamOpened arms the stream's FirstEventTimeout: an open stream that
+// delivers nothing within it is held back (silent).
+func (t *httpTransport) streamOpened() {
+	if t.done || t.heard || t.polling || !t.silentT.IsUndefined() {
+		return
+	}
+	f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+		t.ev.run(t.silent)
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	t.silentF, t.hasF = f, true
+	if id, err := safejs.Global().Call("setTimeout", f.Value(), bridge.FirstEventTimeout.Milliseconds()); err == nil {
+		t.silentT = id
+	}
+}
+
+// stopSilentTimer clears the FirstEventTimeout, if armed.
+func (t *httpTransport) stopSilentTimer() {
+	if !t.silentT.IsUndefined() {
+		safejs.Global().Call("clearTimeout", t.silentT)
+		t.silentT = safejs.Undefined()
+	}
+}
+
+// event takes one server frame from the stream or a poll: the first opens
+// the socket.
+func (t *httpTransport) event(frame []byte) {
+	if t.done {
+		return
+	}
+	if !t.heard {
+		t.heard = true
+		t.stopSilentTimer()
+		t.ev.opened()
+	}
+	t.ev.message(frame)
+}
+
+// silent is the stream's FirstEventTimeout: nothing came, so the session
+// goes on in long polls, the first asking for the welcome again.
+func (t *httpTransport) silent() {
+	t.silentT = safejs.Undefined()
+	if t.done || t.heard || t.polling {
+		return
+	}
+	if !t.es.IsUndefined() {
+		t.es.Call("close")
+	}
+	t.polling, t.welcome = true, true
+	t.poll()
+}
+
+// poll asks for the session's next events: GET the poll URL with
+// lastEventId; its answer (pollAnswered) asks again.
+func (t *httpTransport) poll() {
+	u, err := bridge.PollURL(t.url, t.session, t.lastID, t.welcome)
+	g := safejs.Global()
+	fetch, ferr := g.Get("fetch")
+	if err != nil || ferr != nil || fetch.Type() != safejs.TypeFunction {
+		t.fail(protocol.CloseAbnormal, "")
+		return
+	}
+	init := map[string]any{"cache": "no-store"}
+	if ctor, err := g.Get("AbortController"); err == nil && ctor.Type() == safejs.TypeFunction {
+		if ac, err := ctor.New(); err == nil {
+			t.pollAC = ac
+			if sig, err := ac.Get("signal"); err == nil {
+				init["signal"] = sig
+			}
+		}
+	}
+	initV, err := jsObject(init)
+	var p safejs.Value
+	if err == nil {
+		p, err = fetch.Invoke(u, initV)
+	}
+	if err == nil {
+		err = then(p, func(r safejs.Value) {
+			status, _ := getNumber(r, "status")
+			held := header(r, "X-Wsready-Stream") == "held"
+			if status != 200 {
+				t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+				return
+			}
+			body, err := r.Call("text")
+			if err == nil {
+				err = then(body, func(v safejs.Value) {
+					text, _ := v.String()
+					t.ev.run(func() { t.pollAnswered(text, held) })
+				}, func(safejs.Value) {
+					t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+				})
+			}
+			if err != nil {
+				t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+			}
+		}, func(safejs.Value) {
+			t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+		})
+	}
+	if err != nil {
+		t.fail(protocol.CloseAbnormal, "")
+	}
+}
+
+// pollAnswered takes a poll's events (a close ends the socket as the
+// stream's would) and polls again. held: the server says a stream of this
+// session took events the client never got, so the next sessions start in
+// long polls.
+func (t *httpTransport) pollAnswered(body string, held bool) {
+	if t.done {
+		return
+	}
+	t.pollAC = safejs.Undefined()
+	t.welcome = false
+	if held {
+		pollSince[t.url] = time.Now()
+	}
+	for _, e := range bridge.ParseEvents(body) {
+		if e.Name == "close" {
+			code, reason := float64(0), ""
+			if js, err := safejs.Global().Get("JSON"); err == nil {
+				if v, err := js.Call("parse", e.Data); err == nil && v.Type() == safejs.TypeObject {
+					code, _ = getNumber(v, "code")
+					reason, _ = getString(v, "reason")
+				}
+			}
+			t.fail(bridge.StreamClose(code, reason))
+			return
+		}
+		if e.HasID {
+			t.lastID = e.ID
+		}
+		t.event([]byte(e.Data))
+		if t.done {
+			return
+		}
+	}
+	t.poll()
 }
 
 func (t *httpTransport) send(frame []byte) error {
@@ -377,6 +553,11 @@ func (t *httpTransport) stop() {
 		t.ac.Call("abort")
 		t.ac = safejs.Undefined()
 	}
+	if !t.pollAC.IsUndefined() {
+		t.pollAC.Call("abort")
+		t.pollAC = safejs.Undefined()
+	}
+	t.stopSilentTimer()
 	t.queue, t.queued, t.inflight = nil, 0, 0
 }
 
@@ -388,6 +569,10 @@ func (t *httpTransport) release() {
 		f.Release()
 	}
 	t.esF = nil
+	if t.hasF {
+		t.silentF.Release()
+		t.hasF = false
+	}
 }
 
 // probeHTTP carries out EffProbeHTTP on the server the next dial goes to;

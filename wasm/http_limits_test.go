@@ -48,13 +48,13 @@ func TestHTTPServerSteeringKeepsItsSlot(t *testing.T) {
 		defer tr.release()
 		js(t, nil, `__respond(0, 200, '{"session":"S"}')`)
 		waitFor(t, "the stream", func() bool { return sourceCount(t) > 0 })
-		js(t, nil, `__emit(0, 'open')`)
+		js(t, nil, `__emit(0, 'open'); __emit(0, 'message', '{"type":"ping","intervalMs":1000}')`)
 		if err := tr.send([]byte(`{"type":"probe","id":1}`)); err != nil {
 			t.Fatal(err)
 		}
 		js(t, nil, `__respond(1, 429, '{"error":"the server holds its most POST bodies: try again later","retryAfterMs":1000}', {'Retry-After': '1'})`)
-		waitFor(t, "the close", func() bool { return len(r.got) > 1 })
-		if strings.Join(r.got, "|") != "opened|closed 1013 retry-after-ms=1000" || !jsBool(t, js(t, nil, `return globalThis.__sources`), 0, "closed") {
+		waitFor(t, "the close", func() bool { return len(r.got) > 2 })
+		if strings.Join(r.got, "|") != "opened|message {\"type\":\"ping\",\"intervalMs\":1000}|closed 1013 retry-after-ms=1000" || !jsBool(t, js(t, nil, `return globalThis.__sources`), 0, "closed") {
 			t.Fatalf("events %q", r.got)
 		}
 	})

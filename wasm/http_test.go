@@ -251,8 +251,8 @@ func TestHTTPTransportRefusals(t *testing.T) {
 		defer tr.release()
 		js(t, nil, `__respond(0, 200, '{"session":"S"}')`)
 		waitFor(t, "the stream", func() bool { return sourceCount(t) > 0 })
-		js(t, nil, `__emit(0, 'open'); __emit(0, 'error'); __emit(0, 'error')`)
-		if strings.Join(r.got, "|") != "opened|closed 1006 " {
+		js(t, nil, `__emit(0, 'open'); __emit(0, 'message', '{"type":"ping","intervalMs":1000}'); __emit(0, 'error'); __emit(0, 'error')`)
+		if strings.Join(r.got, "|") != "opened|message {\"type\":\"ping\",\"intervalMs\":1000}|closed 1006 " {
 			t.Fatalf("events %q", r.got)
 		}
 	})
@@ -263,11 +263,11 @@ func TestHTTPTransportRefusals(t *testing.T) {
 		defer tr.release()
 		js(t, nil, `__respond(0, 200, '{"session":"S"}')`)
 		waitFor(t, "the stream", func() bool { return sourceCount(t) > 0 })
-		js(t, nil, `__emit(0, 'open')`)
+		js(t, nil, `__emit(0, 'open'); __emit(0, 'message', '{"type":"ping","intervalMs":1000}')`)
 		tr.send([]byte(`{"type":"probe","id":1}`))
 		js(t, nil, `__respond(1, 404, '{"close":{"code":4404,"reason":"unknown session"}}')`)
-		waitFor(t, "the close", func() bool { return len(r.got) > 1 })
-		if strings.Join(r.got, "|") != "opened|closed 1006 " || !jsBool(t, js(t, nil, `return globalThis.__sources`), 0, "closed") {
+		waitFor(t, "the close", func() bool { return len(r.got) > 2 })
+		if strings.Join(r.got, "|") != "opened|message {\"type\":\"ping\",\"intervalMs\":1000}|closed 1006 " || !jsBool(t, js(t, nil, `return globalThis.__sources`), 0, "closed") {
 			t.Fatalf("events %q", r.got)
 		}
 	})
@@ -278,13 +278,13 @@ func TestHTTPTransportRefusals(t *testing.T) {
 		defer tr.release()
 		js(t, nil, `__respond(0, 200, '{"session":"S"}')`)
 		waitFor(t, "the stream", func() bool { return sourceCount(t) > 0 })
-		js(t, nil, `__emit(0, 'open')`)
+		js(t, nil, `__emit(0, 'open'); __emit(0, 'message', '{"type":"ping","intervalMs":1000}')`)
 		tr.send([]byte(`{"type":"probe","id":1}`)) // in flight when the core closes
 		if err := tr.close(4408, "heartbeat timeout"); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		if strings.Join(r.got, "|") != "opened|closed 4408 heartbeat timeout" || !jsBool(t, js(t, nil, `return globalThis.__fetches`), 1, "aborted") {
+		if strings.Join(r.got, "|") != "opened|message {\"type\":\"ping\",\"intervalMs\":1000}|closed 4408 heartbeat timeout" || !jsBool(t, js(t, nil, `return globalThis.__fetches`), 1, "aborted") {
 			t.Fatalf("events %q; the POST in flight aborted: %v", r.got, jsBool(t, js(t, nil, `return globalThis.__fetches`), 1, "aborted"))
 		}
 	})
@@ -473,7 +473,7 @@ func TestHTTPDialCarriesTheTicketTheCoreKept(t *testing.T) {
 	}
 	js(t, nil, `__respond(1, 200, '{"session":"S"}')`)
 	waitFor(t, "the stream", func() bool { run(); return sourceCount(t) > 0 })
-	js(t, nil, `__emit(0, 'open')`)
+	js(t, nil, `__emit(0, 'open'); __emit(0, 'message', '{"type":"ping","intervalMs":1000}')`)
 	settle()
 	run()
 	for i := 2; i < fetchCount(t); i++ {
@@ -483,5 +483,59 @@ func TestHTTPDialCarriesTheTicketTheCoreKept(t *testing.T) {
 	}
 	if d.token != "" {
 		t.Fatal("the driver kept the ticket after the open")
+	}
+}
+
+// A stream that opens and delivers nothing within FirstEventTimeout is
+// closed and the session goes on in long polls: the first asks for the
+// welcome again, the socket opens with its first event, the next poll
+// carries the last id received, a close event ends the socket with its
+// code; the server's "held" makes the next session start in long polls at
+// once.
+func TestHTTPSilentStreamGoesOnInLongPolls(t *testing.T) {
+	fakeHTTP(t)
+	const url = "ws://h.test/ws"
+	delete(pollSince, url)
+	t.Cleanup(func() { delete(pollSince, url) })
+	var r recorder
+	tr, _ := openHTTP(dialSpec{url: url, via: client.TransportHTTP}, r.events())
+	defer tr.release()
+	js(t, nil, `__respond(0, 200, '{"session":"S"}')`)
+	waitFor(t, "the stream", func() bool { return sourceCount(t) > 0 })
+	js(t, nil, `__emit(0, 'open')`)
+	settle()
+	if len(r.got) != 0 {
+		t.Fatalf("events %q before any event came; want none (the socket opens with its first event)", r.got)
+	}
+	waitFor(t, "the first poll", func() bool { return fetchCount(t) > 1 })
+	if u := fetchField(t, 1, "url"); u != "http://h.test/ws/sse?session=S&poll=1&welcome=1" || fetchField(t, 1, "method") != "GET" {
+		t.Fatalf("the first poll %s %s", fetchField(t, 1, "method"), u)
+	}
+	if !jsBool(t, js(t, nil, `return globalThis.__sources`), 0, "closed") {
+		t.Fatal("the silent stream was not closed")
+	}
+	js(t, nil, `__respond(1, 200, 'data: {"type":"welcome","session":"S"}\n\nid: feed=7\ndata: {"type":"update","topic":"feed","seq":7}\n\n', {'X-Wsready-Stream': 'held'})`)
+	waitFor(t, "the second poll", func() bool { return fetchCount(t) > 2 })
+	want := `opened|message {"type":"welcome","session":"S"}|message {"type":"update","topic":"feed","seq":7}`
+	if strings.Join(r.got, "|") != want {
+		t.Fatalf("events %q; want %q", r.got, want)
+	}
+	if u := fetchField(t, 2, "url"); u != "http://h.test/ws/sse?session=S&poll=1&lastEventId=feed%3D7" {
+		t.Fatalf("the second poll %s", u)
+	}
+	js(t, nil, `__respond(2, 200, 'event: close\ndata: {"code":1012,"reason":"retry-after-ms=500"}\n\n')`)
+	waitFor(t, "the close", func() bool { return len(r.got) > 3 })
+	if l := r.last(); l != "closed 1012 retry-after-ms=500" {
+		t.Fatalf("last event %q", l)
+	}
+
+	// The next session: long polls at once, no stream.
+	var r2 recorder
+	tr2, _ := openHTTP(dialSpec{url: url, via: client.TransportHTTP}, r2.events())
+	defer tr2.release()
+	js(t, nil, `__respond(3, 200, '{"session":"T"}')`)
+	waitFor(t, "the poll", func() bool { return fetchCount(t) > 4 })
+	if u := fetchField(t, 4, "url"); u != "http://h.test/ws/sse?session=T&poll=1" || sourceCount(t) != 1 {
+		t.Fatalf("the next session's first request %s, %d streams; want a poll and no new stream", u, sourceCount(t))
 	}
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"time"
 
 	"github.com/wsready/wsready/protocol"
 )
@@ -158,4 +159,124 @@ func Batch(queue [][]byte, limit int) (body []byte, n int) {
 func IsAuthFrame(frame []byte) bool {
 	const pre = `{"type":"auth"`
 	return len(frame) >= len(pre) && string(frame[:len(pre)]) == pre
+}
+
+// FirstEventTimeout is how long an opened event stream may deliver nothing
+// before the session goes on in long polls (3 s): the server writes its
+// first ping and the welcome at once, so a stream that opens and stays
+// silent this long is held back by something on the path (a proxy that
+// buffers responses).
+const FirstEventTimeout = 3 * time.Second
+
+// PollModeFor is how long a server whose stream was held back starts its
+// next sessions in long polls straight away before it tries streaming
+// again (10 minutes, the WebSocket re-probe's default interval).
+const PollModeFor = 10 * time.Minute
+
+// PollURL is a long poll's URL: GET <base>/sse?session=<id>&poll=1, with
+// welcome=1 (the session's streams delivered nothing, the welcome
+// included) and lastEventId=<the last id received> when not "".
+func PollURL(wsURL, session, lastID string, welcome bool) (string, error) {
+	if session == "" {
+		return "", errors.New("a long poll needs the session")
+	}
+	u, err := HTTPURL(wsURL, "sse", session)
+	if err != nil {
+		return "", err
+	}
+	u += "&poll=1"
+	if welcome {
+		u += "&welcome=1"
+	}
+	if lastID != "" {
+		u += "&lastEventId=" + queryEscape(lastID)
+	}
+	return u, nil
+}
+
+// queryEscape percent-encodes every byte of s but A-Z a-z 0-9 - _ . ~
+// (net/url's would cost the wasm the package).
+func queryEscape(s string) string {
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hex[c>>4], hex[c&15])
+	}
+	return string(b)
+}
+
+// Event is one event of an event stream.
+type Event struct {
+	Name  string // the event: field; "" for a message
+	ID    string // the id: field, when HasID
+	HasID bool
+	Data  string // the data: lines joined with \n
+}
+
+// ParseEvents reads a complete event stream body (a long poll's answer) as
+// an EventSource would (the WHATWG rules this transport uses: data, id,
+// event; comments and retry ignored; CR, LF and CRLF end a line; an event
+// with no data is not dispatched, nor one the body ends in the middle of).
+func ParseEvents(body string) []Event {
+	var out []Event
+	var ev Event
+	var data []byte
+	hasData := false
+	for len(body) > 0 {
+		end, next := len(body), len(body)
+		for i := 0; i < len(body); i++ {
+			if body[i] == '\n' {
+				end, next = i, i+1
+				break
+			}
+			if body[i] == '\r' {
+				end, next = i, i+1
+				if i+1 < len(body) && body[i+1] == '\n' {
+					next = i + 2
+				}
+				break
+			}
+		}
+		if end == len(body) {
+			break // an unterminated line: the event is incomplete
+		}
+		line := body[:end]
+		body = body[next:]
+		if line == "" {
+			if hasData {
+				ev.Data = string(data)
+				out = append(out, ev)
+			}
+			ev, data, hasData = Event{}, data[:0], false
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment
+		}
+		field, value := line, ""
+		if i := indexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch field {
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			hasData = true
+		case "event":
+			ev.Name = value
+		case "id":
+			ev.ID, ev.HasID = value, true
+		}
+	}
+	return out
 }

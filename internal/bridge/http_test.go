@@ -115,3 +115,40 @@ func TestBatch(t *testing.T) {
 		t.Fatal("IsAuthFrame")
 	}
 }
+
+func TestParseEvents(t *testing.T) {
+	body := "retry: 1000\n\n: a comment\ndata: {\"type\":\"ping\"}\n\nid: feed=4,room=2\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nevent: close\rdata: {\"code\":1012}\r\rdata: no end"
+	got := ParseEvents(body)
+	want := []Event{
+		{Data: `{"type":"ping"}`},
+		{ID: "feed=4,room=2", HasID: true, Data: "{\"a\":\n1}"},
+		{Name: "close", Data: `{"code":1012}`},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ParseEvents: %+v; want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("event %d: %+v; want %+v", i, got[i], want[i])
+		}
+	}
+	if evs := ParseEvents(""); len(evs) != 0 {
+		t.Fatalf("an empty body: %+v", evs)
+	}
+}
+
+func TestPollURL(t *testing.T) {
+	u, err := PollURL("wss://h:8443/ws?x=1", "abc_-1", "feed=4,a b=2", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://h:8443/ws/sse?x=1&session=abc_-1&poll=1&welcome=1&lastEventId=feed%3D4%2Ca%20b%3D2"; u != want {
+		t.Fatalf("PollURL %q; want %q", u, want)
+	}
+	if u, _ := PollURL("ws://h/ws", "s1", "", false); u != "http://h/ws/sse?session=s1&poll=1" {
+		t.Fatalf("PollURL %q", u)
+	}
+	if _, err := PollURL("ws://h/ws", "", "", false); err == nil {
+		t.Fatal("PollURL without a session: no error")
+	}
+}
