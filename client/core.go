@@ -211,7 +211,7 @@ func (c *Core) Opened(s SocketID, now time.Time) {
 	c.transport = Up
 	c.dl[dlConnect] = time.Time{}
 	c.rc.Opened()
-	if !c.cfg.Features.Heartbeat {
+	if !c.cfg.on.Heartbeat {
 		c.provenNow(now) // nothing more to wait for
 	}
 	c.trace("open", s, "socket "+s.String()+" open")

@@ -110,13 +110,13 @@ func (c *Core) state() State {
 	if c.current == 0 {
 		st.Via = c.rc.Via()
 	}
-	if c.cfg.Features.Heartbeat {
+	if c.cfg.on.Heartbeat {
 		st.Protocol = c.protocol
 		if c.transport != Up {
 			st.Protocol = Down
 		}
 	}
-	if c.cfg.Features.Service {
+	if c.cfg.on.Service {
 		st.Service = Down
 		if c.transport == Up {
 			st.Service = c.serviceLevel()
@@ -230,7 +230,7 @@ func removeDuration(s []time.Duration, d time.Duration) []time.Duration {
 // notReady starts the count of time without READY (stage 8): the
 // Degraded and Offline flips are deadlines from now.
 func (c *Core) notReady(now time.Time) {
-	if !c.cfg.Features.WhereUsersAre || c.follower {
+	if !c.cfg.on.WhereUsersAre || c.follower {
 		return // a follower's are the leader's
 	}
 	c.notReadySince, c.degraded, c.offline = now, false, false

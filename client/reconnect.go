@@ -61,7 +61,7 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 			c.dial(now)
 			return
 		}
-		if c.cfg.Features.StaleFilter {
+		if c.cfg.on.StaleFilter {
 			c.reconnects = append(c.reconnects[:0], now.Add(d.Delay))
 		} else {
 			c.reconnects = append(c.reconnects, now.Add(d.Delay))

@@ -90,12 +90,13 @@ type reconnectRules struct {
 }
 
 // NewReconnector returns the reconnect value cfg describes, with the
-// Config's defaults: Features.Backoff chooses Policy and Cooldown (or
-// ResetOnOpen) and the wait for the network over NaiveDelay with a reset on
-// open and an immediate reconnect after the watchdog, and Features.Session
-// turns on the classification with Budget, Window, CapGrowth and
-// MaxRefreshes, and the wait for a visible page. Rand is not needed: the
-// caller hands each decision its random draw.
+// Config's defaults: with the Backoff fix, Policy and Cooldown (with the
+// Cooldown fix disabled, a reset on open) and the wait for the network;
+// without it, NaiveDelay with a reset on open and an immediate reconnect
+// after the watchdog; with the Session fix, the classification with
+// Budget, Window, CapGrowth and MaxRefreshes, and the wait for a visible
+// page. Rand is not needed: the caller hands each decision its random
+// draw.
 func NewReconnector(cfg Config) (Reconnector, error) {
 	cfg, err := cfg.defaults()
 	if err != nil {
@@ -107,16 +108,16 @@ func NewReconnector(cfg Config) (Reconnector, error) {
 // reconnectorOf builds the value from a config with its defaults in.
 func reconnectorOf(cfg Config) Reconnector {
 	r := &reconnectRules{policy: Fixed{D: cfg.NaiveDelay}, watchdogNow: true, soon: cfg.OnlineDelay,
-		transports: slices.Clone(cfg.Transports), reprobe: cfg.ReprobeInterval, jumps: cfg.Features.WhereUsersAre}
-	if cfg.Features.Backoff {
+		transports: slices.Clone(cfg.Transports), reprobe: cfg.ReprobeInterval, jumps: cfg.on.WhereUsersAre}
+	if cfg.on.Backoff {
 		r.policy, r.waitOnline, r.watchdogNow = cfg.Policy, true, false
-		if !cfg.ResetOnOpen {
+		if cfg.on.Cooldown {
 			r.cooldown = cfg.Cooldown
 		}
 	}
-	if cfg.Features.Session {
+	if cfg.on.Session {
 		r.classify = true
-		r.waitVisible = !cfg.Features.WhereUsersAre || cfg.PauseWhenHidden
+		r.waitVisible = !cfg.on.WhereUsersAre || cfg.PauseWhenHidden
 		r.budget, r.window, r.capGrowth, r.maxRefreshes = cfg.Budget, cfg.Window, slices.Clone(cfg.CapGrowth), cfg.MaxRefreshes
 	}
 	return Reconnector{r: r}

@@ -18,7 +18,7 @@ func TestAReconnectorIs40Bytes(t *testing.T) {
 
 // Copies share the rules and keep their own state.
 func TestReconnectorCopiesKeepTheirOwnState(t *testing.T) {
-	rc, err := NewReconnector(Config{Features: Features{Backoff: true, Session: true}, Budget: 2})
+	rc, err := NewReconnector(Config{Disable: stageFixes(6), Budget: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 	if _, err := NewReconnector(Config{Budget: -1}); err == nil {
 		t.Fatal("a negative budget was accepted")
 	}
-	rc, err := NewReconnector(Config{Features: Features{Backoff: true, Session: true}})
+	rc, err := NewReconnector(Config{Disable: stageFixes(6)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 		t.Fatalf("third 4001: %+v", d)
 	}
 	// Without Backoff: NaiveDelay every time, reset on open.
-	naive, _ := NewReconnector(Config{NaiveDelay: 700 * time.Millisecond})
+	naive, _ := NewReconnector(Config{Disable: Fixes{Backoff: true}, NaiveDelay: 700 * time.Millisecond})
 	if d := naive.Failed(0, Cause{By: ByNetwork, Code: 1006}, zero); d.Delay != 700*time.Millisecond {
 		t.Fatalf("naive: %+v", d)
 	}
@@ -75,7 +75,9 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 // and ends the run; shorter does not; without a cooldown the open resets.
 func TestTheCooldownRuleIsTheValuesOwnStep(t *testing.T) {
 	for _, resetOnOpen := range []bool{false, true} {
-		rc, _ := NewReconnector(Config{Features: Features{Backoff: true}, Cooldown: 5 * time.Second, ResetOnOpen: resetOnOpen})
+		off := stageFixes(5)
+		off.Cooldown = resetOnOpen
+		rc, _ := NewReconnector(Config{Disable: off, Cooldown: 5 * time.Second})
 		lost := Cause{By: ByNetwork, Code: 1006}
 		half := func() float64 { return 0.5 }
 		rc.Failed(0, lost, half)
@@ -112,8 +114,7 @@ func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
 	lost := Cause{By: ByNetwork, Code: 1006}
 	never := func() float64 { t.Fatal("a wait drew a random number"); return 0 }
 	stage := func(n int) Reconnector {
-		f, _ := StageFeatures(n)
-		rc, err := NewReconnector(Config{Features: f, Budget: 3})
+		rc, err := NewReconnector(Config{Disable: stageFixes(n), Budget: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +169,7 @@ func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
 // uses and when to probe the fallback, the wait for leadership, and a
 // window that does not charge a clock jump.
 func TestStage8DecisionsAreTheValuesToo(t *testing.T) {
-	f, _ := StageFeatures(8)
-	rc, err := NewReconnector(Config{Features: f, Window: time.Minute})
+	rc, err := NewReconnector(Config{Window: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,8 +228,7 @@ func TestStage8DecisionsAreTheValuesToo(t *testing.T) {
 	}
 
 	// Stage 7 has one transport and charges jumps.
-	f7, _ := StageFeatures(7)
-	rc7, _ := NewReconnector(Config{Features: f7, Window: time.Minute})
+	rc7, _ := NewReconnector(Config{Disable: stageFixes(7), Window: time.Minute})
 	for i := range 5 {
 		rc7.Failed(time.Duration(i), silent, half)
 	}

@@ -91,7 +91,7 @@ func (c *Core) BecameLeader(now time.Time) {
 	c.lastState = State{}
 	c.lostReadyAt = now
 	if c.started {
-		if !ls.Ready && !ls.NotReadySince.IsZero() && c.cfg.Features.WhereUsersAre {
+		if !ls.Ready && !ls.NotReadySince.IsZero() && c.cfg.on.WhereUsersAre {
 			// The app has been without READY since the leader lost it.
 			c.notReadySince, c.degraded, c.offline = ls.NotReadySince, ls.Degraded, ls.Offline
 			c.armNotReady(now)

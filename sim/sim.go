@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/slots"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -232,8 +233,15 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 	// What a refused or lost client does next: the core's own Reconnector,
 	// built from a client config like the core's, one per client. Copies
 	// share the rules and keep 40 bytes of state each.
-	rc, err := client.NewReconnector(client.Config{Features: client.Features{Backoff: true, Session: cfg.Session},
-		Policy: np.Policy, Budget: cfg.Budget})
+	stage := 5 // backoff and cooldown
+	if cfg.Session {
+		stage = 6 // and the session contract: classification, budget, window
+	}
+	off, err := stages.Disabled(stage)
+	if err != nil {
+		return Result{}, err
+	}
+	rc, err := client.NewReconnector(client.Config{Disable: off, Policy: np.Policy, Budget: cfg.Budget})
 	if err != nil {
 		return Result{}, err
 	}
@@ -388,8 +396,12 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 	// One run per reset rule: the core's Reconnector, a stage 5 client's
 	// with the policy, resetting on open or after the cooldown.
 	run := func(resetOnOpen bool) (int, error) {
-		rc, err := client.NewReconnector(client.Config{Features: client.Features{Backoff: true},
-			Policy: np.Policy, Cooldown: cfg.Cooldown, ResetOnOpen: resetOnOpen})
+		off, err := stages.Disabled(5)
+		if err != nil {
+			return 0, err
+		}
+		off.Cooldown = resetOnOpen
+		rc, err := client.NewReconnector(client.Config{Disable: off, Policy: np.Policy, Cooldown: cfg.Cooldown})
 		if err != nil {
 			return 0, err
 		}

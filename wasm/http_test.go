@@ -11,6 +11,7 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -335,7 +336,7 @@ func TestHTTPProbe(t *testing.T) {
 func TestDriverFallsBackToHTTP(t *testing.T) {
 	fakeWebSocket(t)
 	fakeHTTP(t)
-	cfg, err := client.StageConfig(8, func() float64 { return 0 })
+	cfg, err := stages.Config(8, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func testDriver(t *testing.T, cfg client.Config) *driver {
 	d := &driver{urls: []string{"ws://a.test/ws"}, cfg: cfg, core: core, q: bridge.NewQueue(),
 		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
-	d.buf.on = cfg.Features.WhereUsersAre
+	d.buf.on = !cfg.Disable.WhereUsersAre
 	d.timer, err = newTimer(func() {})
 	if err != nil {
 		t.Fatal(err)
@@ -431,7 +432,7 @@ func (d *driver) runAt(now *time.Time) func() {
 func TestHTTPDialCarriesTheTicketTheCoreKept(t *testing.T) {
 	fakeWebSocket(t)
 	fakeHTTP(t)
-	cfg, err := client.StageConfig(8, func() float64 { return 0 })
+	cfg, err := stages.Config(8, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/server"
 )
 
@@ -77,7 +78,7 @@ func ExampleClient_Reconnect() {
 // A demo stage instead of the library's defaults, and what WaitReady says
 // when the server cannot be reached.
 func ExampleClient_WaitReady() {
-	c, err := native.Dial(context.Background(), "ws://127.0.0.1:1/ws", &native.Options{Config: client.MustStage(5)})
+	c, err := native.Dial(context.Background(), "ws://127.0.0.1:1/ws", &native.Options{Config: stages.Must(5)})
 	if err != nil {
 		panic(err)
 	}
@@ -108,7 +109,7 @@ func ExampleDial() {
 	fmt.Println(errors.Is(err, native.ErrInvalidOptions), errors.As(err, &oe) && oe.Option == "CloseTimeout")
 
 	c, err := native.Dial(context.Background(), "ws://127.0.0.1:1/ws", &native.Options{
-		Config:       client.MustStage(5),
+		Config:       stages.Must(5),
 		URLs:         []string{"ws://127.0.0.1:2/ws"}, // tried in turn on every reconnect
 		CloseTimeout: time.Second,
 		OnState:      func(s client.State) {}, // on the client's goroutine: return quickly

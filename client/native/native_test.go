@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
@@ -38,7 +39,7 @@ type probe struct {
 
 func dialStage(t *testing.T, url string, stage int) *probe {
 	t.Helper()
-	cfg, err := client.StageConfig(stage, rand.New(rand.NewPCG(1, uint64(stage))).Float64)
+	cfg, err := stages.Config(stage, rand.New(rand.NewPCG(1, uint64(stage))).Float64)
 	if err != nil {
 		t.Fatal(err)
 	}

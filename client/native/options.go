@@ -14,12 +14,12 @@ import (
 )
 
 // Options configures a Client. A nil *Options means every default: the
-// last stage (client.MaxStage: the session contract and resume) with the
+// last stage (stages.Max: the session contract and resume) with the
 // library's defaults, no callbacks, one server.
 type Options struct {
 	// Config is the client's configuration; Dial copies it. Default
-	// client.MustStage(client.MaxStage): every fix, the library's
-	// defaults. A demo stage: Config: client.MustStage(3). Its Rand
+	// stages.Must(stages.Max): every fix, the library's
+	// defaults. A demo stage: Config: stages.Must(3). Its Rand
 	// defaults to math/rand/v2's Float64; OnEvent turns its Trace on and
 	// Token its Auth. The native client speaks WebSocket only: Transports
 	// defaults to [client.TransportWebSocket] here, and one naming
@@ -94,7 +94,7 @@ var ErrInvalidOptions = errors.New("invalid options")
 
 // OptionError is Dial's error for a value it refuses: the option's name
 // (a field of Options, or "url" for Dial's own argument) and why. It wraps
-// the cause, so errors.Is and errors.As reach it (client.ErrBadStage, say),
+// the cause, so errors.Is and errors.As reach it,
 // and errors.Is(err, ErrInvalidOptions) holds.
 type OptionError struct {
 	Option string
@@ -129,7 +129,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		}
 	}
 	c.URLs = append([]string(nil), c.URLs...) // the caller's slice stays the caller's
-	cfg := client.MustStage(client.MaxStage)
+	cfg := new(client.Config)
 	if c.Config != nil {
 		cfg = new(*c.Config)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/server"
 )
 
@@ -108,7 +109,7 @@ func (l *schedLag) max() time.Duration { return time.Duration(l.worst.Load()) }
 
 func probeClient(t *testing.T, url string, seed uint64, w *readyWatch) *Client {
 	t.Helper()
-	cfg := client.MustStage(6)
+	cfg := stages.Must(6)
 	cfg.Rand = rand.New(rand.NewPCG(seed, 6)).Float64
 	cfg.Policy = client.FullJitter{Base: 100 * time.Millisecond, Cap: 500 * time.Millisecond}
 	c, err := Dial(context.Background(), url, &Options{Config: cfg, OnState: w.state, OnEvent: w.event})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/server"
 )
@@ -62,7 +63,7 @@ func topicServer(t *testing.T, o server.Options) (*testutil.Server, string) {
 }
 
 func fastStage7(seed uint64) *client.Config {
-	cfg := client.MustStage(7)
+	cfg := stages.Must(7)
 	cfg.Rand = rand.New(rand.NewPCG(seed, 7)).Float64
 	cfg.FirstPingTimeout = 300 * time.Millisecond
 	cfg.SubscribeTimeout = 300 * time.Millisecond
