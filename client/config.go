@@ -126,7 +126,7 @@ type Config struct {
 	// gives up (Session). 0: unbounded (default).
 	Window time.Duration
 	// CapGrowth raises the backoff's cap under sustained failure (Session).
-	// nil: DefaultCapGrowth (30 s, then 60 s after 2 minutes, 5 minutes
+	// nil: DefaultCapGrowth() (30 s, then 60 s after 2 minutes, 5 minutes
 	// after 30); an empty, non-nil slice: never.
 	CapGrowth []CapStep
 	// MaxRefreshes is how many forced token refreshes in a row may fail to
@@ -222,7 +222,7 @@ func (c Config) defaults() (Config, error) {
 		c.MaxRefreshes = 2
 	}
 	if c.CapGrowth == nil {
-		c.CapGrowth = DefaultCapGrowth
+		c.CapGrowth = DefaultCapGrowth()
 	}
 	if c.Budget < 0 || c.Window < 0 {
 		return c, errors.New("client: Budget and Window must not be negative (0 means unbounded)")

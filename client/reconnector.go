@@ -130,9 +130,13 @@ type CapStep struct {
 	Cap   time.Duration
 }
 
-// DefaultCapGrowth is the library's: cap 30 s for the first 2 minutes of
-// failure, 60 s after, 5 minutes after 30 minutes.
-var DefaultCapGrowth = []CapStep{{After: 2 * time.Minute, Cap: time.Minute}, {After: 30 * time.Minute, Cap: 5 * time.Minute}}
+// DefaultCapGrowth returns the library's cap growth (Config.CapGrowth's
+// default): cap 30 s for the first 2 minutes of failure, 60 s after, 5
+// minutes after 30 minutes. Each call returns a slice of its own: no
+// program can change another's default.
+func DefaultCapGrowth() []CapStep {
+	return []CapStep{{After: 2 * time.Minute, Cap: time.Minute}, {After: 30 * time.Minute, Cap: 5 * time.Minute}}
+}
 
 // Terminal names a state the session does not leave by itself.
 type Terminal string
