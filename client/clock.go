@@ -66,7 +66,7 @@ func (c *Core) checkClock(now time.Time) {
 	}
 	c.stats.ClockJumps++
 	c.trace("clock-jump", c.current, "timers fired "+late.Round(time.Millisecond).String()+" late: the clock jumped")
-	c.rc.Jumped(late)
+	c.rc.ClockJumped(late)
 	c.armWindow()
 }
 

@@ -464,7 +464,7 @@ func TestFullJitterDelaysStayInRange(t *testing.T) {
 	}
 	var got []time.Duration
 	for _, r := range []float64{0.25, 0.9, 0.1} {
-		got = append(got, b.Failed(0, Cause{By: ByNetwork, Code: 1006}, func() float64 { return r }).Delay)
+		got = append(got, b.AfterFailure(t0, Cause{By: ByNetwork, Code: 1006}, func() float64 { return r }).Delay)
 	}
 	want := []time.Duration{250 * time.Millisecond, 1250 * time.Millisecond, 2250 * time.Millisecond}
 	for i := range want {

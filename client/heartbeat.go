@@ -114,7 +114,7 @@ func (c *Core) probes() bool { return c.cfg.on.Session && c.cfg.on.Heartbeat }
 // transport arms the re-probe of the preferred one (transport.go).
 func (c *Core) provenNow(now time.Time) {
 	c.proven = true
-	c.rc.Proven()
+	c.rc.FirstPingSeen()
 	c.armReprobe(now)
 }
 

@@ -105,10 +105,10 @@ func (c *Core) state() State {
 		return st
 	}
 	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: uint64(c.nextSocket),
-		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode, EndReason: c.endReason,
+		Online: c.rc.IsOnline(), Attempt: c.rc.BackoffAttempt(), Ended: c.ended, EndCode: c.endCode, EndReason: c.endReason,
 		Via: c.via, NotReadySince: c.notReadySince, Degraded: c.degraded, Offline: c.offline}
 	if c.current == 0 {
-		st.Via = c.rc.Via()
+		st.Via = c.rc.NextTransport()
 	}
 	if c.cfg.on.Heartbeat {
 		st.Protocol = c.protocol

@@ -113,8 +113,8 @@ func (c *Core) tokenLost(now time.Time) {
 
 // armWindow keeps the window deadline in step with the Reconnector's run.
 func (c *Core) armWindow() {
-	if at, ok := c.rc.WindowEnds(); ok {
-		c.dl[dlWindow] = c.origin.Add(at)
+	if at, ok := c.rc.WindowDeadline(); ok {
+		c.dl[dlWindow] = at
 	}
 }
 
@@ -127,10 +127,10 @@ func (c *Core) windowRanOut(now time.Time) {
 	// works: the refusal is the app's to fix (State.Refused), and a
 	// window of failures does not close it.
 	if st := c.state(); st.Ready || (st.Refusals > 0 && st.Transport == Up && (st.Protocol == Up || st.Protocol == Off)) {
-		c.rc.WindowOver()
+		c.rc.WindowRanOutWhileReady()
 		return
 	}
-	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: ClassBackoff, By: ByClient,
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: ClassBackoff, By: ByClient,
 		Code: protocol.CloseAbnormal, BudgetLeft: -1, WindowLeft: 0, Outcome: Outcome(GaveUp)})
 	if c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})
@@ -145,7 +145,7 @@ func (c *Core) Reconnect(now time.Time) {
 	if c.ended == Stopped || !c.started {
 		return
 	}
-	c.rc.Fresh()
+	c.rc.NewSession()
 	c.dl[dlWindow] = time.Time{}
 	if c.ended != NotEnded {
 		c.ended, c.endCode, c.endReason = NotEnded, 0, ""
@@ -165,7 +165,7 @@ func (c *Core) Hidden(now time.Time) {
 	if c.ended != NotEnded || c.rc.IsHidden() {
 		return
 	}
-	if c.rc.Hidden() && len(c.reconnects) > 0 {
+	if c.rc.WentHidden() && len(c.reconnects) > 0 {
 		c.reconnects = nil
 		c.trace("reconnect-cancelled", 0, "scheduled reconnect cancelled while the page is hidden")
 	}
@@ -179,7 +179,7 @@ func (c *Core) Visible(now time.Time) {
 	if c.ended != NotEnded || !c.rc.IsHidden() {
 		return
 	}
-	if c.rc.Visible() {
+	if c.rc.BecameVisible() {
 		c.reconnectSoon(now)
 	}
 	c.after(now)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/stages"
 )
 
