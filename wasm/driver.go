@@ -59,11 +59,11 @@ type callbacks struct {
 }
 
 func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
-	cfg, err := stages.Config(o.Stage, random)
+	off, err := stages.Disabled(o.Stage)
 	if err != nil {
 		return nil, err
 	}
-	cfg = o.Config(cfg)
+	cfg := o.Config(client.Config{Disable: off, Rand: random})
 	cfg.Trace = isFunc(cb.onEvent)
 	cfg.Auth = isFunc(cb.token)
 	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue(),

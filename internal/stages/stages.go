@@ -8,7 +8,6 @@ package stages
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/wsready/wsready/client"
 )
@@ -16,24 +15,14 @@ import (
 // Max is the last stage: every fix.
 const Max = 8
 
-// ErrBadStage is what every *Error is: a stage outside 0..Max.
-var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4, 5, 6, 7 or 8")
-
-// Error reports a stage outside the demo's; errors.Is(err, ErrBadStage)
-// holds for it.
-type Error struct{ Stage int }
-
-func (e *Error) Error() string {
-	return "invalid stage " + strconv.Itoa(e.Stage) + ": " + ErrBadStage.Error()
-}
-
-func (e *Error) Unwrap() error { return ErrBadStage }
+// ErrBadStage is the error for a stage outside 0..Max.
+var ErrBadStage = errors.New("invalid stage: stage must be 0, 1, 2, 3, 4, 5, 6, 7 or 8")
 
 // Disabled returns the fixes stage n turns off: every fix after the n-th.
 // Stage 5's backoff comes with its cooldown.
 func Disabled(n int) (client.Fixes, error) {
 	if n < 0 || n > Max {
-		return client.Fixes{}, &Error{Stage: n}
+		return client.Fixes{}, ErrBadStage
 	}
 	return client.Fixes{
 		Registry:      n < 1,
