@@ -44,7 +44,12 @@ func (r *seqRecorder) snapshot() ([]int64, []client.ContinuityLost) {
 	return append([]int64(nil), r.seqs...), append([]client.ContinuityLost(nil), r.lost...)
 }
 
-// eventually polls cond every 10 ms until it holds or d passes.
+// eventually polls cond every 10 ms until it holds or d passes. Inside
+// synctest.Test the sleep is the bubble's fake time, and when it returns
+// everything due before has run (the clock moves only when every goroutine
+// of the bubble waits); outside, the tests on loopback poll the real
+// server's counters, which have no notification, and real time is what
+// the server's own timers run on.
 func eventually(d time.Duration, cond func() bool) error {
 	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
 		if cond() {
