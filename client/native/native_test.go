@@ -36,6 +36,12 @@ func startServer(t *testing.T) *memServer {
 	return &memServer{Server: srv, hc: hc}
 }
 
+// advance moves a synctest bubble's fake clock on by d: every goroutine of
+// the bubble runs until it waits, then the clock jumps, so a story of
+// seconds takes no real time. Only for use inside synctest.Test (outside,
+// it would wait d of real time).
+func advance(d time.Duration) { time.Sleep(d) }
+
 // memServer is a server on the in-memory network and the HTTP client that
 // reaches it.
 type memServer struct {
@@ -231,7 +237,7 @@ func TestNativeFlappingAttempts(t *testing.T) {
 			p := dialStage(t, srv, stage)
 			srv.Set("flapping", true)
 			srv.Demo.ResetCounters()
-			time.Sleep(3 * time.Second) // the bubble's fake time: 3 s of flapping
+			advance(3 * time.Second) // 3 s of flapping
 			attempts[stage] = srv.Stats().HandshakesWindow
 			srv.Set("flapping", false)
 			p.Close()
@@ -316,7 +322,7 @@ func TestNativeCloseClosesLeakedSockets(t *testing.T) {
 		srv := startServer(t)
 		p := dialStage(t, srv, 2)
 		srv.Set("freeze", true)
-		time.Sleep(1500 * time.Millisecond) // the bubble's fake time: the watchdog replaces the frozen socket several times
+		advance(1500 * time.Millisecond) // the watchdog replaces the frozen socket several times
 		srv.Set("freeze", false)
 		// The late closes of the replaced sockets arrive, each taken as the
 		// current socket's: each starts another socket and the live ones leak.

@@ -153,7 +153,7 @@ func testProbeDetectsAFreeze(t *testing.T) {
 	for i := range clients {
 		watches[i] = &readyWatch{}
 		cls[i] = probeClient(t, srv, uint64(i), watches[i])
-		time.Sleep(time.Duration(rnd.Int64N(int64(time.Second)))) // the bubble's fake time: each client its own ping phase
+		advance(time.Duration(rnd.Int64N(int64(time.Second)))) // each client its own ping phase
 	}
 	allReady := func() bool {
 		for _, c := range cls {
@@ -169,7 +169,7 @@ func testProbeDetectsAFreeze(t *testing.T) {
 		if err := eventually(10*time.Second, allReady); err != nil {
 			t.Fatalf("freeze %d: clients not READY", f)
 		}
-		time.Sleep(1500*time.Millisecond + time.Duration(rnd.Int64N(int64(time.Second)))) // fake time: a random phase
+		advance(1500*time.Millisecond + time.Duration(rnd.Int64N(int64(time.Second)))) // a random phase
 		lag.reset()
 		start := time.Now()
 		srv.Set("freeze", true)
@@ -259,7 +259,7 @@ func testJitteryPings(t *testing.T) {
 	}
 	start := time.Now()
 	srv.Set("jitter", true)
-	time.Sleep(d) // the bubble's fake time
+	advance(d)
 	srv.Set("jitter", false)
 	probes, answered := 0, 0
 	for i, c := range cls {

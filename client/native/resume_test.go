@@ -165,17 +165,17 @@ func testResumeThrough100Reconnects(t *testing.T) {
 		switch turns % 3 {
 		case 0:
 			srv.Set("restart", true)
-			time.Sleep(500 * time.Millisecond)
+			advance(500 * time.Millisecond)
 		case 1:
 			srv.Set("flapping", true)
-			time.Sleep(1500 * time.Millisecond)
+			advance(1500 * time.Millisecond)
 			srv.Set("flapping", false)
 		case 2:
 			srv.Set("freeze", true)
-			time.Sleep(500 * time.Millisecond)
+			advance(500 * time.Millisecond)
 			srv.Set("freeze", false)
 		}
-		time.Sleep(300 * time.Millisecond)
+		advance(300 * time.Millisecond)
 		turns++
 	}
 	close(stop)
@@ -271,7 +271,7 @@ func testAGapPastRetention(t *testing.T) {
 		s, l := rec.snapshot()
 		t.Fatalf("after the gap: %v, lost %v", s, l)
 	}
-	time.Sleep(200 * time.Millisecond) // the bubble's fake time: nothing more may come
+	advance(200 * time.Millisecond) // nothing more may come
 	seqs, lost := rec.snapshot()
 	if d := testutil.ExactRun(seqs, 41, 60); d != "" {
 		t.Fatal(d)

@@ -100,7 +100,7 @@ func TestNativeShortTicketsRefreshOncePerLifetime(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.Demo.ResetCounters()
-		time.Sleep(20 * time.Second) // fake time: the bubble's clock
+		advance(20 * time.Second)
 		synctest.Wait()
 		st, hs := c.Stats(), srv.Stats().HandshakesWindow
 		rec.mu.Lock()
@@ -140,7 +140,7 @@ func TestNativeRevokedMakesOneHandshake(t *testing.T) {
 		if err := c.WaitReady(ctx); !errorsAs(err, &ended) || ended.Ended != client.Forbidden || ended.Code != protocol.CloseForbidden {
 			t.Fatalf("WaitReady: %v", err)
 		}
-		time.Sleep(30 * time.Second) // fake time: the bubble's clock
+		advance(30 * time.Second)
 		synctest.Wait()
 		if n := srv.Stats().Handshakes; n != 1 {
 			t.Fatalf("%d handshakes in 30 s from a revoked client", n)
