@@ -74,14 +74,21 @@ func fakeHTTP(t *testing.T) {
 	})
 }
 
+// jsRuns lets the JS event loop run for d of real time (a Go sleep yields
+// to it). Real time is the point: the browser driver's timers are
+// setTimeout's and its callbacks (promises, channels, sockets) the event
+// loop's, which no fake clock reaches (testing/synctest fakes Go's timers
+// only). A test also waits on it to see that nothing more happens.
+func jsRuns(d time.Duration) { time.Sleep(d) }
+
 // settle lets the event loop run the promises' callbacks.
-func settle() { time.Sleep(30 * time.Millisecond) }
+func settle() { jsRuns(30 * time.Millisecond) }
 
 // waitFor lets the event loop run until cond holds (5 s at most: the
 // machine may be loaded).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !cond(); jsRuns(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("waited 5 s for %s", what)
 		}
