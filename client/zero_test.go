@@ -53,4 +53,3 @@ func TestTheZeroConfigIsTheClientWithEveryFix(t *testing.T) {
 		t.Fatalf("the request settled with %v, want ErrRequestTimeout", settled)
 	}
 }
-
