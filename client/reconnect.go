@@ -3,11 +3,13 @@ package client
 import "time"
 
 // Carrying out the reconnect decisions. Every rule is the Reconnector's
-// (reconnector.go): the delay and its reset, the immediate reconnect after
-// the watchdog before stage 5, the waits for the network (stage 5: offline
-// cancels a scheduled reconnect, online resets the backoff and reconnects
-// after a small random delay) and for a visible page (stage 6), and what a
-// disconnect means (stage 6, classify.go). This file asks it and does what
+// (reconnector.go and a file per rule beside it): the delay and its reset
+// (reconnector_delay.go), the immediate reconnect after the watchdog
+// before stage 5, the waits for the network (stage 5: offline cancels a
+// scheduled reconnect, online resets the backoff and reconnects after a
+// small random delay) and for a visible page (stage 6,
+// reconnector_waits.go), and what a disconnect means (stage 6,
+// classify.go). This file asks it and does what
 // it says. A laptop waking from sleep needs nothing special before stage 8:
 // the watchdog notices the missing pings (stage 8's rules for a wake are
 // clock.go's).

@@ -10,7 +10,8 @@ import (
 // every dial, the reconnect window as a deadline, terminal states, a fresh
 // session on demand, no reconnect while the page is hidden, and one
 // sanitized Record per reconnect decision. The decisions themselves are the
-// Reconnector's (reconnector.go); the classification is classify.go's.
+// Reconnector's (reconnector_budget.go for the budget, the window and
+// the terminal states); the classification is classify.go's.
 
 // Record is one reconnect decision, for logs and the demo's event list. It
 // holds no token, no payload and none of the peer's text: every field is a

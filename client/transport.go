@@ -9,7 +9,7 @@ import (
 
 // The transport (stage 8). A proxy that strips the WebSocket upgrade
 // leaves a client that never connects; every peer falls back to HTTP, and
-// so does this one. The rule is the Reconnector's (reconnector.go,
+// so does this one. The rule is the Reconnector's (reconnector_fallback.go,
 // countTransport): after 3 WebSocket attempts in a row that never reach a
 // first ping (never open, or open and stay silent), the core asks the
 // driver to probe the server over plain HTTP (EffProbeHTTP); if the driver
