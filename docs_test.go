@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -184,8 +184,8 @@ func TestDocsMatchWhatTheServerDoes(t *testing.T) {
 	if pageRange == nil {
 		t.Fatal("web/static/app.js: no stage pattern /^[0-N]$/")
 	}
-	if pageRange[1] != strconv.Itoa(client.MaxStage) {
-		t.Errorf("the page takes stages 0-%s, the client has 0-%d", pageRange[1], client.MaxStage)
+	if pageRange[1] != strconv.Itoa(stages.Max) {
+		t.Errorf("the page takes stages 0-%s, the client has 0-%d", pageRange[1], stages.Max)
 	}
 	if want := "stage (0 to " + pageRange[1] + ";"; !strings.Contains(string(demoDoc), want) {
 		t.Errorf("docs/demo.md should give the page's stages as %q", want)

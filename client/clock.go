@@ -45,7 +45,7 @@ const jumpAfter = 2 * time.Second
 // checkClock looks for a jump before Tick fires anything (and before
 // Closed acts on a close): the latest due deadline's lateness.
 func (c *Core) checkClock(now time.Time) {
-	if !c.cfg.Features.WhereUsersAre {
+	if !c.cfg.on.WhereUsersAre {
 		return
 	}
 	var late time.Duration
@@ -66,14 +66,14 @@ func (c *Core) checkClock(now time.Time) {
 	}
 	c.stats.ClockJumps++
 	c.trace("clock-jump", c.current, "timers fired "+late.Round(time.Millisecond).String()+" late: the clock jumped")
-	c.rc.Jumped(late)
+	c.rc.ClockJumped(late)
 	c.armWindow()
 }
 
 // Resumed reports that the page runs again after the browser froze it
 // (stage 8): a connection lost now is lost as the client wakes.
 func (c *Core) Resumed(now time.Time) {
-	if c.cfg.Features.WhereUsersAre {
+	if c.cfg.on.WhereUsersAre {
 		c.wokeAt = now
 	}
 }

@@ -358,7 +358,7 @@ func TestOneSleepIsOneJump(t *testing.T) {
 		h.now = h.now.Add(time.Hour)
 		h.closed(s)
 		h.fireOverdue()
-		_, w := h.c.rc.Left(h.c.at(h.now))
+		_, w := h.c.rc.Remaining(h.now)
 		if h.c.Stats().ClockJumps != 1 || w > 2*time.Minute {
 			t.Fatalf("queued %v: %d jumps, window left %v: want 1 jump and at most the 2 m window", queued, h.c.Stats().ClockJumps, w)
 		}

@@ -3,17 +3,20 @@ package client
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/wsready/wsready/protocol"
 )
 
-// Features switches on the demo's fixes one by one. Stage(n) turns on the
-// first n; each is also usable alone.
-type Features struct {
+// Fixes names the client's fixes, each one a rule that keeps a real
+// client out of a failure the demo shows. Config.Disable turns some off;
+// its zero value turns none off: the production client. The demo's stages
+// are presets of it (package internal/stages: stage n keeps the first n
+// fixes), so that each stage shows what the next fix is for.
+type Fixes struct {
 	// Registry (stage 1): every request settles. Requests time out after
 	// RequestTimeout and are rejected when their connection closes.
+	// Disabled, a request waits for its answer for ever.
 	Registry bool
 	// Heartbeat (stage 2): the protocol layer. The watchdog closes a socket
 	// whose pings stopped and reconnects without waiting for the close event.
@@ -25,10 +28,15 @@ type Features struct {
 	Service bool
 	// Backoff (stage 5): every reconnect follows Policy; the backoff resets
 	// only after Cooldown of continuous READY; offline cancels a scheduled
-	// reconnect and online reconnects after a small random delay. Without
-	// it, the client reconnects NaiveDelay after a close (and at once after
+	// reconnect and online reconnects after a small random delay. Disabled,
+	// the client reconnects NaiveDelay after a close (and at once after
 	// the watchdog fires) and ignores offline/online.
 	Backoff bool
+	// Cooldown (part of stage 5's Backoff): the backoff resets only after
+	// Cooldown of continuous READY. Disabled, it resets when a socket
+	// opens: the rule stage 5 replaced, kept so the two can be compared
+	// (the simulator's Flapping table).
+	Cooldown bool
 	// Session (stage 6): every close is classified before any retry (see
 	// classify.go): 1000 from the server ends the session, 4003/1008 is
 	// forbidden, 4001 refreshes the token and dials at once, a retry-after
@@ -49,15 +57,28 @@ type Features struct {
 	// PauseWhenHidden; sends that stop draining are noticed (Buffered,
 	// SendStallTimeout); the state says how long the client has not been
 	// READY (NotReadySince, Degraded, Offline). The opt-in queue and the
-	// tab leadership events work at any stage.
+	// tab leadership events work with any fixes.
 	WhereUsersAre bool
 }
 
-// Config configures a Core. Zero durations take the defaults shown.
+// fixes are the fixes a Config keeps (the complement of Config.Disable),
+// so the core's branches read as what is on.
+type fixes Fixes
+
+// on returns the fixes d leaves on.
+func (d Fixes) on() fixes {
+	return fixes{Registry: !d.Registry, Heartbeat: !d.Heartbeat, StaleFilter: !d.StaleFilter,
+		Service: !d.Service, Backoff: !d.Backoff, Cooldown: !d.Cooldown, Session: !d.Session,
+		Resume: !d.Resume, WhereUsersAre: !d.WhereUsersAre}
+}
+
+// Config configures a Core. Zero durations take the defaults shown; the
+// zero Config (with a Rand) is the client with every fix.
 type Config struct {
-	// Stage is informational: the stage preset this config came from, or -1.
-	Stage    int
-	Features Features
+	// Disable turns fixes off, to show the failure each one prevents (the
+	// demo's stages, package internal/stages). Default: none, the
+	// production client.
+	Disable Fixes
 	// Topic, if set, is subscribed to from the start and stays subscribed
 	// (Unsubscribe leaves it): the demo sets protocol.DefaultTopic
 	// ("feed"). Default "": none. Core.Subscribe adds others. The service
@@ -79,7 +100,7 @@ type Config struct {
 	// ConnectTimeout bounds a dial: a socket not open by then is closed and
 	// counts as a failed attempt. Default 10s.
 	ConnectTimeout time.Duration
-	// NaiveDelay is the reconnect delay without Backoff. Default 1s.
+	// NaiveDelay is the reconnect delay with Backoff disabled. Default 1s.
 	NaiveDelay time.Duration
 	// Policy chooses reconnect delays with Backoff. Default
 	// FullJitter{Base: 1s, Cap: 30s}.
@@ -87,10 +108,6 @@ type Config struct {
 	// Cooldown is how long the client must stay READY before the backoff
 	// resets (Backoff). Default 5s.
 	Cooldown time.Duration
-	// ResetOnOpen resets the backoff when a socket opens instead of after
-	// Cooldown of READY (Backoff): the rule stage 5 replaced, kept so the
-	// two can be compared (the simulator's Flapping table). Default off.
-	ResetOnOpen bool
 	// OnlineDelay is the upper bound of the random delay before reconnecting
 	// when the network comes back (Backoff), or the page becomes visible
 	// again (Session). Default 500ms.
@@ -109,7 +126,7 @@ type Config struct {
 	// gives up (Session). 0: unbounded (default).
 	Window time.Duration
 	// CapGrowth raises the backoff's cap under sustained failure (Session).
-	// nil: DefaultCapGrowth (30 s, then 60 s after 2 minutes, 5 minutes
+	// nil: DefaultCapGrowth() (30 s, then 60 s after 2 minutes, 5 minutes
 	// after 30); an empty, non-nil slice: never.
 	CapGrowth []CapStep
 	// MaxRefreshes is how many forced token refreshes in a row may fail to
@@ -154,60 +171,9 @@ type Config struct {
 	// it dials nothing until BecameLeader (tabs.go). Default false: the
 	// core leads.
 	Follower bool
-}
 
-// ErrBadStage is returned for a stage outside 0..MaxStage.
-var ErrBadStage = errors.New("stage must be 0, 1, 2, 3, 4, 5, 6, 7 or 8")
-
-// StageError reports a stage outside the demo's; errors.Is(err,
-// ErrBadStage) holds for it.
-type StageError struct{ Stage int }
-
-func (e *StageError) Error() string {
-	return "invalid stage " + strconv.Itoa(e.Stage) + ": " + ErrBadStage.Error()
-}
-
-func (e *StageError) Unwrap() error { return ErrBadStage }
-
-// MaxStage is the last demo stage.
-const MaxStage = 8
-
-// StageFeatures returns the fixes stage n turns on.
-func StageFeatures(n int) (Features, error) {
-	if n < 0 || n > MaxStage {
-		return Features{}, &StageError{Stage: n}
-	}
-	return Features{
-		Registry:      n >= 1,
-		Heartbeat:     n >= 2,
-		StaleFilter:   n >= 3,
-		Service:       n >= 4,
-		Backoff:       n >= 5,
-		Session:       n >= 6,
-		Resume:        n >= 7,
-		WhereUsersAre: n >= 8,
-	}, nil
-}
-
-// MustStage returns the configuration of demo stage n (0..MaxStage) with
-// no random source (a driver supplies one); it panics on any other n, like
-// regexp.MustCompile, for use with a constant.
-func MustStage(n int) *Config {
-	c, err := StageConfig(n, nil)
-	if err != nil {
-		panic(err)
-	}
-	return &c
-}
-
-// StageConfig returns the defaults for demo stage n with the given random
-// source.
-func StageConfig(n int, rand func() float64) (Config, error) {
-	f, err := StageFeatures(n)
-	if err != nil {
-		return Config{}, err
-	}
-	return Config{Stage: n, Features: f, Rand: rand}, nil
+	// on is the complement of Disable, filled in with the defaults.
+	on fixes
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -223,6 +189,7 @@ func (c Config) defaults() (Config, error) {
 	if c.Topic != "" && !protocol.ValidTopic(c.Topic) {
 		return c, errors.New("client: Config.Topic is not a valid topic name")
 	}
+	c.on = c.Disable.on()
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -242,7 +209,7 @@ func (c Config) defaults() (Config, error) {
 	def(&c.OfflineAfter, 30*time.Second)
 	if c.Transports == nil {
 		c.Transports = []Transport{TransportWebSocket}
-		if c.Features.WhereUsersAre {
+		if c.on.WhereUsersAre {
 			c.Transports = append(c.Transports, TransportHTTP)
 		}
 	} else {
@@ -255,7 +222,7 @@ func (c Config) defaults() (Config, error) {
 		c.MaxRefreshes = 2
 	}
 	if c.CapGrowth == nil {
-		c.CapGrowth = DefaultCapGrowth
+		c.CapGrowth = DefaultCapGrowth()
 	}
 	if c.Budget < 0 || c.Window < 0 {
 		return c, errors.New("client: Budget and Window must not be negative (0 means unbounded)")

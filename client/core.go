@@ -61,11 +61,10 @@ type Core struct {
 	rc  Reconnector
 
 	started   bool
-	origin    time.Time // the Reconnector's instants are durations since (the first Start)
-	ended     Terminal  // set: the session is over (stopped included)
-	endCode   int       // the close code that ended it, if one did
-	endReason string    // and the server's reason with it (Cause.Reason)
-	session   string    // the session ref for records: random, opaque
+	ended     Terminal // set: the session is over (stopped included)
+	endCode   int      // the close code that ended it, if one did
+	endReason string   // and the server's reason with it (Cause.Reason)
+	session   string   // the session ref for records: random, opaque
 
 	nextSocket SocketID
 	current    SocketID // 0: none
@@ -141,8 +140,8 @@ func New(cfg Config) (*Core, error) {
 	}
 	c := &Core{cfg: cfg, rc: reconnectorOf(cfg), pending: map[uint64]*pendingRequest{}, follower: cfg.Follower}
 	if cfg.Follower {
-		c.rc.Follow()
-		c.leaderState = State{Via: c.rc.Via()}
+		c.rc.BecameFollower()
+		c.leaderState = State{Via: c.rc.NextTransport()}
 	}
 	c.session = sessionRef(cfg.Rand)
 	c.initTopics()
@@ -194,7 +193,6 @@ func (c *Core) Start(now time.Time) {
 		return
 	}
 	c.started = true
-	c.at(now)
 	c.notReady(now)
 	if !c.follower {
 		c.dial(now)
@@ -210,8 +208,8 @@ func (c *Core) Opened(s SocketID, now time.Time) {
 	c.stats.Opens++
 	c.transport = Up
 	c.dl[dlConnect] = time.Time{}
-	c.rc.Opened()
-	if !c.cfg.Features.Heartbeat {
+	c.rc.SocketOpened()
+	if !c.cfg.on.Heartbeat {
 		c.provenNow(now) // nothing more to wait for
 	}
 	c.trace("open", s, "socket "+s.String()+" open")
@@ -364,11 +362,11 @@ func (c *Core) dial(now time.Time) {
 	c.current = c.nextSocket
 	c.transport = Pending
 	c.protocol, c.served = Down, false
-	c.via, c.proven, c.buffered, c.stallProbe = c.rc.Via(), false, 0, 0
+	c.via, c.proven, c.buffered, c.stallProbe = c.rc.NextTransport(), false, 0, 0
 	c.clearScope(scopeSocket)
 	c.dl[dlConnect] = now.Add(c.cfg.ConnectTimeout)
 	c.stats.Dials++
-	detail := "opening socket " + c.current.String() + " (attempt " + strconv.Itoa(c.rc.Attempt()) + ")"
+	detail := "opening socket " + c.current.String() + " (attempt " + strconv.Itoa(c.rc.BackoffAttempt()) + ")"
 	if c.via != TransportWebSocket {
 		detail += " over " + c.via.String()
 	}
@@ -451,15 +449,6 @@ func (c *Core) after(now time.Time) {
 		c.armed = next
 		c.emit(Effect{Kind: EffTimer, At: next})
 	}
-}
-
-// at turns an instant into the Reconnector's: a duration since the origin,
-// which the first call sets (Start makes that the first).
-func (c *Core) at(now time.Time) time.Duration {
-	if c.origin.IsZero() {
-		c.origin = now
-	}
-	return now.Sub(c.origin)
 }
 
 // earliest returns the earlier of two deadlines; zero means unset.

@@ -8,27 +8,7 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-func TestStagesEachAddExactlyOneFix(t *testing.T) {
-	count := func(f Features) int {
-		n := 0
-		for _, b := range []bool{f.Registry, f.Heartbeat, f.StaleFilter, f.Service, f.Backoff, f.Session, f.Resume, f.WhereUsersAre} {
-			if b {
-				n++
-			}
-		}
-		return n
-	}
-	for n := 0; n <= MaxStage; n++ {
-		f, err := StageFeatures(n)
-		if err != nil || count(f) != n {
-			t.Fatalf("stage %d: %+v %v", n, f, err)
-		}
-	}
-	for _, bad := range []int{-1, MaxStage + 1, 100} {
-		if _, err := StageFeatures(bad); err == nil {
-			t.Fatalf("stage %d accepted", bad)
-		}
-	}
+func TestAConfigWithoutRandIsRefused(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("a config without Rand was accepted")
 	}
@@ -478,13 +458,13 @@ func TestFullJitterDelaysStayInRange(t *testing.T) {
 	if got := (Exponential{Base: time.Second, Cap: 30 * time.Second}).Delay(200, 0, 0); got != 30*time.Second {
 		t.Fatalf("exponential(200) = %v", got)
 	}
-	b, err := NewReconnector(Config{Features: Features{Backoff: true}, Policy: RandomStartLinear{Step: time.Second}})
+	b, err := NewReconnector(Config{Disable: stageFixes(5), Policy: RandomStartLinear{Step: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []time.Duration
 	for _, r := range []float64{0.25, 0.9, 0.1} {
-		got = append(got, b.Failed(0, Cause{By: ByNetwork, Code: 1006}, func() float64 { return r }).Delay)
+		got = append(got, b.AfterFailure(t0, Cause{By: ByNetwork, Code: 1006}, func() float64 { return r }).Delay)
 	}
 	want := []time.Duration{250 * time.Millisecond, 1250 * time.Millisecond, 2250 * time.Millisecond}
 	for i := range want {
@@ -613,7 +593,7 @@ func TestBadFramesAreCountedNotFatal(t *testing.T) {
 
 func BenchmarkCoreMessage(b *testing.B) {
 	r := &seq{}
-	cfg, _ := StageConfig(5, r.next)
+	cfg := stageConfig(5, r.next)
 	c, _ := New(cfg)
 	now := t0
 	c.Start(now)

@@ -183,16 +183,6 @@ func TestAHugePingIntervalIsRefused(t *testing.T) {
 	}
 }
 
-func TestBadStageIsErrBadStage(t *testing.T) {
-	for _, n := range []int{-1, MaxStage + 1, 99} {
-		_, err := StageConfig(n, func() float64 { return 0 })
-		var se *StageError
-		if !errors.Is(err, ErrBadStage) || !errors.As(err, &se) || se.Stage != n {
-			t.Fatalf("stage %d: %v", n, err)
-		}
-	}
-}
-
 // A request's own timeout: a short one times out first even when sent
 // after a longer one.
 func TestRequestsHaveTimeoutsOfTheirOwn(t *testing.T) {

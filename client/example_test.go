@@ -14,11 +14,9 @@ import (
 // a request is answered, and a topic the app subscribes to makes the
 // service pending until the server acknowledges it.
 func Example() {
-	cfg, err := client.StageConfig(5, rand.New(rand.NewPCG(1, 2)).Float64)
-	if err != nil {
-		panic(err)
-	}
-	core, err := client.New(cfg)
+	// The zero Config is the client with every fix; the core draws no
+	// random numbers of its own, so it needs a source.
+	core, err := client.New(client.Config{Rand: rand.New(rand.NewPCG(1, 2)).Float64})
 	if err != nil {
 		panic(err)
 	}

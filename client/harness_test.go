@@ -58,10 +58,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func newHarness(t *testing.T, stage int, tweak ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, now: t0, sockets: map[SocketID]*fakeSocket{}, settled: map[uint64]Effect{}, rand: &seq{}, via: map[SocketID]Transport{}}
-	cfg, err := StageConfig(stage, h.rand.next)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := stageConfig(stage, h.rand.next)
 	cfg.Trace = true
 	// The demo's topic, set explicitly (the library's default is none):
 	// most stories are told with it. A tweak sets Topic "" for a client
@@ -70,6 +67,7 @@ func newHarness(t *testing.T, stage int, tweak ...func(*Config)) *harness {
 	for _, f := range tweak {
 		f(&cfg)
 	}
+	var err error
 	h.c, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)

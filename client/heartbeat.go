@@ -61,7 +61,7 @@ func (c *Core) stillAlive(now time.Time, ack bool) {
 }
 
 func (c *Core) heartbeatOpened(now time.Time) {
-	if !c.cfg.Features.Heartbeat {
+	if !c.cfg.on.Heartbeat {
 		return
 	}
 	c.protocol = Pending
@@ -72,7 +72,7 @@ func (c *Core) heartbeatOpened(now time.Time) {
 func (c *Core) onPing(m protocol.Message, now time.Time) {
 	c.stats.Pings++
 	c.pingInterval = time.Duration(m.IntervalMs) * time.Millisecond
-	if !c.cfg.Features.Heartbeat {
+	if !c.cfg.on.Heartbeat {
 		return
 	}
 	if !c.proven {
@@ -96,7 +96,7 @@ func (c *Core) onPing(m protocol.Message, now time.Time) {
 // proofOfLife re-arms the watchdog for a frame other than a ping, once the
 // first ping on this socket has set the interval.
 func (c *Core) proofOfLife(now time.Time) {
-	if !c.cfg.Features.Heartbeat || c.transport != Up || c.protocol != Up || c.pingInterval <= 0 {
+	if !c.cfg.on.Heartbeat || c.transport != Up || c.protocol != Up || c.pingInterval <= 0 {
 		return
 	}
 	if c.probes() {
@@ -107,14 +107,14 @@ func (c *Core) proofOfLife(now time.Time) {
 }
 
 // probes says whether the watchdog probes before it kills (stage 6).
-func (c *Core) probes() bool { return c.cfg.Features.Session && c.cfg.Features.Heartbeat }
+func (c *Core) probes() bool { return c.cfg.on.Session && c.cfg.on.Heartbeat }
 
 // provenNow notes that the current socket works (its first ping): the
 // transport rule's count starts over, and a client on its fallback
 // transport arms the re-probe of the preferred one (transport.go).
 func (c *Core) provenNow(now time.Time) {
 	c.proven = true
-	c.rc.Proven()
+	c.rc.FirstPingSeen()
 	c.armReprobe(now)
 }
 

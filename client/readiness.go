@@ -105,18 +105,18 @@ func (c *Core) state() State {
 		return st
 	}
 	st := State{Transport: c.transport, Protocol: Off, Service: Off, Epoch: uint64(c.nextSocket),
-		Online: c.rc.IsOnline(), Attempt: c.rc.Attempt(), Ended: c.ended, EndCode: c.endCode, EndReason: c.endReason,
+		Online: c.rc.IsOnline(), Attempt: c.rc.BackoffAttempt(), Ended: c.ended, EndCode: c.endCode, EndReason: c.endReason,
 		Via: c.via, NotReadySince: c.notReadySince, Degraded: c.degraded, Offline: c.offline}
 	if c.current == 0 {
-		st.Via = c.rc.Via()
+		st.Via = c.rc.NextTransport()
 	}
-	if c.cfg.Features.Heartbeat {
+	if c.cfg.on.Heartbeat {
 		st.Protocol = c.protocol
 		if c.transport != Up {
 			st.Protocol = Down
 		}
 	}
-	if c.cfg.Features.Service {
+	if c.cfg.on.Service {
 		st.Service = Down
 		if c.transport == Up {
 			st.Service = c.serviceLevel()
@@ -230,7 +230,7 @@ func removeDuration(s []time.Duration, d time.Duration) []time.Duration {
 // notReady starts the count of time without READY (stage 8): the
 // Degraded and Offline flips are deadlines from now.
 func (c *Core) notReady(now time.Time) {
-	if !c.cfg.Features.WhereUsersAre || c.follower {
+	if !c.cfg.on.WhereUsersAre || c.follower {
 		return // a follower's are the leader's
 	}
 	c.notReadySince, c.degraded, c.offline = now, false, false

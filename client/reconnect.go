@@ -3,11 +3,13 @@ package client
 import "time"
 
 // Carrying out the reconnect decisions. Every rule is the Reconnector's
-// (reconnector.go): the delay and its reset, the immediate reconnect after
-// the watchdog before stage 5, the waits for the network (stage 5: offline
-// cancels a scheduled reconnect, online resets the backoff and reconnects
-// after a small random delay) and for a visible page (stage 6), and what a
-// disconnect means (stage 6, classify.go). This file asks it and does what
+// (reconnector.go and a file per rule beside it): the delay and its reset
+// (reconnector_delay.go), the immediate reconnect after the watchdog
+// before stage 5, the waits for the network (stage 5: offline cancels a
+// scheduled reconnect, online resets the backoff and reconnects after a
+// small random delay) and for a visible page (stage 6,
+// reconnector_waits.go), and what a disconnect means (stage 6,
+// classify.go). This file asks it and does what
 // it says. A laptop waking from sleep needs nothing special before stage 8:
 // the watchdog notices the missing pings (stage 8's rules for a wake are
 // clock.go's).
@@ -23,17 +25,17 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		// close frame is heard by every client in the same instant: never.
 		cause.Woke, c.wokeAt = true, time.Time{}
 	}
-	d := c.rc.Failed(c.at(now), cause, c.cfg.Rand)
-	if c.rc.TakeProbe() {
+	d := c.rc.AfterFailure(now, cause, c.cfg.Rand)
+	if c.rc.ProbeWanted() {
 		c.stats.HTTPProbes++
 		c.trace("transport", 0, "3 attempts in a row never saw a first ping: probing the server over HTTP")
 		c.emit(Effect{Kind: EffProbeHTTP})
 	}
 	budget, window := -1, time.Duration(-1) // a wait or an end says nothing of the run
 	if d.Outcome == OutcomeReconnect || d.Outcome == OutcomeRefresh {
-		budget, window = c.rc.Left(c.at(now))
+		budget, window = c.rc.Remaining(now)
 	}
-	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: c.rc.Class(cause), By: cause.By,
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: c.rc.ClassOf(cause), By: cause.By,
 		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: budget, WindowLeft: window,
 		Outcome: d.Outcome})
 	switch d.Outcome {
@@ -61,7 +63,7 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 			c.dial(now)
 			return
 		}
-		if c.cfg.Features.StaleFilter {
+		if c.cfg.on.StaleFilter {
 			c.reconnects = append(c.reconnects[:0], now.Add(d.Delay))
 		} else {
 			c.reconnects = append(c.reconnects, now.Add(d.Delay))
@@ -109,7 +111,7 @@ func (c *Core) Offline(now time.Time) {
 	if c.ended != NotEnded || !c.rc.IsOnline() {
 		return
 	}
-	cancel := c.rc.Offline()
+	cancel := c.rc.WentOffline()
 	c.trace("offline", c.current, "network offline")
 	if cancel && len(c.reconnects) > 0 {
 		c.reconnects = nil
@@ -123,7 +125,7 @@ func (c *Core) Online(now time.Time) {
 	if c.ended != NotEnded || c.rc.IsOnline() {
 		return
 	}
-	soon := c.rc.Online()
+	soon := c.rc.CameOnline()
 	c.trace("online", c.current, "network online")
 	if soon {
 		c.reconnectSoon(now)
@@ -138,7 +140,7 @@ func (c *Core) reconnectSoon(now time.Time) {
 	if !c.started || c.transport != Down || c.tokenWait {
 		return
 	}
-	d := c.rc.Soon(c.cfg.Rand())
+	d := c.rc.SoonDelay(c.cfg.Rand())
 	c.emitReconnect(d)
 	c.reconnects = append(c.reconnects[:0], now.Add(d))
 }
@@ -146,8 +148,8 @@ func (c *Core) reconnectSoon(now time.Time) {
 // onReady starts the cooldown (the Reconnector's rule) for a client READY
 // from now; without a cooldown there is nothing to wait for.
 func (c *Core) onReady(now time.Time) {
-	if due, ok := c.rc.Ready(c.at(now), c.at(now)); ok {
-		c.dl[dlCooldown] = c.origin.Add(due)
+	if due, ok := c.rc.ReadySince(now, now); ok {
+		c.dl[dlCooldown] = due
 	}
 }
 
@@ -159,8 +161,8 @@ func (c *Core) onNotReady(now time.Time) {
 // cooldownDone: the client has been READY since readySince for the
 // cooldown; the Reconnector's rule resets the backoff and ends the run.
 func (c *Core) cooldownDone(now time.Time) {
-	if due, ok := c.rc.Ready(c.at(c.readySince), c.at(now)); ok {
-		c.dl[dlCooldown] = c.origin.Add(due) // the rule says not yet: wait for it
+	if due, ok := c.rc.ReadySince(c.readySince, now); ok {
+		c.dl[dlCooldown] = due // the rule says not yet: wait for it
 		return
 	}
 	c.dl[dlWindow] = time.Time{}

@@ -9,31 +9,35 @@ import (
 )
 
 // The simulator keeps one Reconnector per simulated client: a million fit
-// in 40 MB because the rules are shared and the state is small.
-func TestAReconnectorIs40Bytes(t *testing.T) {
-	if n := unsafe.Sizeof(Reconnector{}); n > 40 {
-		t.Fatalf("a Reconnector is %d bytes, at most 40 keeps the simulator's memory", n)
+// in 56 MB because the rules are shared and the state is small (its one
+// instant is a time.Time, 24 bytes, as every instant in the package).
+func TestAReconnectorIs56Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(Reconnector{}); n > 56 {
+		t.Fatalf("a Reconnector is %d bytes, at most 56 keeps the simulator's memory", n)
 	}
 }
 
+// ti is the instant d after t0: the Reconnector's instants in these tests.
+func ti(d time.Duration) time.Time { return t0.Add(d) }
+
 // Copies share the rules and keep their own state.
 func TestReconnectorCopiesKeepTheirOwnState(t *testing.T) {
-	rc, err := NewReconnector(Config{Features: Features{Backoff: true, Session: true}, Budget: 2})
+	rc, err := NewReconnector(Config{Disable: stageFixes(6), Budget: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b := rc, rc
 	lost := Cause{By: ByNetwork, Code: 1006}
 	half := func() float64 { return 0.5 }
-	a.Failed(0, lost, half)
-	a.Failed(time.Second, lost, half)
-	if d := a.Failed(2*time.Second, lost, half); d.Outcome.Terminal() != GaveUp {
+	a.AfterFailure(ti(0), lost, half)
+	a.AfterFailure(ti(time.Second), lost, half)
+	if d := a.AfterFailure(ti(2*time.Second), lost, half); d.Outcome.Terminal() != GaveUp {
 		t.Fatalf("a: %+v", d)
 	}
-	if d := b.Failed(0, lost, half); d.Outcome.Terminal() != NotEnded || b.Attempt() != 1 {
-		t.Fatalf("b: %+v attempt %d", d, b.Attempt())
+	if d := b.AfterFailure(ti(0), lost, half); d.Outcome.Terminal() != NotEnded || b.BackoffAttempt() != 1 {
+		t.Fatalf("b: %+v attempt %d", d, b.BackoffAttempt())
 	}
-	if budget, window := b.Left(0); budget != 1 || window != -1 {
+	if budget, window := b.Remaining(ti(0)); budget != 1 || window != -1 {
 		t.Fatalf("b: left %d %v, want 1 attempt and no window", budget, window)
 	}
 }
@@ -43,7 +47,7 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 	if _, err := NewReconnector(Config{Budget: -1}); err == nil {
 		t.Fatal("a negative budget was accepted")
 	}
-	rc, err := NewReconnector(Config{Features: Features{Backoff: true, Session: true}})
+	rc, err := NewReconnector(Config{Disable: stageFixes(6)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,19 +58,19 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 	expired := Cause{By: ByServer, Code: 4001}
 	zero := func() float64 { return 0 }
 	for i := range 2 {
-		if d := rc.Failed(0, expired, zero); d.Outcome != OutcomeRefresh {
+		if d := rc.AfterFailure(ti(0), expired, zero); d.Outcome != OutcomeRefresh {
 			t.Fatalf("refresh %d: %+v", i, d)
 		}
 	}
-	if d := rc.Failed(0, expired, zero); d.Outcome.Terminal() != RefreshExhausted {
+	if d := rc.AfterFailure(ti(0), expired, zero); d.Outcome.Terminal() != RefreshExhausted {
 		t.Fatalf("third 4001: %+v", d)
 	}
 	// Without Backoff: NaiveDelay every time, reset on open.
-	naive, _ := NewReconnector(Config{NaiveDelay: 700 * time.Millisecond})
-	if d := naive.Failed(0, Cause{By: ByNetwork, Code: 1006}, zero); d.Delay != 700*time.Millisecond {
+	naive, _ := NewReconnector(Config{Disable: Fixes{Backoff: true}, NaiveDelay: 700 * time.Millisecond})
+	if d := naive.AfterFailure(ti(0), Cause{By: ByNetwork, Code: 1006}, zero); d.Delay != 700*time.Millisecond {
 		t.Fatalf("naive: %+v", d)
 	}
-	if naive.Opened(); naive.Attempt() != 0 {
+	if naive.SocketOpened(); naive.BackoffAttempt() != 0 {
 		t.Fatal("naive: no reset on open")
 	}
 }
@@ -75,31 +79,33 @@ func TestNewReconnectorTakesTheConfigsDefaults(t *testing.T) {
 // and ends the run; shorter does not; without a cooldown the open resets.
 func TestTheCooldownRuleIsTheValuesOwnStep(t *testing.T) {
 	for _, resetOnOpen := range []bool{false, true} {
-		rc, _ := NewReconnector(Config{Features: Features{Backoff: true}, Cooldown: 5 * time.Second, ResetOnOpen: resetOnOpen})
+		off := stageFixes(5)
+		off.Cooldown = resetOnOpen
+		rc, _ := NewReconnector(Config{Disable: off, Cooldown: 5 * time.Second})
 		lost := Cause{By: ByNetwork, Code: 1006}
 		half := func() float64 { return 0.5 }
-		rc.Failed(0, lost, half)
-		rc.Failed(0, lost, half)
-		rc.Opened()
+		rc.AfterFailure(ti(0), lost, half)
+		rc.AfterFailure(ti(0), lost, half)
+		rc.SocketOpened()
 		if resetOnOpen {
-			if rc.Attempt() != 0 {
+			if rc.BackoffAttempt() != 0 {
 				t.Fatal("reset on open: the open did not reset")
 			}
-			if _, ok := rc.Ready(0, 0); ok {
+			if _, ok := rc.ReadySince(ti(0), ti(0)); ok {
 				t.Fatal("reset on open: Ready asks to be called again")
 			}
 			continue
 		}
-		if rc.Attempt() != 2 {
+		if rc.BackoffAttempt() != 2 {
 			t.Fatal("an open reset the backoff with a cooldown")
 		}
-		if due, ok := rc.Ready(time.Second, time.Second); !ok || due != 6*time.Second {
+		if due, ok := rc.ReadySince(ti(time.Second), ti(time.Second)); !ok || !due.Equal(ti(6*time.Second)) {
 			t.Fatalf("Ready at READY: %v %v", due, ok)
 		}
-		if _, ok := rc.Ready(time.Second, 6*time.Second-1); !ok || rc.Attempt() != 2 {
+		if _, ok := rc.ReadySince(ti(time.Second), ti(6*time.Second-1)); !ok || rc.BackoffAttempt() != 2 {
 			t.Fatal("reset before the cooldown")
 		}
-		if _, ok := rc.Ready(time.Second, 6*time.Second); ok || rc.Attempt() != 0 {
+		if _, ok := rc.ReadySince(ti(time.Second), ti(6*time.Second)); ok || rc.BackoffAttempt() != 0 {
 			t.Fatal("no reset after the cooldown")
 		}
 	}
@@ -112,54 +118,53 @@ func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
 	lost := Cause{By: ByNetwork, Code: 1006}
 	never := func() float64 { t.Fatal("a wait drew a random number"); return 0 }
 	stage := func(n int) Reconnector {
-		f, _ := StageFeatures(n)
-		rc, err := NewReconnector(Config{Features: f, Budget: 3})
+		rc, err := NewReconnector(Config{Disable: stageFixes(n), Budget: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rc
 	}
 	rc := stage(6)
-	rc.Failed(0, lost, func() float64 { return 0.5 })
-	if rc.Offline() != true || rc.IsOnline() {
+	rc.AfterFailure(ti(0), lost, func() float64 { return 0.5 })
+	if rc.WentOffline() != true || rc.IsOnline() {
 		t.Fatal("offline at stage 6 does not cancel")
 	}
-	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline || rc.Attempt() != 1 {
-		t.Fatalf("offline: %+v attempt %d", d, rc.Attempt())
+	if d := rc.AfterFailure(ti(time.Second), lost, never); d.Outcome != OutcomeWaitOnline || rc.BackoffAttempt() != 1 {
+		t.Fatalf("offline: %+v attempt %d", d, rc.BackoffAttempt())
 	}
-	rc.Hidden()
-	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitOnline {
+	rc.WentHidden()
+	if d := rc.AfterFailure(ti(time.Second), lost, never); d.Outcome != OutcomeWaitOnline {
 		t.Fatalf("offline and hidden: the network comes first: %+v", d)
 	}
-	if rc.Online() {
+	if rc.CameOnline() {
 		t.Fatal("online while hidden asks for a reconnect")
 	}
-	if d := rc.Failed(time.Second, lost, never); d.Outcome != OutcomeWaitVisible || rc.Attempt() != 0 {
-		t.Fatalf("hidden: %+v attempt %d", d, rc.Attempt())
+	if d := rc.AfterFailure(ti(time.Second), lost, never); d.Outcome != OutcomeWaitVisible || rc.BackoffAttempt() != 0 {
+		t.Fatalf("hidden: %+v attempt %d", d, rc.BackoffAttempt())
 	}
-	if d := rc.Failed(time.Second, Cause{By: ByServer, Code: 4003}, never); d.Outcome.Terminal() != Forbidden {
+	if d := rc.AfterFailure(ti(time.Second), Cause{By: ByServer, Code: 4003}, never); d.Outcome.Terminal() != Forbidden {
 		t.Fatalf("4003 while hidden: %+v", d)
 	}
-	if !rc.Visible() {
+	if !rc.BecameVisible() {
 		t.Fatal("visible and online: no reconnect")
 	}
 	// Stage 4 ignores both and reconnects at once after the watchdog.
 	rc = stage(4)
-	if rc.Offline() || rc.Hidden() {
+	if rc.WentOffline() || rc.WentHidden() {
 		t.Fatal("stage 4 cancels on offline or hidden")
 	}
 	half := func() float64 { return 0.5 }
-	if d := rc.Failed(0, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 0 {
+	if d := rc.AfterFailure(ti(0), Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 0 {
 		t.Fatalf("stage 4 watchdog: %+v", d)
 	}
-	if d := rc.Failed(0, lost, half); d.Delay != time.Second {
+	if d := rc.AfterFailure(ti(0), lost, half); d.Delay != time.Second {
 		t.Fatalf("stage 4 close: %+v", d)
 	}
 	// Stage 5 waits for the network but not for a visible page, and backs
 	// off after the watchdog like after any failure.
 	rc = stage(5)
-	rc.Hidden()
-	if d := rc.Failed(0, Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 500*time.Millisecond {
+	rc.WentHidden()
+	if d := rc.AfterFailure(ti(0), Cause{By: ByClient, Code: protocol.CloseHeartbeatTimeout, Fail: FailHeartbeat}, half); d.Outcome != OutcomeReconnect || d.Delay != 500*time.Millisecond {
 		t.Fatalf("stage 5 watchdog while hidden: %+v", d)
 	}
 }
@@ -168,76 +173,74 @@ func TestTheWaitsAreTheValuesDecisions(t *testing.T) {
 // uses and when to probe the fallback, the wait for leadership, and a
 // window that does not charge a clock jump.
 func TestStage8DecisionsAreTheValuesToo(t *testing.T) {
-	f, _ := StageFeatures(8)
-	rc, err := NewReconnector(Config{Features: f, Window: time.Minute})
+	rc, err := NewReconnector(Config{Window: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	half := func() float64 { return 0.5 }
 	silent := Cause{By: ByNetwork, Code: 1006, Via: TransportWebSocket}
 	for i := range 3 {
-		if rc.Via() != TransportWebSocket || rc.TakeProbe() {
-			t.Fatalf("attempt %d: via %v or an early probe", i, rc.Via())
+		if rc.NextTransport() != TransportWebSocket || rc.ProbeWanted() {
+			t.Fatalf("attempt %d: via %v or an early probe", i, rc.NextTransport())
 		}
-		rc.Failed(time.Duration(i)*time.Second, silent, half)
+		rc.AfterFailure(ti(time.Duration(i)*time.Second), silent, half)
 	}
-	if !rc.TakeProbe() || rc.TakeProbe() {
+	if !rc.ProbeWanted() || rc.ProbeWanted() {
 		t.Fatal("the probe is asked for once, after the third failure")
 	}
-	if rc.Probed(true) != true || rc.Via() != TransportHTTP || rc.Attempt() != 0 || rc.Probed(true) {
-		t.Fatalf("after a good probe: via %v, attempt %d", rc.Via(), rc.Attempt())
+	if rc.ProbeAnswered(true) != true || rc.NextTransport() != TransportHTTP || rc.BackoffAttempt() != 0 || rc.ProbeAnswered(true) {
+		t.Fatalf("after a good probe: via %v, attempt %d", rc.NextTransport(), rc.BackoffAttempt())
 	}
-	if at, ok := rc.Reprobe(time.Hour); !ok || at != time.Hour+10*time.Minute {
+	if at, ok := rc.NextReprobe(ti(time.Hour)); !ok || !at.Equal(ti(time.Hour+10*time.Minute)) {
 		t.Fatalf("reprobe %v %v", at, ok)
 	}
-	rc.Moved()
-	if rc.Via() != TransportWebSocket {
+	rc.BackOnPreferred()
+	if rc.NextTransport() != TransportWebSocket {
 		t.Fatal("moved, but not back on WebSocket")
 	}
-	if _, ok := rc.Reprobe(0); ok {
+	if _, ok := rc.NextReprobe(ti(0)); ok {
 		t.Fatal("a reprobe while on the preferred transport")
 	}
 
 	// The window (the run began at 0): a jump shifts the run's start.
-	if _, w := rc.Left(4 * time.Second); w != 56*time.Second {
+	if _, w := rc.Remaining(ti(4 * time.Second)); w != 56*time.Second {
 		t.Fatalf("window left %v", w)
 	}
-	rc.Jumped(time.Hour)
-	if end, _ := rc.WindowEnds(); end != time.Hour+time.Minute {
+	rc.ClockJumped(time.Hour)
+	if end, _ := rc.WindowDeadline(); !end.Equal(ti(time.Hour + time.Minute)) {
 		t.Fatalf("window ends %v after a jump of an hour", end)
 	}
 	fresh := rc
-	fresh.Fresh()
-	fresh.Jumped(time.Hour) // no run: nothing to shift
-	if _, ok := fresh.WindowEnds(); ok {
+	fresh.NewSession()
+	fresh.ClockJumped(time.Hour) // no run: nothing to shift
+	if _, ok := fresh.WindowDeadline(); ok {
 		t.Fatal("a jump started a run")
 	}
 
 	// Leadership: a follower waits, spending and drawing nothing.
-	rc.Follow()
+	rc.BecameFollower()
 	never := func() float64 { t.Fatal("a wait drew"); return 0 }
-	if d := rc.Failed(time.Hour+30*time.Second, silent, never); d.Outcome != OutcomeWaitLeader || !rc.IsFollower() {
+	if d := rc.AfterFailure(ti(time.Hour+30*time.Second), silent, never); d.Outcome != OutcomeWaitLeader || !rc.IsFollower() {
 		t.Fatalf("follower: %+v", d)
 	}
-	rc.Offline()
-	if rc.Lead() {
+	rc.WentOffline()
+	if rc.BecameLeader() {
 		t.Fatal("a new leader that is offline may dial")
 	}
-	if !rc.Online() {
+	if !rc.CameOnline() {
 		t.Fatal("online leader: no reconnect")
 	}
 
 	// Stage 7 has one transport and charges jumps.
-	f7, _ := StageFeatures(7)
-	rc7, _ := NewReconnector(Config{Features: f7, Window: time.Minute})
+	rc7, _ := NewReconnector(Config{Disable: stageFixes(7), Window: time.Minute})
 	for i := range 5 {
-		rc7.Failed(time.Duration(i), silent, half)
+		rc7.AfterFailure(ti(time.Duration(i)), silent, half)
 	}
-	rc7.Jumped(time.Hour)
-	if rc7.TakeProbe() || rc7.Via() != TransportWebSocket {
+	rc7.ClockJumped(time.Hour)
+	if rc7.ProbeWanted() || rc7.NextTransport() != TransportWebSocket {
 		t.Fatal("stage 7 probes HTTP")
 	}
-	if _, w := rc7.Left(4); w != time.Minute-4 {
+	if _, w := rc7.Remaining(ti(4)); w != time.Minute-4 {
 		t.Fatalf("stage 7 did not charge the jump: %v", w)
 	}
 }

@@ -92,7 +92,7 @@ func (c *Core) PublishWith(topic string, data []byte, o RequestOptions, now time
 func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now time.Time) uint64 {
 	c.nextID++
 	id := c.nextID
-	queue := (o.Queue || c.cfg.QueueWhileNotReady) && c.cfg.Features.Registry
+	queue := (o.Queue || c.cfg.QueueWhileNotReady) && c.cfg.on.Registry
 	ready := c.state().Ready
 	if tooLarge != nil && invalid == "" {
 		invalid = tooLarge(m, id, o.Key, queue)
@@ -116,7 +116,7 @@ func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now ti
 			m.Key = c.newKey()
 		}
 		p := &pendingRequest{id: id, queued: queue, msg: m}
-		if c.cfg.Features.Registry {
+		if c.cfg.on.Registry {
 			timeout := o.Timeout
 			if timeout == 0 {
 				timeout = c.cfg.RequestTimeout
@@ -158,7 +158,7 @@ func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now ti
 func (c *Core) sendPending(p *pendingRequest, now time.Time) {
 	m := p.msg
 	m.ID = p.id
-	if c.cfg.Features.Registry && m.Type == protocol.TypeRequest {
+	if c.cfg.on.Registry && m.Type == protocol.TypeRequest {
 		m.TimeoutMs = timeoutMs(p.deadline.Sub(now))
 	}
 	p.sent, p.everSent = true, true
@@ -254,7 +254,7 @@ func (c *Core) pruneWaiting() {
 // sent) or ErrConnectionClosed. Without Registry they stay pending
 // forever, unless the client is stopping.
 func (c *Core) rejectOn(s SocketID, detail string, stopping bool) {
-	if !c.cfg.Features.Registry && !stopping {
+	if !c.cfg.on.Registry && !stopping {
 		return
 	}
 	// In id order, so every run settles them the same way.

@@ -23,7 +23,7 @@ import (
 // Buffered reports that socket s has bytes queued for sending (0: all
 // sent). It matters only for the current socket, at stage 8.
 func (c *Core) Buffered(s SocketID, bytes int, now time.Time) {
-	if c.ended != NotEnded || !c.cfg.Features.WhereUsersAre || s == 0 || s != c.current || c.transport != Up {
+	if c.ended != NotEnded || !c.cfg.on.WhereUsersAre || s == 0 || s != c.current || c.transport != Up {
 		return
 	}
 	switch {

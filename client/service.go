@@ -217,13 +217,13 @@ func (c *Core) subscribeTopic(t *topicState, now time.Time) {
 	// With Resume every subscribe carries the cursor. Before stage 7 only a
 	// since the app gave is sent, and only until something was delivered:
 	// those stages subscribe live after a reconnect.
-	if t.has && (c.cfg.Features.Resume || t.Delivered == 0) {
+	if t.has && (c.cfg.on.Resume || t.Delivered == 0) {
 		m.HasSince, m.Since, m.Stream = true, t.Cursor, t.Stream
 	}
 	t.sentSince = m.HasSince
 	m.Presence = t.presence
 	c.send(m)
-	if c.cfg.Features.Service {
+	if c.cfg.on.Service {
 		c.dl[dlSubscribe] = now.Add(c.cfg.SubscribeTimeout)
 	}
 }
@@ -239,7 +239,7 @@ func (c *Core) onSubscribed(s SocketID, m protocol.Message) {
 	if t.sentSince {
 		t.replayTo = m.Head
 	}
-	if c.cfg.Features.Resume || t.sentSince {
+	if c.cfg.on.Resume || t.sentSince {
 		c.continuity(t, m)
 	}
 	c.settledAll()
@@ -356,7 +356,7 @@ func (c *Core) onUnsubscribed(s SocketID, m protocol.Message, now time.Time) {
 		return // the answer to our own unsubscribe
 	}
 	t.Subscribed, t.joining = false, false // the service dropped it: it holds READY until it is back
-	if !c.cfg.Features.Service {
+	if !c.cfg.on.Service {
 		return
 	}
 	c.subscribeTopic(t, now)
@@ -408,12 +408,12 @@ func (c *Core) onUpdate(s SocketID, m protocol.Message) {
 	}
 	if t.has && m.Seq <= t.Cursor {
 		t.Duplicates++
-		if c.cfg.Features.Resume {
+		if c.cfg.on.Resume {
 			c.stats.DuplicatesDropped++
 			return
 		}
 		c.stats.Duplicates++
-	} else if t.has && m.Seq > t.Cursor+1 && (t.Delivered > 0 || t.sentSince || c.cfg.Features.Resume) {
+	} else if t.has && m.Seq > t.Cursor+1 && (t.Delivered > 0 || t.sentSince || c.cfg.on.Resume) {
 		t.Gaps++
 		t.Lost += m.Seq - t.Cursor - 1
 		c.stats.SeqGaps++

@@ -25,10 +25,7 @@ func (h *harness) topicError(s SocketID, topic, code string) {
 
 // The library's default is no topic: the client subscribes to nothing.
 func TestTheDefaultConfigWantsNoTopic(t *testing.T) {
-	cfg, err := StageConfig(MaxStage, func() float64 { return 0.5 })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := Config{Rand: func() float64 { return 0.5 }}
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +43,7 @@ func TestTheDefaultConfigWantsNoTopic(t *testing.T) {
 // the server's welcome, in either order, at every stage with a service
 // layer; it sends no subscribe.
 func TestWithNoTopicTheWelcomeIsTheService(t *testing.T) {
-	for stage := 4; stage <= MaxStage; stage++ {
+	for stage := 4; stage <= maxStage; stage++ {
 		for _, welcomeFirst := range []bool{false, true} {
 			h := newHarness(t, stage, noTopic)
 			h.start()

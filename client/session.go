@@ -10,7 +10,8 @@ import (
 // every dial, the reconnect window as a deadline, terminal states, a fresh
 // session on demand, no reconnect while the page is hidden, and one
 // sanitized Record per reconnect decision. The decisions themselves are the
-// Reconnector's (reconnector.go); the classification is classify.go's.
+// Reconnector's (reconnector_budget.go for the budget, the window and
+// the terminal states); the classification is classify.go's.
 
 // Record is one reconnect decision, for logs and the demo's event list. It
 // holds no token, no payload and none of the peer's text: every field is a
@@ -113,8 +114,8 @@ func (c *Core) tokenLost(now time.Time) {
 
 // armWindow keeps the window deadline in step with the Reconnector's run.
 func (c *Core) armWindow() {
-	if at, ok := c.rc.WindowEnds(); ok {
-		c.dl[dlWindow] = c.origin.Add(at)
+	if at, ok := c.rc.WindowDeadline(); ok {
+		c.dl[dlWindow] = at
 	}
 }
 
@@ -127,10 +128,10 @@ func (c *Core) windowRanOut(now time.Time) {
 	// works: the refusal is the app's to fix (State.Refused), and a
 	// window of failures does not close it.
 	if st := c.state(); st.Ready || (st.Refusals > 0 && st.Transport == Up && (st.Protocol == Up || st.Protocol == Off)) {
-		c.rc.WindowOver()
+		c.rc.WindowRanOutWhileReady()
 		return
 	}
-	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.Attempt(), Class: ClassBackoff, By: ByClient,
+	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: ClassBackoff, By: ByClient,
 		Code: protocol.CloseAbnormal, BudgetLeft: -1, WindowLeft: 0, Outcome: Outcome(GaveUp)})
 	if c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})
@@ -145,7 +146,7 @@ func (c *Core) Reconnect(now time.Time) {
 	if c.ended == Stopped || !c.started {
 		return
 	}
-	c.rc.Fresh()
+	c.rc.NewSession()
 	c.dl[dlWindow] = time.Time{}
 	if c.ended != NotEnded {
 		c.ended, c.endCode, c.endReason = NotEnded, 0, ""
@@ -165,7 +166,7 @@ func (c *Core) Hidden(now time.Time) {
 	if c.ended != NotEnded || c.rc.IsHidden() {
 		return
 	}
-	if c.rc.Hidden() && len(c.reconnects) > 0 {
+	if c.rc.WentHidden() && len(c.reconnects) > 0 {
 		c.reconnects = nil
 		c.trace("reconnect-cancelled", 0, "scheduled reconnect cancelled while the page is hidden")
 	}
@@ -179,7 +180,7 @@ func (c *Core) Visible(now time.Time) {
 	if c.ended != NotEnded || !c.rc.IsHidden() {
 		return
 	}
-	if c.rc.Visible() {
+	if c.rc.BecameVisible() {
 		c.reconnectSoon(now)
 	}
 	c.after(now)

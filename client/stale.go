@@ -10,7 +10,7 @@ func (c *Core) accept(s SocketID, what string) bool {
 	if s == c.current && s != 0 {
 		return true
 	}
-	if !c.cfg.Features.StaleFilter {
+	if !c.cfg.on.StaleFilter {
 		c.stats.ForeignEvents++
 		c.trace("foreign", s, what+" from replaced socket "+s.String()+" taken as current (no stale filter)")
 		return true

@@ -43,7 +43,7 @@ func (c *Core) BecameFollower(now time.Time) {
 		return
 	}
 	c.follower = true
-	c.rc.Follow()
+	c.rc.BecameFollower()
 	c.trace("follower", c.current, "another tab holds the connection")
 	c.reconnects = nil
 	c.tokenWait, c.token = false, ""
@@ -67,7 +67,7 @@ func (c *Core) BecameFollower(now time.Time) {
 	}
 	// Until the driver relays the leader's state: not READY, the epoch
 	// where this tab left it.
-	c.leaderState = State{Epoch: uint64(c.nextSocket), Via: c.rc.Via()}
+	c.leaderState = State{Epoch: uint64(c.nextSocket), Via: c.rc.NextTransport()}
 	c.after(now)
 }
 
@@ -79,7 +79,7 @@ func (c *Core) BecameLeader(now time.Time) {
 		return
 	}
 	c.follower = false
-	may := c.rc.Lead()
+	may := c.rc.BecameLeader()
 	c.trace("leader", 0, "this tab holds the connection now")
 	// What the old leader never answered: its connection is gone.
 	c.rejectOn(0, "the leader tab went away", false)
@@ -91,7 +91,7 @@ func (c *Core) BecameLeader(now time.Time) {
 	c.lastState = State{}
 	c.lostReadyAt = now
 	if c.started {
-		if !ls.Ready && !ls.NotReadySince.IsZero() && c.cfg.Features.WhereUsersAre {
+		if !ls.Ready && !ls.NotReadySince.IsZero() && c.cfg.on.WhereUsersAre {
 			// The app has been without READY since the leader lost it.
 			c.notReadySince, c.degraded, c.offline = ls.NotReadySince, ls.Degraded, ls.Offline
 			c.armNotReady(now)
@@ -114,7 +114,7 @@ func (c *Core) LeaderState(st State, now time.Time) {
 	}
 	st.Follower = false
 	if st.Via == 0 {
-		st.Via = c.rc.Via()
+		st.Via = c.rc.NextTransport()
 	}
 	c.leaderState = st
 	c.after(now)

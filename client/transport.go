@@ -9,7 +9,7 @@ import (
 
 // The transport (stage 8). A proxy that strips the WebSocket upgrade
 // leaves a client that never connects; every peer falls back to HTTP, and
-// so does this one. The rule is the Reconnector's (reconnector.go,
+// so does this one. The rule is the Reconnector's (reconnector_fallback.go,
 // countTransport): after 3 WebSocket attempts in a row that never reach a
 // first ping (never open, or open and stay silent), the core asks the
 // driver to probe the server over plain HTTP (EffProbeHTTP); if the driver
@@ -90,7 +90,7 @@ func (c *Core) HTTPProbe(ok bool, now time.Time) {
 		return
 	}
 	waited := c.rc.is(rcProbeOut)
-	if c.rc.Probed(ok) {
+	if c.rc.ProbeAnswered(ok) {
 		c.trace("transport", 0, "the server answers over HTTP: the next dial is an HTTP one")
 		if c.transport == Down && !c.tokenWait && len(c.reconnects) > 0 {
 			c.reconnects = nil
@@ -101,9 +101,9 @@ func (c *Core) HTTPProbe(ok bool, now time.Time) {
 		case !waited:
 			c.trace("transport", 0, "an HTTP probe answer no probe waited for: ignored")
 		case !ok:
-			c.trace("transport", 0, "HTTP probe failed (the server does not answer over HTTP either): staying on "+c.rc.Via().String())
+			c.trace("transport", 0, "HTTP probe failed (the server does not answer over HTTP either): staying on "+c.rc.NextTransport().String())
 		default:
-			c.trace("transport", 0, "HTTP probe answered: staying on "+c.rc.Via().String())
+			c.trace("transport", 0, "HTTP probe answered: staying on "+c.rc.NextTransport().String())
 		}
 	}
 	c.after(now)
@@ -122,7 +122,7 @@ type candidate struct {
 
 // reprobeDue dials the preferred transport beside the live socket.
 func (c *Core) reprobeDue(now time.Time) {
-	if c.current == 0 || c.transport != Up || c.cand.id != 0 || c.cand.tokenAsk || c.rc.Via() == c.rc.Preferred() || c.follower {
+	if c.current == 0 || c.transport != Up || c.cand.id != 0 || c.cand.tokenAsk || c.rc.NextTransport() == c.rc.PreferredTransport() || c.follower {
 		return // the next socket on the fallback that proves itself arms it again
 	}
 	if c.cfg.Auth {
@@ -137,7 +137,7 @@ func (c *Core) reprobeDue(now time.Time) {
 
 func (c *Core) dialCandidate(now time.Time) {
 	c.nextSocket++
-	c.cand.id, c.cand.via = c.nextSocket, c.rc.Preferred()
+	c.cand.id, c.cand.via = c.nextSocket, c.rc.PreferredTransport()
 	c.dl[dlCandidate] = now.Add(c.cfg.ConnectTimeout + c.cfg.FirstPingTimeout)
 	c.stats.Dials++
 	c.trace("reprobe", c.cand.id, "trying "+c.cand.via.String()+" again beside the "+c.via.String()+" socket")
@@ -193,7 +193,7 @@ func (c *Core) candidateClosed(s SocketID, now time.Time) bool {
 // candidateTimedOut: the candidate did not open and ping in time (or its
 // token did not come).
 func (c *Core) candidateTimedOut(now time.Time) {
-	c.trace("reprobe-failed", c.cand.id, "no first ping on the "+c.rc.Preferred().String()+" socket in time")
+	c.trace("reprobe-failed", c.cand.id, "no first ping on the "+c.rc.PreferredTransport().String()+" socket in time")
 	c.dropCandidate(now, true)
 }
 
@@ -209,8 +209,8 @@ func (c *Core) dropCandidate(now time.Time, close bool) {
 
 // armReprobe arms the next re-probe, if the client is on its fallback.
 func (c *Core) armReprobe(now time.Time) {
-	if at, ok := c.rc.Reprobe(c.at(now)); ok && c.dl[dlReprobe].IsZero() {
-		c.dl[dlReprobe] = c.origin.Add(at)
+	if at, ok := c.rc.NextReprobe(now); ok && c.dl[dlReprobe].IsZero() {
+		c.dl[dlReprobe] = at
 	}
 }
 
@@ -221,12 +221,12 @@ func (c *Core) promote(m protocol.Message, now time.Time) {
 	s, served := c.cand.id, c.cand.served
 	c.cand = candidate{}
 	c.dl[dlCandidate], c.dl[dlReprobe] = time.Time{}, time.Time{}
-	c.rc.Moved()
+	c.rc.BackOnPreferred()
 	c.stats.Moves++
-	c.trace("transport", s, "moved to "+c.rc.Via().String()+" (socket "+s.String()+"); socket "+old.String()+" drains")
+	c.trace("transport", s, "moved to "+c.rc.NextTransport().String()+" (socket "+s.String()+"); socket "+old.String()+" drains")
 	c.clearScope(scopeSocket)
 	c.probing = false
-	c.current, c.via, c.proven = s, c.rc.Via(), true
+	c.current, c.via, c.proven = s, c.rc.NextTransport(), true
 	c.buffered, c.stallProbe = 0, 0
 	c.draining, c.moving = old, ready
 	c.transport, c.served = Up, served

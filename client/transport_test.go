@@ -169,9 +169,8 @@ func TestTransportsOrderAndRestrict(t *testing.T) {
 		t.Fatalf("HTTP first: probes %d, then %v", h.probes, h.via[h.last()])
 	}
 	for _, bad := range [][]Transport{{}, {TransportHTTP, TransportHTTP}, {TransportWebSocket, 9}, {1, 2, 1}} {
-		cfg := MustStage(8)
-		cfg.Rand, cfg.Transports = func() float64 { return 0 }, bad
-		if _, err := New(*cfg); err == nil {
+		cfg := Config{Rand: func() float64 { return 0 }, Transports: bad}
+		if _, err := New(cfg); err == nil {
 			t.Fatalf("transports %v accepted", bad)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -214,7 +215,7 @@ func TestJetStreamTruncatedStoreTellsANativeClientContinuityLost(t *testing.T) {
 	f := newFixture(t, &Options{History: s.h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
 	lost := make(chan client.ContinuityLost, 4)
 	got := make(chan int64, 2*n)
-	cfg := client.MustStage(7)
+	cfg := stages.Must(7)
 	cfg.Topic = "chat"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -689,7 +690,7 @@ func TestJetStreamResetReachesTheSubscribersOfARunningNode(t *testing.T) {
 	live.next(protocol.TypeSubscribed, 10*time.Second)
 	// And the real client library, holding a cursor of 400.
 	lost := make(chan client.ContinuityLost, 4)
-	cfg := client.MustStage(7)
+	cfg := stages.Must(7)
 	cfg.Topic = "chat"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

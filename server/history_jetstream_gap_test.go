@@ -12,6 +12,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -80,7 +81,7 @@ func TestJetStreamTruncatedBlockIsALossSaidAtOnce(t *testing.T) {
 
 	// The client library turns it into ContinuityLost with the range.
 	lost := make(chan client.ContinuityLost, 4)
-	cfg := client.MustStage(7)
+	cfg := stages.Must(7)
 	cfg.Topic = "chat"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/slots"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -210,8 +211,8 @@ func RunBytes(clients int, horizon time.Duration) int64 {
 	return int64(clients)*perClient + 2*4*wheelSlots + 3*8*secs
 }
 
-// epoch anchors virtual time for the reconnect slots' allocator (the
-// Reconnector's own instants are durations since t=0).
+// epoch is t=0 of virtual time: the instant the Reconnector and the
+// reconnect slots' allocator see for a time t is epoch.Add(t).
 var epoch = time.Unix(0, 0).UTC()
 
 // Run simulates the base scenario for one policy: every client lost its
@@ -231,9 +232,16 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		AttemptsPerSecond: make([]int, secs), AcceptedPerSecond: make([]int, secs), ConnectedPerSecond: make([]int, secs)}
 	// What a refused or lost client does next: the core's own Reconnector,
 	// built from a client config like the core's, one per client. Copies
-	// share the rules and keep 40 bytes of state each.
-	rc, err := client.NewReconnector(client.Config{Features: client.Features{Backoff: true, Session: cfg.Session},
-		Policy: np.Policy, Budget: cfg.Budget})
+	// share the rules and keep 56 bytes of state each.
+	stage := 5 // backoff and cooldown
+	if cfg.Session {
+		stage = 6 // and the session contract: classification, budget, window
+	}
+	off, err := stages.Disabled(stage)
+	if err != nil {
+		return Result{}, err
+	}
+	rc, err := client.NewReconnector(client.Config{Disable: off, Policy: np.Policy, Budget: cfg.Budget})
 	if err != nil {
 		return Result{}, err
 	}
@@ -263,7 +271,7 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		if cfg.Slots {
 			cause = client.Cause{By: client.ByServer, Code: protocol.CloseServiceRestart, RetryAfter: slotFrom(0)}
 		}
-		d := fleet[i].Failed(0, cause, draw).Delay
+		d := fleet[i].AfterFailure(epoch, cause, draw).Delay
 		if cfg.FirstAttemptZero {
 			d = 0
 		}
@@ -308,7 +316,7 @@ func Run(cfg Config, np NamedPolicy) (Result, error) {
 		if cfg.Slots {
 			cause = client.Cause{By: client.ByServer, Code: protocol.CloseTryAgainLater, RetryAfter: slotFrom(t)}
 		}
-		d := fleet[i].Failed(t, cause, draw)
+		d := fleet[i].AfterFailure(epoch.Add(t), cause, draw)
 		if d.Outcome.Terminal() != client.NotEnded {
 			gaveUp++
 			continue
@@ -388,8 +396,12 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 	// One run per reset rule: the core's Reconnector, a stage 5 client's
 	// with the policy, resetting on open or after the cooldown.
 	run := func(resetOnOpen bool) (int, error) {
-		rc, err := client.NewReconnector(client.Config{Features: client.Features{Backoff: true},
-			Policy: np.Policy, Cooldown: cfg.Cooldown, ResetOnOpen: resetOnOpen})
+		off, err := stages.Disabled(5)
+		if err != nil {
+			return 0, err
+		}
+		off.Cooldown = resetOnOpen
+		rc, err := client.NewReconnector(client.Config{Disable: off, Policy: np.Policy, Cooldown: cfg.Cooldown})
 		if err != nil {
 			return 0, err
 		}
@@ -399,7 +411,7 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 		fleet, cal := sc.fleet, sc.cal
 		for i := range fleet {
 			fleet[i] = rc
-			cal.at(fleet[i].Failed(0, closed, draw).Delay, int32(i))
+			cal.at(fleet[i].AfterFailure(epoch, closed, draw).Delay, int32(i))
 		}
 		conns := 0
 		for {
@@ -411,9 +423,9 @@ func RunFlap(cfg FlapConfig, np NamedPolicy) (FlapResult, error) {
 			conns++
 			rc := &fleet[i]
 			closeAt := t + cfg.CloseAfter
-			rc.Opened()          // accepted at t
-			rc.Ready(t, closeAt) // READY from accept to close: the cooldown rule decides
-			cal.at(closeAt+rc.Failed(closeAt, closed, draw).Delay, i)
+			rc.SocketOpened()                               // accepted at t
+			rc.ReadySince(epoch.Add(t), epoch.Add(closeAt)) // READY from accept to close: the cooldown rule decides
+			cal.at(closeAt+rc.AfterFailure(epoch.Add(closeAt), closed, draw).Delay, i)
 		}
 		return conns, nil
 	}

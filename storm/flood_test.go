@@ -59,7 +59,8 @@ func TestAFloodIsShedWithoutStarvingOthers(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond) // the flood is on
+	// The flood is on: the ceiling has refused some of it (5 s at most).
+	pollUntil(5*time.Second, func() bool { return srv.Stats().Limits.RefusedRate > 0 })
 
 	good := fromAddr("127.0.0.3")
 	var clients []*native.Client
@@ -84,9 +85,7 @@ func TestAFloodIsShedWithoutStarvingOthers(t *testing.T) {
 	// On a loaded machine the clients can be READY before the flood has
 	// made many attempts: keep it on (the clients stay READY meanwhile)
 	// until the ceiling has refused enough to show it sheds, 5 s at most.
-	for wait := time.Now().Add(5 * time.Second); srv.Stats().Limits.RefusedRate < 100 && time.Now().Before(wait); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	pollUntil(5*time.Second, func() bool { return srv.Stats().Limits.RefusedRate >= 100 })
 	stop()
 	flood.Wait()
 	st := srv.Stats()
@@ -103,5 +102,15 @@ func TestAFloodIsShedWithoutStarvingOthers(t *testing.T) {
 		if s := c.State(); !s.Ready || s.Ended != client.NotEnded {
 			t.Fatalf("state %+v", s)
 		}
+	}
+}
+
+// pollUntil polls cond every 20 ms until it holds or d passes. Real time
+// is the point here: the flood runs over real loopback sockets (the limits
+// are per source address, 127.0.0.2 against 127.0.0.3, which an in-memory
+// network has not), and the server's counters have no notification.
+func pollUntil(d time.Duration, cond func() bool) {
+	for end := time.Now().Add(d); !cond() && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
 	}
 }

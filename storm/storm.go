@@ -25,6 +25,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/sim"
 )
 
@@ -32,7 +33,7 @@ import (
 type Config struct {
 	URL      string        // the server's WebSocket URL (ws://127.0.0.1:port/ws); its /api must be in -demo mode
 	Clients  int           // 1..20000
-	Stage    int           // the clients' stage, 0..client.MaxStage
+	Stage    int           // the clients' stage, 0..stages.Max
 	Trigger  string        // "restart", "drain" or "none"
 	Settle   time.Duration // how long the fleet stays READY before the trigger
 	Duration time.Duration // how long to watch after the trigger (it stops early once every client is READY for 3 s)
@@ -75,8 +76,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Clients < 1 || c.Clients > 20000:
 		return errors.New("storm: clients must be 1..20000")
-	case c.Stage < 0 || c.Stage > client.MaxStage:
-		return fmt.Errorf("storm: stage must be 0..%d", client.MaxStage)
+	case c.Stage < 0 || c.Stage > stages.Max:
+		return fmt.Errorf("storm: stage must be 0..%d", stages.Max)
 	case c.Trigger != "restart" && c.Trigger != "drain" && c.Trigger != "none":
 		return errors.New("storm: trigger must be restart, drain or none")
 	case c.Duration <= 0 || c.Connect <= 0 || c.Settle < 0:
@@ -122,7 +123,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	start := time.Now()
 	for i := range cfg.Clients {
-		cc, err := client.StageConfig(cfg.Stage, nil)
+		cc, err := stages.Config(cfg.Stage, nil)
 		if err != nil {
 			return rep, err
 		}

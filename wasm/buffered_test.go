@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 )
 
 // After a send the core hears how many bytes the socket holds; while some
@@ -14,7 +14,7 @@ import (
 // the poll's timer is cleared. Before stage 8 nothing is watched.
 func TestBufferedIsReportedAndPolledOnlyWhileNonZero(t *testing.T) {
 	for _, stage := range []int{7, 8} {
-		cfg, err := client.StageConfig(stage, func() float64 { return 0 })
+		cfg, err := stages.Config(stage, func() float64 { return 0 })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/internal/stages"
 )
 
 // driver runs one core in the browser. JS callbacks (socket events, the
@@ -58,11 +59,11 @@ type callbacks struct {
 }
 
 func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
-	cfg, err := client.StageConfig(o.Stage, random)
+	off, err := stages.Disabled(o.Stage)
 	if err != nil {
 		return nil, err
 	}
-	cfg = o.Config(cfg)
+	cfg := o.Config(client.Config{Disable: off, Rand: random})
 	cfg.Trace = isFunc(cb.onEvent)
 	cfg.Auth = isFunc(cb.token)
 	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue(),
@@ -78,7 +79,7 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 		cfg.Follower = d.tabs != nil
 	}
 	d.cfg = cfg
-	d.buf.on = cfg.Features.WhereUsersAre
+	d.buf.on = !cfg.Disable.WhereUsersAre
 	d.core, err = client.New(cfg)
 	if err != nil {
 		if d.tabs != nil {

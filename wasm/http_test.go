@@ -11,6 +11,7 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -73,14 +74,21 @@ func fakeHTTP(t *testing.T) {
 	})
 }
 
+// jsRuns lets the JS event loop run for d of real time (a Go sleep yields
+// to it). Real time is the point: the browser driver's timers are
+// setTimeout's and its callbacks (promises, channels, sockets) the event
+// loop's, which no fake clock reaches (testing/synctest fakes Go's timers
+// only). A test also waits on it to see that nothing more happens.
+func jsRuns(d time.Duration) { time.Sleep(d) }
+
 // settle lets the event loop run the promises' callbacks.
-func settle() { time.Sleep(30 * time.Millisecond) }
+func settle() { jsRuns(30 * time.Millisecond) }
 
 // waitFor lets the event loop run until cond holds (5 s at most: the
 // machine may be loaded).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !cond(); jsRuns(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("waited 5 s for %s", what)
 		}
@@ -335,7 +343,7 @@ func TestHTTPProbe(t *testing.T) {
 func TestDriverFallsBackToHTTP(t *testing.T) {
 	fakeWebSocket(t)
 	fakeHTTP(t)
-	cfg, err := client.StageConfig(8, func() float64 { return 0 })
+	cfg, err := stages.Config(8, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +406,7 @@ func testDriver(t *testing.T, cfg client.Config) *driver {
 	d := &driver{urls: []string{"ws://a.test/ws"}, cfg: cfg, core: core, q: bridge.NewQueue(),
 		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
-	d.buf.on = cfg.Features.WhereUsersAre
+	d.buf.on = !cfg.Disable.WhereUsersAre
 	d.timer, err = newTimer(func() {})
 	if err != nil {
 		t.Fatal(err)
@@ -431,7 +439,7 @@ func (d *driver) runAt(now *time.Time) func() {
 func TestHTTPDialCarriesTheTicketTheCoreKept(t *testing.T) {
 	fakeWebSocket(t)
 	fakeHTTP(t)
-	cfg, err := client.StageConfig(8, func() float64 { return 0 })
+	cfg, err := stages.Config(8, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,7 +206,7 @@ func openTabWith(t *testing.T, opts fakeGetter) *tab {
 	tb.d = d
 	t.Cleanup(func() {
 		d.stop()
-		time.Sleep(20 * time.Millisecond)
+		jsRuns(20 * time.Millisecond) // the stopped driver's last callbacks run before their funcs are released
 		for _, f := range tb.funcs {
 			f.Release()
 		}
@@ -291,7 +291,7 @@ func TestTabsShareOneConnection(t *testing.T) {
 
 	b := openTab(t)
 	waitFor(t, "the second tab READY as a follower", func() bool { s := b.last(); return s["ready"] == true && s["follower"] == true })
-	time.Sleep(300 * time.Millisecond)
+	jsRuns(300 * time.Millisecond) // a follower that dialled anyway would have a socket by now
 	if n := socketCount(t); n != 1 {
 		t.Fatalf("%d sockets for two tabs", n)
 	}
@@ -510,7 +510,7 @@ func TestTabsFollowerHearsTheSubscribesAnswers(t *testing.T) {
 		}
 		return n == 2
 	})
-	time.Sleep(100 * time.Millisecond)
+	jsRuns(100 * time.Millisecond) // nothing may tell the follower before the server answers
 	if got := b.subscribed(t); got != "feed own" || b.count(true, heard+"late") != 0 || b.count(false, "late-deny forbidden") != 0 {
 		t.Fatalf("before the server answered, the follower's topics() say %q subscribed, events %v, errors %v", got, b.events, b.errs)
 	}
@@ -522,7 +522,7 @@ func TestTabsFollowerHearsTheSubscribesAnswers(t *testing.T) {
 	// Another announce (every bridge.Announce; here a change of topics)
 	// brings the answers again: told once is told once.
 	b.d.q.Push(func(now time.Time) { b.d.subscribe("other", bridge.TabSub{}, now) })
-	time.Sleep(200 * time.Millisecond)
+	jsRuns(200 * time.Millisecond) // the announce and its answers go round
 	if b.count(true, heard+"late") != 1 || b.count(false, "late-deny forbidden") != 1 || b.count(false, "deny forbidden") != 1 || b.count(true, heard+"own") != 1 {
 		t.Fatalf("the follower was told twice: events %v, errors %v", b.events, b.errs)
 	}
@@ -592,7 +592,7 @@ func TestTabsFrozenLeaderIsReplaced(t *testing.T) {
 			}
 			js(t, nil, `globalThis.__channels[0].thaw(); globalThis.__flushRejects()`)
 			waitFor(t, "the old leader following", func() bool { s := a.last(); return s["follower"] == true && s["ready"] == true })
-			time.Sleep(1500 * time.Millisecond) // a second heartbeat timeout: nobody steals back
+			jsRuns(1500 * time.Millisecond) // a second heartbeat timeout (browser timers): nobody steals back
 			if n := socketCount(t); n != 2 {
 				t.Fatalf("%d sockets after the old leader stepped down, want 2", n)
 			}

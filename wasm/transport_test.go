@@ -12,6 +12,7 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/internal/stages"
 )
 
 // fakeWebSocket installs a WebSocket class on globalThis that records its
@@ -288,7 +289,7 @@ func holds(d *driver, f *fakeTransport) bool {
 // (a close forgets and releases it), and an opener's error is an abnormal
 // close of that socket.
 func TestDriverDrivesATransport(t *testing.T) {
-	cfg, err := client.StageConfig(client.MaxStage, func() float64 { return 0 })
+	cfg, err := stages.Config(stages.Max, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@
 // ticks and requests, and carries out its effects. Each socket (socket.go)
 // has a reader and a writer goroutine that only pass events to that loop.
 // The public methods (this file) post to the loop and wait for its answer.
+// The core's types a program needs (Config, State, Update, the errors) are
+// named in this package too (types.go), so a program imports it alone.
 package native
 
 import (
@@ -29,14 +31,14 @@ type Client struct {
 	next int // index into urls of the next dial (the loop's)
 	opts *Options
 	core *client.Core
-	subs map[string]map[uint64]func(client.Update) // the loop's
+	subs map[string]map[uint64]func(Update) // the loop's
 	subN uint64
 	// subWait holds the answers of Subscribe calls waiting for the
 	// server to take their topic (the loop's; at most one per call in
 	// flight, so bounded by the callers): answered when the topic is
 	// subscribed, refused (OnTopicError), or the connection is not up.
 	subWait  map[string][]subWaiter
-	topicErr map[string]client.TopicError // topics refused since the loop last looked, with the server's code and message (the loop's)
+	topicErr map[string]TopicError // topics refused since the loop last looked, with the server's code and message (the loop's)
 
 	events chan event
 	ctx    context.Context // ends when the client is closed
@@ -45,8 +47,8 @@ type Client struct {
 	sockWG sync.WaitGroup // socket goroutines
 
 	mu       sync.Mutex
-	state    client.State
-	stats    client.Stats
+	state    State
+	stats    Stats
 	changed  chan struct{} // closed and replaced on every state change
 	done     chan struct{} // closed when the loop has stopped the core
 	lastDial error         // the last dial's error, for WaitReady; guarded by mu
@@ -105,7 +107,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
 		urls: append([]string{url}, o.URLs...), opts: o, core: core,
-		subs:   map[string]map[uint64]func(client.Update){},
+		subs:   map[string]map[uint64]func(Update){},
 		events: make(chan event, eventQueue), ctx: cctx, cancel: cancel,
 		changed: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -116,14 +118,14 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 }
 
 // State returns the latest readiness.
-func (c *Client) State() client.State {
+func (c *Client) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
 }
 
 // Stats returns the core's counters as of the last step.
-func (c *Client) Stats() client.Stats {
+func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stats
@@ -138,8 +140,8 @@ func (c *Client) Stats() client.Stats {
 // end), the session ends (an *EndedError) or the client closes
 // (ErrClosed).
 func (c *Client) WaitReady(ctx context.Context) error {
-	var ended, refused client.State
-	err := c.WaitState(ctx, func(s client.State) bool {
+	var ended, refused State
+	err := c.WaitState(ctx, func(s State) bool {
 		if s.Ended != client.NotEnded && s.Ended != client.Stopped {
 			ended = s
 			return true
@@ -184,7 +186,7 @@ func (c *Client) Reconnect() {
 
 // WaitState blocks until cond holds for the client's state. Its errors are
 // ctx's and ErrClosed.
-func (c *Client) WaitState(ctx context.Context, cond func(client.State) bool) error {
+func (c *Client) WaitState(ctx context.Context, cond func(State) bool) error {
 	for {
 		c.mu.Lock()
 		st, ch := c.state, c.changed
@@ -203,18 +205,18 @@ func (c *Client) WaitState(ctx context.Context, cond func(client.State) bool) er
 }
 
 // Request sends method with params (raw JSON, or nil) and waits for the
-// result. Errors: a *client.RequestError (errors.Is with client.ErrNotReady,
+// result. Errors: a *RequestError (errors.Is with ErrNotReady,
 // client.ErrRequestTimeout or client.ErrConnectionClosed), a
-// *client.ServerError, ctx's error, or ErrClosed.
+// *ServerError, ctx's error, or ErrClosed.
 func (c *Client) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
 	return c.call(ctx, event{kind: evRequest, method: method, params: params})
 }
 
 // RequestWith is Request with options: its own timeout, and Queue (wait
 // for READY, up to the timeout, instead of failing with
-// client.ErrNotReady; sent again after a reconnect) with an idempotency
+// ErrNotReady; sent again after a reconnect) with an idempotency
 // Key (one is drawn when Queue has none).
-func (c *Client) RequestWith(ctx context.Context, method string, params []byte, o client.RequestOptions) ([]byte, error) {
+func (c *Client) RequestWith(ctx context.Context, method string, params []byte, o RequestOptions) ([]byte, error) {
 	return c.call(ctx, event{kind: evRequest, method: method, params: params, opts: o})
 }
 
@@ -285,8 +287,8 @@ func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
 // connection, as OnTopicError also hears; call the func to give it up. (A
 // transient error, such as unavailable, is asked for again at the
 // subscribe deadline: see Options.OnTopicError.)
-func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(client.Update)) (func(), error) {
-	var o client.SubscribeOptions
+func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUpdate func(Update)) (func(), error) {
+	var o SubscribeOptions
 	if since != nil {
 		o.Since, o.HasSince = *since, true
 	}
@@ -297,9 +299,9 @@ func (c *Client) Subscribe(ctx context.Context, topic string, since *int64, onUp
 // Presence, which sends the topic's join and leave events to
 // Options.OnPresence. Subscribing again to a topic with another Presence
 // asks the server again (without losing or repeating an update).
-func (c *Client) SubscribeWith(ctx context.Context, topic string, o client.SubscribeOptions, onUpdate func(client.Update)) (func(), error) {
+func (c *Client) SubscribeWith(ctx context.Context, topic string, o SubscribeOptions, onUpdate func(Update)) (func(), error) {
 	if onUpdate == nil {
-		onUpdate = func(client.Update) {}
+		onUpdate = func(Update) {}
 	}
 	e := event{kind: evSubscribe, topic: topic, onUpdate: onUpdate, reply: make(chan requestReply, 1), subOpts: o, taken: make(subWaiter, 1)}
 	if !c.post(ctx, e) {
@@ -347,11 +349,11 @@ type subWaiter chan error
 // it. Errors are Request's; the server's codes include forbidden (publish
 // is off, or the topic is the server's), too_many_topics and unavailable.
 func (c *Client) Publish(ctx context.Context, topic string, data []byte) (int64, error) {
-	return c.PublishWith(ctx, topic, data, client.RequestOptions{})
+	return c.PublishWith(ctx, topic, data, RequestOptions{})
 }
 
 // PublishWith is Publish with options (RequestWith's).
-func (c *Client) PublishWith(ctx context.Context, topic string, data []byte, o client.RequestOptions) (int64, error) {
+func (c *Client) PublishWith(ctx context.Context, topic string, data []byte, o RequestOptions) (int64, error) {
 	res, err := c.call(ctx, event{kind: evPublish, topic: topic, params: data, opts: o})
 	if err != nil {
 		return 0, err
@@ -376,8 +378,8 @@ func parseSeq(b []byte) (int64, bool) {
 
 // Topics returns each topic's accounting (cursor, delivered, replayed,
 // duplicates, lost), the service topic first; nil after Close.
-func (c *Client) Topics() []client.TopicStats {
-	ch := make(chan []client.TopicStats, 1)
+func (c *Client) Topics() []TopicStats {
+	ch := make(chan []TopicStats, 1)
 	if !c.post(context.Background(), event{kind: evTopics, topics: ch}) {
 		return nil
 	}

@@ -23,7 +23,7 @@ type NotReadyError struct {
 	// ..."), when the client last failed for want of a token (State's
 	// LastError is FailToken); nil otherwise.
 	Token error
-	State client.State
+	State State
 	// Waiting, when the client was connected (its transport up) and the
 	// service layer was not: the topics the server had not taken, each
 	// with the server's last answer about it.
@@ -117,7 +117,7 @@ func (e *SubscribeError) Is(target error) bool { return target == ErrTopicRefuse
 // (ended, forbidden, refresh_exhausted, gave_up): only Reconnect starts it
 // again.
 type EndedError struct {
-	Ended  client.Terminal
+	Ended  Terminal
 	Code   int    // the close code that ended it, if one did
 	Reason string // the server's reason with it ("bad token", "auth required", ...), if it gave one
 }

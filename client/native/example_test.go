@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/server"
 )
@@ -62,7 +61,7 @@ func ExampleClient_Reconnect() {
 	defer c.Close()
 	c.WaitReady(ctx)
 	server.NewDemo(srv, nil).Set("endSession", true) // the demo's End session switch
-	c.WaitState(ctx, func(s client.State) bool { return s.Ended != client.NotEnded })
+	c.WaitState(ctx, func(s native.State) bool { return s.Ended != native.NotEnded })
 	var ended *native.EndedError
 	if err := c.WaitReady(ctx); errors.As(err, &ended) {
 		fmt.Println("ended:", ended.Ended, ended.Code)
@@ -74,10 +73,10 @@ func ExampleClient_Reconnect() {
 	// <nil> 2
 }
 
-// A demo stage instead of the library's defaults, and what WaitReady says
-// when the server cannot be reached.
+// A reconnect window of one's own instead of the library's unbounded one,
+// and what WaitReady says when the server cannot be reached.
 func ExampleClient_WaitReady() {
-	c, err := native.Dial(context.Background(), "ws://127.0.0.1:1/ws", &native.Options{Config: client.MustStage(5)})
+	c, err := native.Dial(context.Background(), "ws://127.0.0.1:1/ws", &native.Options{Config: &native.Config{Window: time.Minute}})
 	if err != nil {
 		panic(err)
 	}
@@ -108,10 +107,10 @@ func ExampleDial() {
 	fmt.Println(errors.Is(err, native.ErrInvalidOptions), errors.As(err, &oe) && oe.Option == "CloseTimeout")
 
 	c, err := native.Dial(context.Background(), "ws://127.0.0.1:1/ws", &native.Options{
-		Config:       client.MustStage(5),
+		Config:       &native.Config{Policy: native.FullJitter{Base: 500 * time.Millisecond, Cap: 10 * time.Second}},
 		URLs:         []string{"ws://127.0.0.1:2/ws"}, // tried in turn on every reconnect
 		CloseTimeout: time.Second,
-		OnState:      func(s client.State) {}, // on the client's goroutine: return quickly
+		OnState:      func(s native.State) {}, // on the client's goroutine: return quickly
 	})
 	fmt.Println(err)
 	c.Close()
@@ -120,7 +119,7 @@ func ExampleDial() {
 	// <nil>
 }
 
-// A request the server refuses settles with a *client.ServerError that
+// A request the server refuses settles with a *native.ServerError that
 // carries its code.
 func ExampleClient_Request() {
 	url, stop := startDemo(server.Options{})
@@ -136,7 +135,7 @@ func ExampleClient_Request() {
 		panic(err)
 	}
 	_, err = c.Request(ctx, "no-such-method", nil)
-	var se *client.ServerError
+	var se *native.ServerError
 	fmt.Println(errors.As(err, &se), se.Code)
 	// Output: true unknown_method
 }
@@ -165,9 +164,9 @@ func ExampleClient_Subscribe() {
 		panic(err)
 	}
 	defer sub.Close()
-	got := make(chan client.Update, 16)
+	got := make(chan native.Update, 16)
 	since := int64(0)
-	unsubscribe, err := sub.Subscribe(ctx, "chat", &since, func(u client.Update) { got <- u })
+	unsubscribe, err := sub.Subscribe(ctx, "chat", &since, func(u native.Update) { got <- u })
 	if err != nil {
 		panic(err)
 	}
@@ -199,7 +198,7 @@ func ExampleClient_Publish() {
 		panic(err)
 	}
 	_, err = c.Publish(ctx, "chat", []byte(`{"text":"hello"}`))
-	var se *client.ServerError
+	var se *native.ServerError
 	fmt.Println(errors.As(err, &se), se.Code)
 	// Output: true forbidden
 }
@@ -216,7 +215,7 @@ func ExampleClient_WaitState() {
 		panic(err)
 	}
 	defer c.Close()
-	err = c.WaitState(ctx, func(s client.State) bool { return s.Epoch >= 1 })
+	err = c.WaitState(ctx, func(s native.State) bool { return s.Epoch >= 1 })
 	fmt.Println(err, c.State().Epoch)
 	// Output: <nil> 1
 }
@@ -234,7 +233,7 @@ func ExampleClient_Topics() {
 	defer c.Close()
 	// A client subscribes to nothing until asked; READY then includes the
 	// subscription's acknowledgement.
-	if _, err := c.Subscribe(ctx, "feed", nil, func(client.Update) {}); err != nil {
+	if _, err := c.Subscribe(ctx, "feed", nil, func(native.Update) {}); err != nil {
 		panic(err)
 	}
 	if err := c.WaitReady(ctx); err != nil {

@@ -333,7 +333,7 @@ func (c *Client) answerSubscribes() {
 	c.mu.Lock()
 	up := c.state.Protocol == client.Up && c.state.Ended == client.NotEnded
 	c.mu.Unlock()
-	if f := c.core.Config().Features; !f.Service || !f.Heartbeat {
+	if off := c.core.Config().Disable; off.Service || off.Heartbeat {
 		up = false // no service layer (or no ping to say the peer is up): nothing to wait for
 	}
 	var taken map[string]bool

@@ -14,30 +14,30 @@ import (
 )
 
 // Options configures a Client. A nil *Options means every default: the
-// last stage (client.MaxStage: the session contract and resume) with the
+// last stage (stages.Max: the session contract and resume) with the
 // library's defaults, no callbacks, one server.
 type Options struct {
 	// Config is the client's configuration; Dial copies it. Default
-	// client.MustStage(client.MaxStage): every fix, the library's
-	// defaults. A demo stage: Config: client.MustStage(3). Its Rand
+	// stages.Must(stages.Max): every fix, the library's
+	// defaults. A demo stage: Config: stages.Must(3). Its Rand
 	// defaults to math/rand/v2's Float64; OnEvent turns its Trace on and
 	// Token its Auth. The native client speaks WebSocket only: Transports
 	// defaults to [client.TransportWebSocket] here, and one naming
 	// client.TransportHTTP is refused (the HTTP transport is the browser's,
 	// for proxies that strip upgrades). Follower is refused too: tab
 	// leadership is the browser's.
-	Config *client.Config
+	Config *Config
 	// OnState, OnUpdate and OnEvent run on the client's goroutine: they
 	// must return quickly and must not call Request or Close (start a
 	// goroutine for that). OnEvent receives trace events; setting it turns
 	// tracing on. Each defaults to nil: not called.
-	OnState  func(client.State)
-	OnUpdate func(client.Update)
-	OnEvent  func(client.Event)
+	OnState  func(State)
+	OnUpdate func(Update)
+	OnEvent  func(Event)
 	// OnRecord receives one sanitized record per reconnect decision (no
 	// token, payload or peer text in it); same rules as OnState. Default
 	// nil.
-	OnRecord func(client.Record)
+	OnRecord func(Record)
 	// Token, when set, is called before every dial for the ticket the
 	// client sends in its first frame. force asks for a fresh one (the
 	// server said the last expired): never return a cached token then. An
@@ -49,7 +49,7 @@ type Options struct {
 	// OnContinuityLost hears of updates the client will never deliver
 	// (stage 7: the server no longer had them); same rules as OnState.
 	// Default nil.
-	OnContinuityLost func(client.ContinuityLost)
+	OnContinuityLost func(ContinuityLost)
 	// OnTopicError hears of a subscribe the server refused (code:
 	// forbidden, too_many_subscriptions, unavailable, an application's own,
 	// ...). A transient error (unknown_topic, too_many_topics, unavailable,
@@ -62,14 +62,14 @@ type Options struct {
 	OnTopicError func(topic, code string)
 	// OnPresence hears the join and leave events of the topics subscribed
 	// with presence (SubscribeWith); same rules as OnState. Default nil.
-	OnPresence func(client.PresenceEvent)
+	OnPresence func(PresenceEvent)
 	// LoadCursors, when set, is called once by Dial for the cursors to
 	// resume from (what StoreCursors last saved); StoreCursors is called
 	// on the client's goroutine after every batch of updates with every
 	// topic's cursor. Same rules as OnState. Default nil: resume from
 	// memory only.
-	LoadCursors  func() []client.Cursor
-	StoreCursors func([]client.Cursor)
+	LoadCursors  func() []Cursor
+	StoreCursors func([]Cursor)
 	// URLs are more servers to use: Dial's url first, then these, in turn,
 	// one further on every reconnect (each reconnect follows a failure).
 	// Each is a ws://, wss://, http:// or https:// URL with a host. Default
@@ -94,7 +94,7 @@ var ErrInvalidOptions = errors.New("invalid options")
 
 // OptionError is Dial's error for a value it refuses: the option's name
 // (a field of Options, or "url" for Dial's own argument) and why. It wraps
-// the cause, so errors.Is and errors.As reach it (client.ErrBadStage, say),
+// the cause, so errors.Is and errors.As reach it,
 // and errors.Is(err, ErrInvalidOptions) holds.
 type OptionError struct {
 	Option string
@@ -129,7 +129,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		}
 	}
 	c.URLs = append([]string(nil), c.URLs...) // the caller's slice stays the caller's
-	cfg := client.MustStage(client.MaxStage)
+	cfg := new(Config)
 	if c.Config != nil {
 		cfg = new(*c.Config)
 	}
@@ -137,7 +137,7 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		cfg.Rand = rand.Float64
 	}
 	if cfg.Transports == nil {
-		cfg.Transports = []client.Transport{client.TransportWebSocket}
+		cfg.Transports = []Transport{client.TransportWebSocket}
 	}
 	for _, t := range cfg.Transports {
 		if t != client.TransportWebSocket {

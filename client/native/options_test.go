@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 )
 
 // A nil *Options is every default, and the copy shares nothing the caller
@@ -20,14 +21,14 @@ func TestCloneWithDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.CloseTimeout != 2*time.Second || o.Config == nil || o.Config.Stage != client.MaxStage || o.Config.Rand == nil {
+	if o.CloseTimeout != 2*time.Second || o.Config == nil || o.Config.Disable != (client.Fixes{}) || o.Config.Rand == nil {
 		t.Fatalf("defaults: CloseTimeout %v, Config %+v", o.CloseTimeout, o.Config)
 	}
 	if o.Config.Trace || o.Config.Auth {
 		t.Fatalf("nil options turned on Trace %v or Auth %v", o.Config.Trace, o.Config.Auth)
 	}
 
-	cfg := client.MustStage(3)
+	cfg := stages.Must(3)
 	urls := []string{"ws://a.example/ws"}
 	in := &Options{Config: cfg, URLs: urls, CloseTimeout: time.Second,
 		OnEvent: func(client.Event) {}, Token: func(context.Context, bool) (string, error) { return "", nil }}
@@ -35,7 +36,7 @@ func TestCloneWithDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.CloseTimeout != time.Second || o.Config.Stage != 3 || !o.Config.Trace || !o.Config.Auth || o.Config.Rand == nil {
+	if o.CloseTimeout != time.Second || o.Config.Disable != stages.Must(3).Disable || !o.Config.Trace || !o.Config.Auth || o.Config.Rand == nil {
 		t.Fatalf("clone: CloseTimeout %v, Config %+v", o.CloseTimeout, o.Config)
 	}
 	if cfg.Rand != nil || cfg.Trace || cfg.Auth {
@@ -51,7 +52,7 @@ func TestCloneWithDefaults(t *testing.T) {
 // option, wraps the cause and reads as a configuration error, not as a
 // dial failure (it used to say "failed to dial").
 func TestDialRefusesInvalidOptions(t *testing.T) {
-	bad := client.MustStage(5)
+	bad := stages.Must(5)
 	bad.Budget = -1
 	for _, tc := range []struct {
 		name, url, option string
@@ -87,7 +88,7 @@ func TestDialRefusesInvalidOptions(t *testing.T) {
 
 // The core's own refusal is the OptionError's cause, word for word.
 func TestDialWrapsTheConfigError(t *testing.T) {
-	cfg := client.MustStage(5)
+	cfg := stages.Must(5)
 	cfg.Window = -time.Second
 	_, err := Dial(context.Background(), "ws://127.0.0.1:1/ws", &Options{Config: cfg})
 	var oe *OptionError

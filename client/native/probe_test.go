@@ -3,16 +3,17 @@
 package native
 
 import (
-	"context"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/server"
 )
 
@@ -106,12 +107,12 @@ func startSchedLag(t *testing.T) *schedLag {
 func (l *schedLag) reset()             { l.worst.Store(0) }
 func (l *schedLag) max() time.Duration { return time.Duration(l.worst.Load()) }
 
-func probeClient(t *testing.T, url string, seed uint64, w *readyWatch) *Client {
+func probeClient(t *testing.T, srv *memServer, seed uint64, w *readyWatch) *Client {
 	t.Helper()
-	cfg := client.MustStage(6)
+	cfg := stages.Must(6)
 	cfg.Rand = rand.New(rand.NewPCG(seed, 6)).Float64
 	cfg.Policy = client.FullJitter{Base: 100 * time.Millisecond, Cap: 500 * time.Millisecond}
-	c, err := Dial(context.Background(), url, &Options{Config: cfg, OnState: w.state, OnEvent: w.event})
+	c, err := srv.dial(&Options{Config: cfg, OnState: w.state, OnEvent: w.event})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +139,12 @@ func probeClient(t *testing.T, url string, seed uint64, w *readyWatch) *Client {
 // which bunch them, so the median of 20 detections moved between 1.1 and
 // 1.25 s on one machine with nothing wrong.
 func TestProbeDetectsAFreezeWithinAnIntervalAndAHalf(t *testing.T) {
+	synctest.Test(t, testProbeDetectsAFreeze)
+}
+
+func testProbeDetectsAFreeze(t *testing.T) {
 	const interval = time.Second
-	srv, url := topicServer(t, server.Options{PingInterval: interval})
+	srv := memTopicServer(t, server.Options{PingInterval: interval})
 	lag := startSchedLag(t)
 	rnd := rand.New(rand.NewPCG(14, 1))
 	const clients, freezes = 5, 4
@@ -147,8 +152,8 @@ func TestProbeDetectsAFreezeWithinAnIntervalAndAHalf(t *testing.T) {
 	cls := make([]*Client, clients)
 	for i := range clients {
 		watches[i] = &readyWatch{}
-		cls[i] = probeClient(t, url, uint64(i), watches[i])
-		time.Sleep(time.Duration(rnd.Int64N(int64(time.Second)))) // each its own ping phase
+		cls[i] = probeClient(t, srv, uint64(i), watches[i])
+		advance(time.Duration(rnd.Int64N(int64(time.Second)))) // each client its own ping phase
 	}
 	allReady := func() bool {
 		for _, c := range cls {
@@ -164,7 +169,7 @@ func TestProbeDetectsAFreezeWithinAnIntervalAndAHalf(t *testing.T) {
 		if err := eventually(10*time.Second, allReady); err != nil {
 			t.Fatalf("freeze %d: clients not READY", f)
 		}
-		time.Sleep(1500*time.Millisecond + time.Duration(rnd.Int64N(int64(time.Second))))
+		advance(1500*time.Millisecond + time.Duration(rnd.Int64N(int64(time.Second)))) // a random phase
 		lag.reset()
 		start := time.Now()
 		srv.Set("freeze", true)
@@ -226,13 +231,17 @@ const probeAfterIntervals = 1.25
 // (the Jitter switch), stage 6 clients never leave READY. The run
 // is 5 minutes (make jitter sets WSREADY_LONG=1); CI runs 20 s.
 func TestJitteryPingsNeverKillAHealthyConnection(t *testing.T) {
-	srv, url := topicServer(t, server.Options{PingInterval: time.Second})
+	synctest.Test(t, testJitteryPings)
+}
+
+func testJitteryPings(t *testing.T) {
+	srv := memTopicServer(t, server.Options{PingInterval: time.Second})
 	const clients = 5
 	watches := make([]*readyWatch, clients)
 	cls := make([]*Client, clients)
 	for i := range clients {
 		watches[i] = &readyWatch{}
-		cls[i] = probeClient(t, url, uint64(100+i), watches[i])
+		cls[i] = probeClient(t, srv, uint64(100+i), watches[i])
 	}
 	if err := eventually(10*time.Second, func() bool {
 		for _, c := range cls {
@@ -250,7 +259,7 @@ func TestJitteryPingsNeverKillAHealthyConnection(t *testing.T) {
 	}
 	start := time.Now()
 	srv.Set("jitter", true)
-	time.Sleep(d)
+	advance(d)
 	srv.Set("jitter", false)
 	probes, answered := 0, 0
 	for i, c := range cls {

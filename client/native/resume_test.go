@@ -11,9 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/server"
 )
@@ -43,7 +45,12 @@ func (r *seqRecorder) snapshot() ([]int64, []client.ContinuityLost) {
 	return append([]int64(nil), r.seqs...), append([]client.ContinuityLost(nil), r.lost...)
 }
 
-// eventually polls cond every 10 ms until it holds or d passes.
+// eventually polls cond every 10 ms until it holds or d passes. Inside
+// synctest.Test the sleep is the bubble's fake time, and when it returns
+// everything due before has run (the clock moves only when every goroutine
+// of the bubble waits); outside, the tests on loopback poll the real
+// server's counters, which have no notification, and real time is what
+// the server's own timers run on.
 func eventually(d time.Duration, cond func() bool) error {
 	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
 		if cond() {
@@ -61,8 +68,16 @@ func topicServer(t *testing.T, o server.Options) (*testutil.Server, string) {
 	return srv, srv.URL
 }
 
+// memTopicServer is the real server on an in-memory network, for a test
+// inside synctest.Test (fake time).
+func memTopicServer(t *testing.T, o server.Options) *memServer {
+	t.Helper()
+	srv, hc := testutil.StartMemServer(t, o)
+	return &memServer{Server: srv, hc: hc}
+}
+
 func fastStage7(seed uint64) *client.Config {
-	cfg := client.MustStage(7)
+	cfg := stages.Must(7)
 	cfg.Rand = rand.New(rand.NewPCG(seed, 7)).Float64
 	cfg.FirstPingTimeout = 300 * time.Millisecond
 	cfg.SubscribeTimeout = 300 * time.Millisecond
@@ -78,7 +93,11 @@ func fastStage7(seed uint64) *client.Config {
 // each (Restart, Flapping and Freeze in turns) while the backend publishes
 // 50 updates a second: every client delivers exactly 1..N.
 func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
-	srv, url := topicServer(t, server.Options{
+	synctest.Test(t, testResumeThrough100Reconnects)
+}
+
+func testResumeThrough100Reconnects(t *testing.T) {
+	srv := memTopicServer(t, server.Options{
 		PingInterval: 100 * time.Millisecond, FlapAfter: 100 * time.Millisecond,
 		RestartDowntime: 150 * time.Millisecond, NoFeed: true, NoSlots: true,
 	})
@@ -93,7 +112,7 @@ func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
 		recs[i] = &seqRecorder{}
 		cfg := fastStage7(uint64(i))
 		cfg.Topic = "ticks" // the service topic: READY means subscribed to it
-		c, err := Dial(ctx, url, &Options{Config: cfg, OnContinuityLost: recs[i].continuity})
+		c, err := srv.dial(&Options{Config: cfg, OnContinuityLost: recs[i].continuity})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,21 +160,22 @@ func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	turns := 0
+	// Each turn's waits are the bubble's fake time.
 	for minOpens() < 101 && time.Now().Before(deadline) {
 		switch turns % 3 {
 		case 0:
 			srv.Set("restart", true)
-			time.Sleep(500 * time.Millisecond)
+			advance(500 * time.Millisecond)
 		case 1:
 			srv.Set("flapping", true)
-			time.Sleep(1500 * time.Millisecond)
+			advance(1500 * time.Millisecond)
 			srv.Set("flapping", false)
 		case 2:
 			srv.Set("freeze", true)
-			time.Sleep(500 * time.Millisecond)
+			advance(500 * time.Millisecond)
 			srv.Set("freeze", false)
 		}
-		time.Sleep(300 * time.Millisecond)
+		advance(300 * time.Millisecond)
 		turns++
 	}
 	close(stop)
@@ -199,7 +219,11 @@ func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
 // first update the server still has. Its cursors come back through
 // LoadCursors, as a restarted process's would.
 func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
-	srv, url := topicServer(t, server.Options{NoFeed: true, HistoryMsgs: 20})
+	synctest.Test(t, testAGapPastRetention)
+}
+
+func testAGapPastRetention(t *testing.T) {
+	srv := memTopicServer(t, server.Options{NoFeed: true, HistoryMsgs: 20})
 	ctx := context.Background()
 	for range 10 {
 		if _, err := srv.Publish(ctx, "news", []byte(`1`)); err != nil {
@@ -210,7 +234,7 @@ func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
 	var mu sync.Mutex
 	store := func(c []client.Cursor) { mu.Lock(); saved = c; mu.Unlock() }
 	first := &seqRecorder{}
-	c, err := Dial(ctx, url, &Options{Config: fastStage7(1), StoreCursors: store})
+	c, err := srv.dial(&Options{Config: fastStage7(1), StoreCursors: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +259,7 @@ func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
 	load := append([]client.Cursor(nil), saved...)
 	mu.Unlock()
 	rec := &seqRecorder{}
-	c2, err := Dial(ctx, url, &Options{Config: fastStage7(2), LoadCursors: func() []client.Cursor { return load }, OnContinuityLost: rec.continuity})
+	c2, err := srv.dial(&Options{Config: fastStage7(2), LoadCursors: func() []client.Cursor { return load }, OnContinuityLost: rec.continuity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +271,7 @@ func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
 		s, l := rec.snapshot()
 		t.Fatalf("after the gap: %v, lost %v", s, l)
 	}
-	time.Sleep(200 * time.Millisecond) // nothing more may come
+	advance(200 * time.Millisecond) // nothing more may come
 	seqs, lost := rec.snapshot()
 	if d := testutil.ExactRun(seqs, 41, 60); d != "" {
 		t.Fatal(d)

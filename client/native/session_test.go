@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coder/websocket"
@@ -28,9 +29,18 @@ func authServer(t *testing.T, o server.Options) (*testutil.Server, string, strin
 	return srv, srv.Base, srv.URL
 }
 
+// memAuthServer is the real server requiring tickets, on an in-memory
+// network for a test inside synctest.Test (fake time); hc reaches it.
+func memAuthServer(t *testing.T, o server.Options) (srv *testutil.Server, hc *http.Client) {
+	t.Helper()
+	o.Auth = server.AuthRequired
+	o.IssueTickets = true // the tests fetch tickets from POST /api/token, as a page does from its app
+	return testutil.StartMemServer(t, o)
+}
+
 // tokenHook fetches tickets from the server, caching one until asked to
 // force a fresh one, as an app would.
-func tokenHook(base, id string, fetched *atomic.Int64) func(context.Context, bool) (string, error) {
+func tokenHook(hc *http.Client, base, id string, fetched *atomic.Int64) func(context.Context, bool) (string, error) {
 	var mu sync.Mutex
 	var cached string
 	return func(ctx context.Context, force bool) (string, error) {
@@ -41,7 +51,7 @@ func tokenHook(base, id string, fetched *atomic.Int64) func(context.Context, boo
 		}
 		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/token", strings.NewReader(`{"clientId":"`+id+`"}`))
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			return "", err
 		}
@@ -70,77 +80,83 @@ func (r *recorder) record(rec client.Record) {
 func (r *recorder) event(e client.Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
 
 // A 2 s ticket over 20 s: one 4001, one forced refresh and one reconnect
-// per lifetime, and nothing else.
+// per lifetime, and nothing else. On fake time (synctest): the 20 s take
+// none.
 func TestNativeShortTicketsRefreshOncePerLifetime(t *testing.T) {
 	t.Parallel()
-	srv, base, url := authServer(t, server.Options{TicketLife: 2 * time.Second})
-	var fetched atomic.Int64
-	rec := &recorder{}
-	c, err := Dial(context.Background(), url, &Options{Token: tokenHook(base, "short", &fetched), OnRecord: rec.record})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv.Demo.ResetCounters()
-	time.Sleep(20 * time.Second)
-	st, hs := c.Stats(), srv.Stats().HandshakesWindow
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	n := len(rec.records)
-	if n < 8 || n > 11 || st.TokenRefreshes != n || int(hs) != n {
-		t.Fatalf("in 20 s of 2 s tickets: %d records, %d refreshes, %d handshakes; want one each per lifetime", n, st.TokenRefreshes, hs)
-	}
-	for _, r := range rec.records {
-		if r.Class != client.ClassTokenExpired || r.Outcome != client.OutcomeRefresh || r.Code != protocol.CloseTokenExpired || r.Delay != 0 {
-			t.Fatalf("record %+v", r)
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc := memAuthServer(t, server.Options{TicketLife: 2 * time.Second})
+		var fetched atomic.Int64
+		rec := &recorder{}
+		c, err := Dial(context.Background(), srv.URL, &Options{Token: tokenHook(hc, srv.Base, "short", &fetched), OnRecord: rec.record,
+			DialOptions: &websocket.DialOptions{HTTPClient: hc}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !c.State().Ready && c.State().Transport == client.Down {
-		t.Fatalf("state %+v", c.State())
-	}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		srv.Demo.ResetCounters()
+		advance(20 * time.Second)
+		synctest.Wait()
+		st, hs := c.Stats(), srv.Stats().HandshakesWindow
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := len(rec.records)
+		if n != 10 || st.TokenRefreshes != n || int(hs) != n {
+			t.Fatalf("in 20 s of 2 s tickets: %d records, %d refreshes, %d handshakes; want one each per lifetime: 10", n, st.TokenRefreshes, hs)
+		}
+		for _, r := range rec.records {
+			if r.Class != client.ClassTokenExpired || r.Outcome != client.OutcomeRefresh || r.Code != protocol.CloseTokenExpired || r.Delay != 0 {
+				t.Fatalf("record %+v", r)
+			}
+		}
+		if !c.State().Ready && c.State().Transport == client.Down {
+			t.Fatalf("state %+v", c.State())
+		}
+	})
 }
 
 // A revoked client id makes exactly one handshake in 30 s and ends
-// forbidden; WaitReady says so.
+// forbidden; WaitReady says so. On fake time (synctest).
 func TestNativeRevokedMakesOneHandshake(t *testing.T) {
 	t.Parallel()
-	srv, base, url := authServer(t, server.Options{})
-	srv.Set("revoke", "banned")
-	var fetched atomic.Int64
-	c, err := Dial(context.Background(), url, &Options{Token: tokenHook(base, "banned", &fetched)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var ended *EndedError
-	if err := c.WaitReady(ctx); !errorsAs(err, &ended) || ended.Ended != client.Forbidden || ended.Code != protocol.CloseForbidden {
-		t.Fatalf("WaitReady: %v", err)
-	}
-	time.Sleep(30 * time.Second)
-	if n := srv.Stats().Handshakes; n != 1 {
-		t.Fatalf("%d handshakes in 30 s from a revoked client", n)
-	}
-	// A fresh session is one more handshake, and forbidden again.
-	c.Reconnect()
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel2()
-	if err := c.WaitReady(ctx2); !errorsAs(err, &ended) {
-		t.Fatalf("after Reconnect: %v", err)
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for srv.Stats().Handshakes != 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := srv.Stats().Handshakes; n != 2 {
-		t.Fatalf("handshakes after Reconnect: %d", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc := memAuthServer(t, server.Options{})
+		srv.Set("revoke", "banned")
+		var fetched atomic.Int64
+		c, err := Dial(context.Background(), srv.URL, &Options{Token: tokenHook(hc, srv.Base, "banned", &fetched),
+			DialOptions: &websocket.DialOptions{HTTPClient: hc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var ended *EndedError
+		if err := c.WaitReady(ctx); !errorsAs(err, &ended) || ended.Ended != client.Forbidden || ended.Code != protocol.CloseForbidden {
+			t.Fatalf("WaitReady: %v", err)
+		}
+		advance(30 * time.Second)
+		synctest.Wait()
+		if n := srv.Stats().Handshakes; n != 1 {
+			t.Fatalf("%d handshakes in 30 s from a revoked client", n)
+		}
+		// A fresh session is one more handshake, and forbidden again.
+		c.Reconnect()
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel2()
+		if err := c.WaitReady(ctx2); !errorsAs(err, &ended) {
+			t.Fatalf("after Reconnect: %v", err)
+		}
+		synctest.Wait() // everything the reconnect set off has run
+		if n := srv.Stats().Handshakes; n != 2 {
+			t.Fatalf("handshakes after Reconnect: %d", n)
+		}
+	})
 }
 
 // A canary in a server's close reason, an error frame and an update reaches

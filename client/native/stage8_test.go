@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -189,7 +190,7 @@ func TestNativeRefusesTheBrowsersTransportsAndTabs(t *testing.T) {
 		},
 		"follower": func(c *client.Config) { c.Follower = true },
 	} {
-		cfg := client.MustStage(8)
+		cfg := stages.Must(8)
 		mod(cfg)
 		_, err := Dial(context.Background(), "ws://127.0.0.1:9/ws", &Options{Config: cfg})
 		var oe *OptionError

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/stages"
 )
 
 var (
@@ -295,7 +296,7 @@ func (s *subscriber) last() int64 {
 }
 
 func stage7(seed uint64) *client.Config {
-	cfg := client.MustStage(7)
+	cfg := stages.Must(7)
 	cfg.Rand = rand.New(rand.NewPCG(seed, 12)).Float64
 	cfg.Policy = client.FullJitter{Base: 100 * time.Millisecond, Cap: 2 * time.Second}
 	cfg.SubscribeTimeout = 500 * time.Millisecond

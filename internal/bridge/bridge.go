@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 
 	"github.com/wsready/wsready/internal/quote"
@@ -382,12 +383,12 @@ type Getter interface {
 }
 
 // ParseOptions validates connect's options: url is a ws:// or wss:// URL,
-// stage an integer 0..client.MaxStage (default MaxStage), budget an integer >= 0 and windowMs a
+// stage an integer 0..stages.Max (default stages.Max), budget an integer >= 0 and windowMs a
 // number of milliseconds >= 0 (0: unbounded, the default); the timings are
 // whole milliseconds from 1; transports lists "websocket" and "http";
 // pauseWhenHidden, queue and tabs are booleans (tabs defaults to stage >= 8).
 func ParseOptions(g Getter) (Options, error) {
-	o := Options{Stage: client.MaxStage}
+	o := Options{Stage: stages.Max}
 	url, ok, err := g.String("url")
 	if err != nil || !ok || url == "" {
 		return o, errors.New("wsready.connect: url is required (a ws:// or wss:// URL)")
@@ -421,11 +422,11 @@ func ParseOptions(g Getter) (Options, error) {
 	}
 	n, ok, err := g.Number("stage")
 	if err != nil {
-		return o, errors.New("wsready.connect: stage must be a number 0-" + strconv.Itoa(client.MaxStage))
+		return o, errors.New("wsready.connect: stage must be a number 0-" + strconv.Itoa(stages.Max))
 	}
 	if ok {
-		if n != math.Trunc(n) || n < 0 || n > client.MaxStage {
-			return o, errors.New("wsready.connect: stage must be an integer 0-" + strconv.Itoa(client.MaxStage) + ", got " + strconv.FormatFloat(n, 'g', -1, 64))
+		if n != math.Trunc(n) || n < 0 || n > stages.Max {
+			return o, errors.New("wsready.connect: stage must be an integer 0-" + strconv.Itoa(stages.Max) + ", got " + strconv.FormatFloat(n, 'g', -1, 64))
 		}
 		o.Stage = int(n)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -51,7 +52,7 @@ func (f fakeGetter) Bool(n string) (bool, bool, error) {
 
 func TestParseOptions(t *testing.T) {
 	o, err := ParseOptions(fakeGetter{"url": "ws://h/ws"})
-	if err != nil || o.Stage != client.MaxStage || o.URL != "ws://h/ws" {
+	if err != nil || o.Stage != stages.Max || o.URL != "ws://h/ws" {
 		t.Fatalf("%+v %v", o, err)
 	}
 	o, err = ParseOptions(fakeGetter{"url": "wss://h/ws", "stage": 2.0})

@@ -17,7 +17,6 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
 )
 
@@ -35,7 +34,7 @@ func main() {
 		log.Fatal(err) // a URL or an option it refuses
 	}
 	defer c.Close()
-	unsubscribe, err := c.Subscribe(ctx, "clock", nil, func(u client.Update) {
+	unsubscribe, err := c.Subscribe(ctx, "clock", nil, func(u native.Update) {
 		fmt.Printf("clock #%d %s\n", u.Seq, u.Data) // on the client's goroutine: return quickly
 	})
 	if err != nil {
@@ -53,8 +52,8 @@ func main() {
 
 	res, err := c.Request(ctx, "echo", []byte(`{"hello":"world"}`))
 	switch {
-	case errors.Is(err, client.ErrNotReady): // never sent: always safe to send again
-	case errors.Is(err, client.ErrRequestTimeout), errors.Is(err, client.ErrConnectionClosed):
+	case errors.Is(err, native.ErrNotReady): // never sent: always safe to send again
+	case errors.Is(err, native.ErrRequestTimeout), errors.Is(err, native.ErrConnectionClosed):
 		// sent, and the outcome is unknown: send again only if the request is idempotent
 	}
 	fmt.Println("echo", string(res), err)
