@@ -182,24 +182,24 @@ size: wasm
 	GOFLAGS="$(WASM_FLAGS)" $(GO) run ./internal/tools/wasmsize -top $(SIZE_TOP) ./wasm
 
 sim:
-	$(GO) run ./cmd/wsready sim -seed 1 -svg docs -out docs/sim.md -json docs/sim.json
+	$(GO) run ./cmd/wsready sim -seed 1 -svg docs/measured -out docs/measured/sim.md -json docs/measured/sim.json
 
 # Real sockets: 5,000 clients through a Restart, stage 5 against stage 6
 # with and without reconnect slots, beside the simulator (about 4 minutes).
 storm: build
-	./bin/wsready storm -compare -clients 5000 -json docs/storm.json -md docs/storm.md
+	./bin/wsready storm -compare -clients 5000 -json docs/measured/storm.json -md docs/measured/storm.md
 
 # The server beside a lean baseline (cmd/wsready-bench/lean.go) and
 # centrifuge (cmd/wsready-bench/centrifuge, a module of its own), the idle
 # row (wsready serve, 19,500 connections at 25 s pings), and the simulator
 # beside the published Python model (MODEL=path; when it is missing the
 # report says so), three runs each on this machine: about 15-20 minutes.
-# Writes docs/bench.md and docs/bench.json; FINDINGS (a JSON object by row
+# Writes docs/measured/bench.md and bench.json; FINDINGS (a JSON object by row
 # key) are printed beside the figures.
 MODEL ?= ../shared/anchors/fleet_model.py
-FINDINGS ?= docs/bench-findings.json
+FINDINGS ?= docs/measured/bench-findings.json
 bench:
-	$(GO) run ./cmd/wsready-bench run -conns 10000 -connect 19000 -steady 10s -model $(MODEL) -findings $(FINDINGS) -out docs
+	$(GO) run ./cmd/wsready-bench run -conns 10000 -connect 19000 -steady 10s -model $(MODEL) -findings $(FINDINGS) -out docs/measured
 
 # Five minutes of the Jitter switch (pings delayed 0-800 ms) against stage 6
 # clients at 1 s pings: none may leave READY (CI runs 20 s of it).

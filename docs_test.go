@@ -19,7 +19,7 @@ import (
 //
 //	1.9-2.0 s<!-- m freezeDetectedMs 2-5 -->
 //
-// a field of docs/measurements.json's rows (a dotted path into a row) and
+// a field of docs/measured/measurements.json's rows (a dotted path into a row) and
 // the stages it covers ("2-5", "6,7" or "5"). The text before the marker
 // must read as the file has it: one value, or min-max over the stages;
 // seconds with one decimal for a field in ms, a whole number otherwise
@@ -32,7 +32,7 @@ func TestStagesProseQuotesMeasurementsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("docs/measurements.json")
+	raw, err := os.ReadFile("docs/measured/measurements.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestStagesProseQuotesMeasurementsJSON(t *testing.T) {
 		Rows []map[string]any `json:"rows"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("docs/measurements.json: %v", err)
+		t.Fatalf("docs/measured/measurements.json: %v", err)
 	}
 	byStage := map[int]map[string]any{}
 	for _, r := range m.Rows {
@@ -65,7 +65,7 @@ func TestStagesProseQuotesMeasurementsJSON(t *testing.T) {
 			continue
 		}
 		if got := normalizeFigure(text); got != want {
-			t.Errorf("docs/stages.md says %q for %s at stages %s; docs/measurements.json has %q", text, field, stages, want)
+			t.Errorf("docs/stages.md says %q for %s at stages %s; docs/measured/measurements.json has %q", text, field, stages, want)
 		}
 	}
 }

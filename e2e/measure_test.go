@@ -35,7 +35,7 @@ func stagesFromEnv() []int {
 	return out
 }
 
-// TestMeasure runs the full matrix and writes docs/measurements.{md,json}
+// TestMeasure runs the full matrix and writes docs/measured/measurements.{md,json}
 // and the screenshots. It runs only under make measure (WSREADY_MEASURE=1):
 // about ten minutes.
 func TestMeasure(t *testing.T) {
@@ -43,7 +43,7 @@ func TestMeasure(t *testing.T) {
 		t.Skip("set WSREADY_MEASURE=1 (make measure) to run the full matrix")
 	}
 	plan := FullPlan
-	plan.Shots = "../docs"
+	plan.Shots = "../docs/measured"
 	var rows []Row
 	for _, stage := range stagesFromEnv() {
 		row, err := RunStage(stage, plan, t.Logf)
@@ -56,7 +56,7 @@ func TestMeasure(t *testing.T) {
 	// The page loads are TestMeasureLoad's (it runs next, under the same
 	// -run TestMeasure): it writes its section into the file this rewrites.
 	rep := NewReport(plan, rows)
-	if err := rep.Write("../docs"); err != nil {
+	if err := rep.Write("../docs/measured"); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + Table(rows))
@@ -68,7 +68,7 @@ const loadTrials = 5
 // TestMeasureLoad measures page load to READY, cold cache, at stage 7 and
 // stage 8, on loopback and on an emulated 10 Mbit/s, 40 ms link, five loads
 // each, with the breakdown from the page's timing marks, and writes it into
-// docs/measurements.md (its own section). make measure runs it after
+// docs/measured/measurements.md (its own section). make measure runs it after
 // TestMeasure; alone (about four minutes):
 //
 //	make build example && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureLoad -v ./...
@@ -131,7 +131,7 @@ func TestMeasureLoad(t *testing.T) {
 	}
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended: with more than about 2 (its CPUs) every step above is stretched by the wait for a CPU.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())
-	if err := writeLoadSection("../docs/measurements.md", md.String()); err != nil {
+	if err := writeLoadSection("../docs/measured/measurements.md", md.String()); err != nil {
 		t.Fatal(err)
 	}
 }

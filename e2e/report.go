@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Report is what make measure writes to docs/measurements.json.
+// Report is what make measure writes to docs/measured/measurements.json.
 type Report struct {
 	Date     string `json:"date"`
 	Command  string `json:"command"`
@@ -148,7 +148,7 @@ func gap(p *int64) string {
 	return ms(p)
 }
 
-// Write saves docs/measurements.md and docs/measurements.json.
+// Write saves docs/measured/measurements.md and docs/measured/measurements.json.
 func (rep Report) Write(dir string) error {
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -179,7 +179,7 @@ func (rep Report) Write(dir string) error {
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
 }
 
-// The sections of docs/measurements.md that TestMeasureLoad and
+// The sections of docs/measured/measurements.md that TestMeasureLoad and
 // TestMeasureStage8 write, between these markers; TestMeasure rewrites
 // the rest of the file and keeps them.
 const (

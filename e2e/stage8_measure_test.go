@@ -110,7 +110,7 @@ func stage8Table(cols []stage8Col, runs int) string {
 // TestMeasureStage8 runs stage 8's measurements (the ones
 // e2e/stage8_test.go asserts, through the same functions) stage8Runs
 // times each, every run against a fresh server and a fresh Chromium, and
-// writes their table into docs/measurements.md (its own section). make
+// writes their table into docs/measured/measurements.md (its own section). make
 // measure runs it after TestMeasureLoad; alone (about 6 minutes):
 //
 //	make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureStage8 -v ./...
@@ -218,7 +218,7 @@ func TestMeasureStage8(t *testing.T) {
 	fmt.Fprintf(&md, "\nRuns outside issue 21's bounds: %s.\n", outside(cols))
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended: with more than about 2 (its CPUs) every figure above is stretched by the wait for a CPU.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())
-	if err := writeStage8Section("../docs/measurements.md", md.String()); err != nil {
+	if err := writeStage8Section("../docs/measured/measurements.md", md.String()); err != nil {
 		t.Fatal(err)
 	}
 }

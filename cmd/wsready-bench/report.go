@@ -177,7 +177,7 @@ type Machine struct {
 	LoadEnd   string  `json:"loadEnd"`
 }
 
-// Report is docs/bench.json.
+// Report is docs/measured/bench.json.
 type Report struct {
 	Date         string                 `json:"date"`
 	Command      string                 `json:"command"`
@@ -467,7 +467,7 @@ func (r *Report) markdown() string {
 	m := r.Machine
 	others := strings.Join(slices.DeleteFunc(slices.Clone(p.Servers), func(s string) bool { return s == "wsready" }), " and ")
 	fmt.Fprintf(&b, "# Benchmarks: the wsready server beside %s; the simulator beside the Python model\n\n", others)
-	b.WriteString("The browser client beside centrifuge-js in one Chromium: [browser-bench.md](browser-bench.md) (make bench-browser).\n\n")
+	b.WriteString("The browser client beside centrifuge-js in one Chromium: [browser-bench.md](../browser-bench.md) (make bench-browser).\n\n")
 	fmt.Fprintf(&b, "Made by `%s` (make bench) on %s in %.1f minutes. Machine: %s, %d CPUs, %.0f GB, %s, %s; load average %s at the start, %s at the end. Clients and servers share the machine.\n\n",
 		r.Command, r.Date, r.Minutes, m.CPU, m.CPUs, m.MemoryGB, m.Kernel, r.Go, m.LoadStart, m.LoadEnd)
 	fmt.Fprintf(&b, "Every figure is measured in %d runs, the servers taking turns (their order turning each run). A ratio is wsready's figure over the other server's in the same run; its median is the median of the runs' ratios, and the goal is judged on it. KB and MB are 1,000 and 1,000,000 bytes.\n\n", p.Trials)

@@ -65,7 +65,7 @@ func runBench(args []string) error {
 	sseConns := fs.Int("sse", 5000, "subscribed connections in each leg of the HTTP transport's row, WebSocket and SSE on wsready (0: skip it; at most 9000)")
 	trials := fs.Int("trials", 3, "runs of every server, of the idle row, of the simulator and of the model (1..9)")
 	servers := fs.String("servers", strings.Join(allServers, ","), "the servers to run, comma-separated: wsready and at least one of lean, centrifuge")
-	out := fs.String("out", "docs", "directory for bench.md and bench.json (it must exist)")
+	out := fs.String("out", "docs/measured", "directory for bench.md and bench.json (it must exist)")
 	model := fs.String("model", "", "the Python fleet model (fleet_model.py); empty or missing: the report says the model was not measured")
 	only := fs.String("only", "", "run one row alone, -trials times: idle (the wsready serve idle row) or connect (the time to connect -connect clients, wsready beside lean, the ratio's median); its runs, with the load average around each, go to stdout and -out/bench-only.json, and bench.md and bench.json are not written (empty: the whole benchmark)")
 	profiles := fs.String("profile", "", "with -only connect: a directory where the wsready server of each run writes its CPU profile, connect-N.prof (empty: none)")
