@@ -51,7 +51,7 @@ build: wasm
 
 # The wasm and wasm_exec.js are generated, never committed. WASM_FLAGS
 # compiles the driver's glue (./wasm) and internal/bridge without inlining:
-# 9 KB less brotli (issue 22, docs/performance.md); their work per frame is
+# 9 KB less brotli (docs/performance.md); their work per frame is
 # calls across the JS boundary (wasm's BenchmarkDeliverUpdate). The core
 # (./client) too: 6.8 KB less brotli (656,154 to 649,382, the 650,117 goal
 # met) for about 0.3 us more per frame as wasm under Node

@@ -167,7 +167,7 @@ func (c *Core) Effects() []Effect {
 
 // emit queues e. It is kept out of line (go:noinline): inlined, the
 // append of the large Effect was copied into every one of its callers
-// (issue 22: the browser client's size); one call per effect costs
+// (the browser client's size: docs/performance.md); one call per effect costs
 // nothing next to the driver's handling of it.
 //
 //go:noinline

@@ -95,7 +95,7 @@ func ErrorName(err error) string {
 
 // The browser client finds its errors in a chain without the errors
 // package's Is and As: they reach the runtime's type information through
-// internal/reflectlite, about 30 KB of wasm (issue 22). These follow the
+// internal/reflectlite, about 30 KB of wasm. These follow the
 // same rules (Unwrap() error and Unwrap() []error, depth first; an Is or an
 // As method) for the targets the client has: sentinel errors, which are
 // comparable, and its two error types.

@@ -26,7 +26,7 @@ import (
 // but coming (a jittery server) finds the probe answered and the socket
 // kept.
 
-// Proof of life (issue 22): once the first ping has set the interval, any
+// Proof of life: once the first ping has set the interval, any
 // frame from the server re-arms the watchdog as a ping does, so a socket
 // busy with updates is not killed because a ping queued behind them came
 // late (a server with 25 s pings and a busy feed). A probe (stage 6) goes

@@ -7,7 +7,7 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Issue 22: any frame from the server is proof of life. A stream of
+// Any frame from the server is proof of life. A stream of
 // updates whose pings come late, past two intervals, keeps the connection
 // at every heartbeat stage; without a probe (stages 2-5) the watchdog is
 // two intervals from the last frame, with one (6 and up) the probe goes

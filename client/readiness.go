@@ -184,7 +184,7 @@ func (c *Core) noteRecovery(now time.Time) {
 	}
 	// The same durations kept sorted as they come (one insertion and at
 	// most one removal, no sort): not slices.Sort, whose pdqsort for
-	// time.Duration was code of its own in the browser client (issue 22).
+	// time.Duration was code of its own in the browser client.
 	c.sortedRecoveries = insertDuration(c.sortedRecoveries, d)
 	sorted := c.sortedRecoveries
 	c.stats.RecoveryP50 = sorted[(len(sorted)-1)*50/100]

@@ -127,7 +127,7 @@ func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now ti
 			// not slices.BinarySearchFunc and slices.Insert: the generic
 			// functions' dictionaries put *pendingRequest, and with it
 			// time.Time, in an interface, which kept time's formatting in
-			// the browser client; issue 22.)
+			// the browser client.)
 			i, j := 0, len(c.queue)
 			for i < j {
 				h := int(uint(i+j) >> 1)
@@ -316,7 +316,7 @@ func (c *Core) settleErr(id uint64, err error) {
 
 // sortByID sorts requests by id: a merge sort on mergeByID (a
 // disconnect's work, not a frame's), not slices.Sort, whose pdqsort for
-// uint64 was code of its own in the browser client (issue 22).
+// uint64 was code of its own in the browser client.
 func sortByID(ps []*pendingRequest) []*pendingRequest {
 	if len(ps) < 2 {
 		return ps

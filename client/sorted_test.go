@@ -8,8 +8,8 @@ import (
 )
 
 // TestSortedRecoveries: the durations kept sorted as they come give the
-// quantiles a sort of the ring gives (noteRecovery's, before issue 22's
-// cut), over more recoveries than the ring holds, with repeats.
+// quantiles a sort of the ring gives (noteRecovery's, before the
+// wasm size cut), over more recoveries than the ring holds, with repeats.
 func TestSortedRecoveries(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	c := &Core{}

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Terminal means terminal in every state (issue 18): a terminal close that
+// Terminal means terminal in every state: a terminal close that
 // arrives while the page is hidden or the browser offline ends the session
 // there and then; it is not recorded as a wait, and the next Visible or
 // Online dials nothing.

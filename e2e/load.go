@@ -13,7 +13,8 @@ type Link struct {
 	BytesPerSec float64
 }
 
-// TenMbit40ms is issue 14's slow link: 10 Mbit/s, 40 ms.
+// TenMbit40ms is the slow link the page load goal is set on: 10 Mbit/s,
+// 40 ms.
 var TenMbit40ms = Link{Latency: 40 * time.Millisecond, BytesPerSec: 10e6 / 8}
 
 // medianWorst returns the median and the largest of ms.

@@ -21,7 +21,7 @@ import (
 
 // Page load to READY with a cold cache, on loopback and on an emulated
 // 10 Mbit/s, 40 ms link, at stage 7 and stage 8, with the page's timing
-// marks. The goals (issue 22: 300 ms and 1.0 s, medians of five) are
+// marks. The goals (300 ms and 1.0 s, medians of five) are
 // performance targets, reported by TestMeasureLoad (make measure) on a
 // quiet machine; here they are logged. What CI asserts is correctness:
 // the marks tell the load's story in order, with one fetch of the wasm;

@@ -21,7 +21,7 @@ type stage8Col struct {
 	head string
 	cell func(v []float64) string
 	runs [][]float64
-	// bound is issue 21's bound in words; within says whether a run's
+	// bound is stage 8's bound in words (docs/stages.md); within says whether a run's
 	// figures are within it.
 	bound  string
 	within func(v []float64) bool
@@ -135,7 +135,7 @@ func TestMeasureStage8(t *testing.T) {
 	take := stage8Col{head: "takeover after the leader closes (s, lost/dup)", cell: lostDup, bound: "1.5 s, 0 lost, 0 duplicated", within: noLossWithin(1500)}
 	long := stage8Col{head: "READY after a 40 s page freeze, from resume (s)", cell: oneSec, bound: "1.5 s", within: atMost(1500)}
 	// Chromium drops a frozen page's sockets: one reconnect is that; the
-	// issue's "no reconnect" assumed the socket survives (docs/stages.md).
+	// original bound's "no reconnect" assumed the socket survives (docs/stages.md).
 	short := stage8Col{head: "reconnects after a 5 s freeze", cell: func(v []float64) string { return fmt.Sprintf("%.0f", v[0]) },
 		bound: "at most 1, Chromium having dropped the socket", within: atMost(1)}
 	stall := stage8Col{head: "send stall detected after, from the bytes' last drain (s; from Deaf on)", cell: func(v []float64) string { return fmt.Sprintf("%s (%s)", secs(v[0]), secs(v[1])) },
@@ -211,11 +211,11 @@ func TestMeasureStage8(t *testing.T) {
 	}
 
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Stage 8\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureStage8 -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work (a 2-core machine other builds and tests run on at the same time). Each measurement ran %d times, every run against a fresh server and a fresh headless Chromium, through the functions e2e/stage8_test.go asserts the issue's bounds with (docs/stages.md, \"Stage 8 in Chromium\", says what each does). Lost/dup: updates lost and delivered twice over every topic, as the page counted them. READY with WebSocket blocked: from the client's first dial, as the issue's 5 s bound (the page's load before it is the page load section's). Back on WebSocket: the demo's `reprobeMs=3000` (the library's default is 10 minutes). 3 tabs: one browser profile, the server's open connections and handshakes once every tab is READY. Takeover: the leader's tab closed, until another is READY on its own connection; lost/dup summed over the remaining tabs. The freezes: `Page.setWebLifecycleState`; Chromium drops a frozen page's sockets, so the client reconnects (1 reconnect is that, not a failure), and a page that held READY across the freeze counts 0 s. Send stall: Deaf on under a page publishing 640 KB/s, from when the socket's `bufferedAmount` last drained (sampled every 20 ms by the page) to the page leaving READY (the 5 s send deadline, the 250 ms report period, the probe's answer), and in brackets from Deaf on (the kernel's buffers on loopback take seconds to fill first); the first figure can be well under 5 s when the queue shrank once more while the client's probe was already out, a drain that does not cancel the probe. The bounds are issue 21's, as make test asserts them; runs outside them are named below the table.\n\n",
+	fmt.Fprintf(&md, "## Stage 8\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureStage8 -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work (a 2-core machine other builds and tests run on at the same time). Each measurement ran %d times, every run against a fresh server and a fresh headless Chromium, through the functions e2e/stage8_test.go asserts stage 8's bounds with (docs/stages.md, \"Stage 8 in Chromium\", says what each does). Lost/dup: updates lost and delivered twice over every topic, as the page counted them. READY with WebSocket blocked: from the client's first dial, as stage 8's 5 s bound (the page's load before it is the page load section's). Back on WebSocket: the demo's `reprobeMs=3000` (the library's default is 10 minutes). 3 tabs: one browser profile, the server's open connections and handshakes once every tab is READY. Takeover: the leader's tab closed, until another is READY on its own connection; lost/dup summed over the remaining tabs. The freezes: `Page.setWebLifecycleState`; Chromium drops a frozen page's sockets, so the client reconnects (1 reconnect is that, not a failure), and a page that held READY across the freeze counts 0 s. Send stall: Deaf on under a page publishing 640 KB/s, from when the socket's `bufferedAmount` last drained (sampled every 20 ms by the page) to the page leaving READY (the 5 s send deadline, the 250 ms report period, the probe's answer), and in brackets from Deaf on (the kernel's buffers on loopback take seconds to fill first); the first figure can be well under 5 s when the queue shrank once more while the client's probe was already out, a drain that does not cancel the probe. The bounds are stage 8's, as make test asserts them; runs outside them are named below the table.\n\n",
 		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), stage8Runs)
 	cols := []stage8Col{blocked, back, tabs, take, long, short, stall}
 	md.WriteString(stage8Table(cols, stage8Runs))
-	fmt.Fprintf(&md, "\nRuns outside issue 21's bounds: %s.\n", outside(cols))
+	fmt.Fprintf(&md, "\nRuns outside stage 8's bounds: %s.\n", outside(cols))
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended: with more than about 2 (its CPUs) every figure above is stretched by the wait for a CPU.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())
 	if err := writeStage8Section("../docs/measured/measurements.md", md.String()); err != nil {

@@ -2,9 +2,9 @@
 
 package e2e
 
-// Issue 21's proofs in Chromium: stage 8 against the real server on
+// Stage 8's proofs in Chromium: stage 8 against the real server on
 // loopback. Each test logs its figures (go test -v) and asserts them
-// against the issue's bounds; docs/stages.md (stage 8) has a run's
+// against stage 8's bounds; docs/stages.md (stage 8) has a run's
 // figures. The 40 s page freeze and the dead-peer close timing run only
 // with WSREADY_LONG=1.
 
@@ -726,7 +726,7 @@ func across(t *testing.T, env *Env, b *Browser, hold func() (resume int64)) froz
 }
 
 // freezeFor freezes the page with Page.setWebLifecycleState for d (what
-// Chromium does to a background tab, and the issue's way to sleep a page).
+// Chromium does to a background tab, and how these tests sleep a page).
 func freezeFor(t *testing.T, b *Browser, d time.Duration) func() int64 {
 	return func() int64 {
 		setLifecycle(t, b, page.SetWebLifecycleStateStateFrozen)
@@ -832,7 +832,7 @@ func TestStage8PageFreeze(t *testing.T) {
 	assertNoLoss(t, b, "after a 5 s pause over a frozen server")
 }
 
-// A page frozen for 40 s (the issue's figure) is READY within 1.5 s of
+// A page frozen for 40 s (the bound's figure) is READY within 1.5 s of
 // resuming, with nothing lost. WSREADY_LONG=1 (about 1 min).
 func TestStage8LongPageFreeze(t *testing.T) {
 	if os.Getenv("WSREADY_LONG") == "" {

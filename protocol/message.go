@@ -815,7 +815,7 @@ func Encode(m Message) []byte {
 // Each field goes through one of three small functions kept out of line
 // (go:noinline): inlined, their appends were copied into every case and
 // made this the largest function of the browser client (43 KB of wasm
-// code; issue 22). A call per field costs nothing next to the appends.
+// code). A call per field costs nothing next to the appends.
 func AppendEncode(b []byte, m Message) []byte {
 	b = append(b, `{"type":`...)
 	b = appendString(b, string(m.Type))

@@ -69,7 +69,7 @@ func ParseRetryAfterHeader(v string) (time.Duration, bool) {
 // ParseInt64 is strconv.ParseInt(s, 10, 64) that reports only whether it
 // succeeded: an optional sign and decimal digits, in int64's range. The
 // browser client parses its integers with it: strconv's parsing and its
-// NumError were about 7 KB of the wasm (issue 22).
+// NumError were about 7 KB of the wasm.
 func ParseInt64(s string) (int64, bool) {
 	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {

@@ -39,7 +39,7 @@ func seedFrames() []string {
 		`{"type":"probe","id":4}`,
 		`{"type":"probe_ack","id":4}`,
 		` { "extra" : [true,false,null] , "type" : "request", "id":1, "method":"a\u00e9\n\"" } `,
-		// The welcome and presence frames, and the fields of issue 20-22
+		// The welcome and presence frames, and the fields added since
 		// (request timeoutMs and key, publish key, subscribe presence,
 		// an error's retryAfterMs), valid and not.
 		`{"type":"welcome","session":"q1Zb3kPm9tV0xY2zA4cD6e"}`,

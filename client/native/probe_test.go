@@ -120,7 +120,7 @@ func probeClient(t *testing.T, srv *memServer, seed uint64, w *readyWatch) *Clie
 	return c
 }
 
-// Issue 14's freeze detection at 1 s pings, over freezes that start at
+// Freeze detection at 1 s pings, over freezes that start at
 // random phases of the ping cycle: 5 clients connected at different times,
 // 4 freezes each after a random pause, 20 detections.
 //
@@ -133,7 +133,7 @@ func probeClient(t *testing.T, srv *memServer, seed uint64, w *readyWatch) *Clie
 // after it), plus twice the scheduling lateness measured meanwhile (the
 // watchdog and the probe timeout are two timers) and 50 ms for -race.
 // Measured from the switch, that is within 1.5 s less the time since the
-// last ping: on average over the phase about 1 s, the issue's goal of a
+// last ping: on average over the phase about 1 s, the goal of a
 // median at or under 1.1 s and the worst at or under 1.6 s. Those are
 // logged, not asserted: the phases come from the clients' reconnects,
 // which bunch them, so the median of 20 detections moved between 1.1 and
@@ -228,7 +228,7 @@ func testProbeDetectsAFreeze(t *testing.T) {
 const probeAfterIntervals = 1.25
 
 // Zero false kills: with the server's pings delayed by a random 0-800 ms
-// (the Jitter switch), stage 6 clients never leave READY. The issue's run
+// (the Jitter switch), stage 6 clients never leave READY. The full run
 // is 5 minutes (make jitter sets WSREADY_LONG=1); CI runs 20 s.
 func TestJitteryPingsNeverKillAHealthyConnection(t *testing.T) {
 	synctest.Test(t, testJitteryPings)

@@ -89,7 +89,7 @@ func fastStage7(seed uint64) *client.Config {
 	return cfg
 }
 
-// Issue 12's first proof: native stage 7 clients through 100 reconnects
+// Resume's first proof: native stage 7 clients through 100 reconnects
 // each (Restart, Flapping and Freeze in turns) while the backend publishes
 // 50 updates a second: every client delivers exactly 1..N.
 func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {

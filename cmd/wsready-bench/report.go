@@ -240,8 +240,8 @@ func figures(p params) map[string]figure {
 	return m
 }
 
-// goals are the issues' goals (22 for the lean baseline, 23 for
-// centrifuge), in the order the tables print them.
+// goals are the ratios the README holds the server to (against the lean
+// baseline and against centrifuge), in the order the tables print them.
 var goals = map[string][]struct {
 	key           string
 	goal, stretch float64

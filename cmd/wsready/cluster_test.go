@@ -83,7 +83,7 @@ func TestJetStreamDataSurvivesAProcessRestart(t *testing.T) {
 		last, pub.fails, subs[0].c.Stats().Replayed, subs[0].c.Stats().DuplicatesDropped)
 }
 
-// Issue 12's cluster: the real NATS server embedded in this test process,
+// The first cluster test: the real NATS server embedded in this test process,
 // three wsready nodes on it, 300 stage 7 clients spread over them with URL
 // lists, a publisher on node 1 at 50/s. Node 2 is drained, then node 3 is
 // killed: every client ends READY on a live node having delivered every
@@ -196,7 +196,7 @@ func getJSON(url string, v any) error {
 	return fetch.JSON(ctx, nil, url, v)
 }
 
-// Issue 20's cluster without a single point of failure: three wsready
+// A cluster without a single point of failure: three wsready
 // nats processes clustered (JetStream clustered, streams with three
 // replicas), three wsready serve nodes each given all three NATS URLs, a
 // publisher at 50/s on node 1 and 300 stage 7 clients with URL lists over

@@ -89,7 +89,7 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 	}
 }
 
-// Issue 18: logs were text only. -log-format json writes slog's JSON lines;
+// Logs were text only. -log-format json writes slog's JSON lines;
 // anything but text or json exits with 2 and says why.
 func TestServeLogFormat(t *testing.T) {
 	bin := wsreadyBin(t)

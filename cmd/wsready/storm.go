@@ -180,7 +180,7 @@ func numCPU() int {
 }
 
 // agreement says how far the storm and the simulator are apart on the two
-// figures the issue compares: time to 99% READY and the peak second after
+// figures they are compared on: time to 99% READY and the peak second after
 // recovery.
 func agreement(rows []storm.Row, predicted []sim.SessionRow) string {
 	var b strings.Builder

@@ -27,7 +27,7 @@ type Job = func(now time.Time)
 // callback can call it; the driver loop waits on Ready and drains with
 // Take. It is not generic: a generic queue's dictionary marks its element
 // type as put in an interface, and that kept time.Time's formatting in
-// the wasm (issue 22).
+// the wasm.
 type Queue struct {
 	mu     sync.Mutex
 	items  []Job
@@ -551,7 +551,7 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 // SortStrings sorts s in increasing order: a heapsort, for the keys of the
 // objects the driver hands to JS and the tabs' topic lists. It is what the
 // wasm uses instead of slices.Sort on strings, whose generic pdqsort
-// instantiation cost about 15 KB of wasm code (issue 22); O(n log n) like
+// instantiation cost about 15 KB of wasm code; O(n log n) like
 // it, and the lists are short.
 func SortStrings(s []string) {
 	for i := len(s)/2 - 1; i >= 0; i-- {

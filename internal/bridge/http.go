@@ -60,7 +60,7 @@ func HTTPURL(wsURL, endpoint, session string) (string, error) {
 }
 
 // ValidSession reports whether s can be the server's session id: 1 to
-// protocol.MaxIDBytes of base64url's alphabet (the server issues 22), so it
+// protocol.MaxIDBytes of base64url's alphabet (the server's are 22 bytes), so it
 // goes into a URL as it is.
 func ValidSession(s string) bool {
 	if len(s) == 0 || len(s) > protocol.MaxIDBytes {

@@ -1,5 +1,5 @@
 // Package quote quotes text for error messages as strconv.QuoteToASCII
-// does, without strconv's quoting code (issue 22: it and its tables of
+// does, without strconv's quoting code (it and its tables of
 // printable runes were 4 KB of the browser client's wasm, brotli). Every
 // rune beyond ASCII is escaped, so nothing invisible or reordering (U+200B,
 // U+202E) reaches a message raw, whoever sent the text.

@@ -1,7 +1,7 @@
 //go:build !js
 
 // Package app is a small web shop that embeds wsready as a Go team would
-// (issue 20, docs/app.md): its own login and session cookie, its own mux,
+// (docs/app.md): its own login and session cookie, its own mux,
 // and wsready mounted at /realtime with the application's hooks.
 //
 //   - Who the user is: the session cookie. In cookie mode (the default)

@@ -1,0 +1,88 @@
+package wsready_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// issueNumber is how a tracker's number reads in prose: the word issue
+// or issues, a space and digits. A comment or a page says what was done and why instead;
+// the CHANGELOG alone keeps its history as it was written.
+var issueNumber = regexp.MustCompile(`(?i)\bissues? [0-9]+`)
+
+// issueNumbersLeft are the files still to be reworded, being edited on
+// other branches when the rest was; each must still hold an issue number
+// (so the list only shrinks), and no other file may.
+var issueNumbersLeft = []string{
+	"cmd/wsready-bench/sse.go",
+	"server/history_jetstream_damage_test.go",
+	"server/http_test.go",
+	"server/observe_test.go",
+	"server/options.go",
+	"server/proxy_test.go",
+	"server/security_test.go",
+	"server/tenants_test.go",
+	"server/tickets_test.go",
+	"server/writer_test.go",
+	"wasm/api.go",
+	"wasm/driver_test.go",
+	"wasm/transport.go",
+}
+
+// TestNoIssueNumbers: no issue number in the code, its comments, the test
+// stories or the docs (generated ones included, so a generator's text is
+// held to it as committed).
+func TestNoIssueNumbers(t *testing.T) {
+	texts := []string{".go", ".md", ".txt", ".js", ".mjs", ".ts", ".json", ".html", ".css", ".yml", ".yaml", ".sh", ".conf", ".cfg"}
+	var hits []string
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(name, ".") && name != ".github" && name != ".ci" || name == "node_modules" || name == "build" || name == "bin" || name == "dist") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		path = filepath.ToSlash(path)
+		if path == "CHANGELOG.md" || !(slices.Contains(texts, filepath.Ext(name)) || name == "Makefile" || name == "Caddyfile" || name == "run") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		has := issueNumber.Match(b)
+		left := slices.Contains(issueNumbersLeft, path)
+		switch {
+		case has && !left:
+			for i, line := range strings.Split(string(b), "\n") {
+				if m := issueNumber.FindString(line); m != "" {
+					hits = append(hits, path+":"+strconv.Itoa(i+1)+": "+m)
+				}
+			}
+		case !has && left:
+			t.Errorf("%s has no issue number left: take it off issueNumbersLeft", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("only %d files read: the walk reads nothing", checked)
+	}
+	for _, h := range hits {
+		t.Errorf("%s: say what and why instead of the issue's number", h)
+	}
+}
