@@ -28,7 +28,7 @@ import (
 type conn struct {
 	id       uint64
 	session  string   // the opaque id the welcome frame names: 16 random bytes, base64url
-	identity Identity // who the connection belongs to (auth.go); zero: anonymous. Set once by the reader, under s.mu: the reader reads it freely, others under s.mu.
+	identity Identity // who the connection belongs to (auth_connect.go); zero: anonymous. Set once by the reader, under s.mu: the reader reads it freely, others under s.mu.
 	s        *Server
 	tr       transport
 	remote   string
@@ -62,7 +62,7 @@ type conn struct {
 	subs   map[string]*topic // the topics this connection is subscribed to
 	subLim *rate.Limiter     // Options.SubscribeRate; made by the reader at its first subscribe
 
-	// Auth (auth.go). clientID and ticket are guarded by s.mu.
+	// Auth (auth_connect.go). clientID and ticket are guarded by s.mu.
 	clientID    string
 	ticket      ticket
 	authOK      chan struct{} // closed once the connection may be served

@@ -56,7 +56,7 @@ const ticketVersion = 2
 var errBadTicket = errors.New("bad ticket")
 
 // ticket is a token that verified: ours (a ticket) or the application's
-// (a JWT, jwt.go). expires is when the token stops being good (for a JWT:
+// (a JWT, auth_jwt.go). expires is when the token stops being good (for a JWT:
 // its exp plus the leeway).
 type ticket struct {
 	identity Identity

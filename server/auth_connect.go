@@ -21,9 +21,9 @@ const (
 )
 
 // A connection authenticates with its first frame, {"type":"auth",
-// "token":"..."}, where the token is one of our tickets (tickets.go) or,
+// "token":"..."}, where the token is one of our tickets (auth_tickets.go) or,
 // with Options.JWT, a JWT from the application's identity provider
-// (jwt.go). Either gives the connection its Identity (conn.identity);
+// (auth_jwt.go). Either gives the connection its Identity (conn.identity);
 // without one the connection is anonymous (the zero Identity). The
 // server answers {"type":"authenticated","expiresAt":ms} and closes the
 // connection with 4001 when the token expires, which drives the client's
