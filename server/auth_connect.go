@@ -93,10 +93,7 @@ func (c *conn) identified() {
 // effectiveExpiry is when a token stops being good: its expiry, or with
 // Short tokens on at most ShortTicketLife after it was issued.
 func (s *Server) effectiveExpiry(t ticket) time.Time {
-	s.mu.Lock()
-	short := s.shortTokens
-	s.mu.Unlock()
-	if short {
+	if f := s.faults(); f != nil && f.shortensTickets() {
 		if e := t.issued.Add(s.opts.ShortTicketLife); e.Before(t.expires) {
 			return e
 		}
@@ -216,7 +213,7 @@ func (c *conn) authed() {
 	c.authOnce.Do(func() {
 		close(c.authOK)
 		c.served.Store(true)
-		if !c.s.gate.isFrozen() {
+		if !c.s.freezeGate().isFrozen() {
 			c.offer(c.s.ping)
 		}
 		// The session's acknowledgement: a client that asked for no topic

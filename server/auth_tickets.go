@@ -190,9 +190,7 @@ func (s *Server) IssueTicket(id Identity) (token string, expires time.Time, err 
 }
 
 func (s *Server) ticketLife() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shortTokens {
+	if f := s.faults(); f != nil && f.shortensTickets() {
 		return s.opts.ShortTicketLife
 	}
 	return s.opts.TicketLife

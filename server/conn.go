@@ -166,13 +166,14 @@ func (c *conn) armAuthWait() {
 	if c.timersOff {
 		return
 	}
-	deaf, deafs := c.s.deaf.isFrozen(), c.s.deaf.freezes.Load()
+	dg := c.s.deafGate()
+	deaf, deafs := dg.isFrozen(), dg.count()
 	c.authT = time.AfterFunc(c.s.opts.AuthTimeout, func() {
 		select {
 		case <-c.authOK:
 		case <-c.ctx.Done():
 		default:
-			if deaf || c.s.deaf.isFrozen() || c.s.deaf.freezes.Load() != deafs {
+			if dg := c.s.deafGate(); deaf || dg.isFrozen() || dg.count() != deafs {
 				c.armAuthWait() // Deaf's doing, not the client's: a fresh wait
 				return
 			}
@@ -190,7 +191,7 @@ func (c *conn) readLoop() {
 		if err != nil {
 			return
 		}
-		if !c.s.deaf.wait(c.ctx.Done()) {
+		if !c.s.deafGate().wait(c.ctx.Done()) {
 			return
 		}
 		c.framesIn.Add(1)

@@ -16,6 +16,7 @@ import (
 // otherwise); from Go (Set, ResetCounters) always.
 type Demo struct {
 	s     *Server
+	f     *demoFaults
 	files fs.FS
 }
 
@@ -26,8 +27,7 @@ type Demo struct {
 // FeedInterval) until Close. files (the page, the JS and the wasm:
 // web.FS()) are served at / by Handler; nil serves none.
 func NewDemo(s *Server, files fs.FS) *Demo {
-	s.startDemo()
-	return &Demo{s: s, files: files}
+	return &Demo{s: s, f: s.startDemo(), files: files}
 }
 
 // Handler serves the demo's site, the Server's handlers mounted as

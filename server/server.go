@@ -29,7 +29,6 @@ import (
 type Server struct {
 	opts   *Options
 	log    *slog.Logger
-	gate   gate
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the server starts
@@ -41,7 +40,7 @@ type Server struct {
 	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool
-	switchState  // the demo switches' (faults.go)
+	fx           atomic.Pointer[faultHook] // the demo's switches (faults_hook.go); nil without NewDemo
 	auth         *authority
 	adm          *admission
 	tenants      *tenants // per-tenant limits (tenants.go)
@@ -49,17 +48,13 @@ type Server struct {
 	idem         *idemCache // answers to requests and publishes with idempotency keys (idempotency.go)
 	drain        drainState
 	hub          *hub
-	ping         []byte       // the ping frame, encoded once
-	feedSeq      atomic.Int64 // the feed's last seq on this node's producer
-	feedValue    int64
-	feedFailing  bool // the last feed update failed (runFeed's)
+	ping         []byte // the ping frame, encoded once
 	counters     counters
 	connCounters connCounters
 	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
 	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
 	methods      methodTable    // the request methods (requests.go)
 	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
-	feedOn       atomic.Bool    // this node produces the demo's feed
 	presence     *presence      // who is subscribed, cluster-wide (presence.go)
 	revocations  revocationSet  // users refused for a while (control.go)
 	logs         *rateLog       // log lines a peer can repeat, rate limited (lograte.go)
@@ -153,7 +148,9 @@ func (s *Server) Close() error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	s.gate.set(false) // frozen close handshakes must be able to complete
+	if f := s.faults(); f != nil {
+		f.closing() // frozen close handshakes must be able to complete
+	}
 	var closing sync.WaitGroup
 	for _, c := range conns {
 		closing.Add(1)
@@ -224,11 +221,9 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string, id Ide
 	if s.opts.Auth != AuthRequired && !c.byRequest {
 		c.authed() // served from the first frame (identified: by c.identified)
 	}
-	if s.flapping {
-		c.startFlap()
-	}
-	if ws, ok := c.tr.(*wsTransport); ok && s.deaf.isFrozen() {
-		ws.deafen(true) // under s.mu: setDeaf sees it, or it sees setDeaf
+	f := s.faults()
+	if f != nil {
+		f.acceptedLocked(c)
 	}
 	s.conns[c.id] = c
 	s.open[c.tr.kind()]++
@@ -237,7 +232,7 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string, id Ide
 	}
 	open := len(s.conns)
 	switch {
-	case s.opts.Now().Before(s.restartUntil):
+	case f != nil && s.opts.Now().Before(f.refusingUntilLocked()):
 		late = lateRestart
 	case s.drain.active:
 		late = lateDrain

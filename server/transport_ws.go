@@ -18,7 +18,7 @@ import (
 )
 
 // wsTransport is a connection's I/O over a WebSocket (coder/websocket),
-// through the Freeze gate on its hijacked socket (freeze.go).
+// on its hijacked socket (wsConn, transport_ws_write.go).
 //
 // Its reads and writes pass coder/websocket a context that never ends
 // (context.Background: coder/websocket then sets no context.AfterFunc per
@@ -28,7 +28,7 @@ import (
 type wsTransport struct {
 	c  *conn
 	ws *websocket.Conn
-	gc *gatedConn // nil when the ResponseWriter could not be hijacked through the gate (tests)
+	gc *wsConn // nil when the ResponseWriter could not be hijacked (tests)
 
 	// The message being read (the reader only, but for the timer's func).
 	msgT    *time.Timer // made at the first message, reset for each
@@ -67,10 +67,10 @@ var livenessPing = []byte{0x89, 0x00}
 
 func isLivenessPing(f []byte) bool { return len(f) == 2 && &f[0] == &livenessPing[0] }
 
-// newWSTransport makes the transport of c over ws (gc: its gated socket,
-// when the hijack went through the gate) and ties the socket's life to
+// newWSTransport makes the transport of c over ws (gc: its hijacked
+// socket, when the hijack went through hijackWriter) and ties the socket's life to
 // c's context.
-func newWSTransport(c *conn, ws *websocket.Conn, gc *gatedConn) *wsTransport {
+func newWSTransport(c *conn, ws *websocket.Conn, gc *wsConn) *wsTransport {
 	t := &wsTransport{c: c, ws: ws, gc: gc}
 	if gc != nil {
 		gc.failed = t.backlogFailed
@@ -96,7 +96,7 @@ func (t *wsTransport) closeSocket() {
 func (t *wsTransport) inline() bool { return t.gc != nil && t.gc.raw != nil }
 func (t *wsTransport) park() bool   { return t.gc != nil && t.gc.park() }
 
-// backlogFailed is the gated socket's drainer failing to write the
+// backlogFailed is the socket's drainer failing to write the
 // backlog: as a write of the send queue's that fails, it ends the
 // connection (a write that made no progress within WriteTimeout is
 // counted as stalled).
@@ -352,7 +352,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
 		return
 	}
-	if s.blockWS.Load() {
+	f := s.faults()
+	if f != nil && f.upgradeBlocked() {
 		// The Block WebSocket switch: refused as a proxy that strips
 		// upgrades would, before anything else (not counted as a
 		// handshake: the server would never see it).
@@ -380,7 +381,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Before the upgrade, so the hook sees the request as any handler
 	// would; its refusal is a close after it, which a browser can read.
 	id, refuseCode, refuseWhy := s.identify(r)
-	fw := &freezeWriter{ResponseWriter: w, g: &s.gate, writeTimeout: s.opts.WriteTimeout}
+	fw := &hijackWriter{ResponseWriter: w, hold: s.freezeGate(), writeTimeout: s.opts.WriteTimeout}
 	pt := &pongTo{}
 	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns, OnPongReceived: pt.pong})
 	if err != nil {
@@ -390,10 +391,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(protocol.MaxFrameBytes)
-	s.mu.Lock()
-	overload := s.overload
-	s.mu.Unlock()
-	if overload {
+	if f != nil && f.overloaded() {
 		// Accepted and closed at once: a browser cannot read an HTTP
 		// refusal's status, but it reads a close code and reason.
 		s.release(ip)
