@@ -19,7 +19,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,10 +298,8 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	var logs logBuf
 	// The file is checked by Options.Now: the test moves it past each
 	// check interval instead of sleeping.
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	advance := func(d time.Duration) { clock.Add(int64(d)) }
-	f := newFixture(t, &Options{JWT: &JWTOptions{JWKSFile: path}, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	clock := newTestClock()
+	f := newFixture(t, &Options{JWT: &JWTOptions{JWKSFile: path}, Now: clock.now})
 	f.srv.auth.jwt.jwks.log = logs.logger()
 	c := claimsFor("alice", time.Minute)
 	ok := func(tok string) bool {
@@ -320,7 +317,7 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	}
 	// A new key: read at once on its unknown kid (at most every 100 ms).
 	writeJWKS(t, path, jwksOf(jwkRSA("r1", &r1.PublicKey), jwkEC("e2", &e2.PublicKey)))
-	advance(jwksMissInterval)
+	clock.advance(jwksMissInterval)
 	if !ok(tokE2) || !ok(tokR1) {
 		t.Fatal("after the new file: want both tokens in")
 	}
@@ -330,7 +327,7 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	// Damaged, then no usable key: logged, the keys stay.
 	for i, body := range []string{`{"keys": [`, jwksOf(map[string]any{"kty": "oct", "kid": "x", "k": "c2VjcmV0"}), `{"keys":[{"kty":"RSA","kid":"r9","n":"!!","e":"AQAB"}]}`} {
 		writeJWKS(t, path, body)
-		advance(jwksCheckInterval)
+		clock.advance(jwksCheckInterval)
 		if !ok(tokR1) || !ok(tokE2) {
 			t.Fatalf("damaged file %d: the keys read before were dropped", i)
 		}
@@ -340,18 +337,18 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	}
 	// Gone: logged once, the keys stay.
 	os.Remove(path)
-	advance(jwksCheckInterval)
+	clock.advance(jwksCheckInterval)
 	if !ok(tokR1) || !ok(tokE2) {
 		t.Fatal("file gone: the keys read before were dropped")
 	}
-	advance(jwksCheckInterval)
+	clock.advance(jwksCheckInterval)
 	ok(tokR1)
 	if n := len(logs.lines("WARN", "JWKS file not readable")); n != 1 {
 		t.Fatalf("%d warnings for the missing file, want 1:\n%s", n, logs.String())
 	}
 	// Back, with r1 only: e2 is out.
 	writeJWKS(t, path, jwksOf(jwkRSA("r1", &r1.PublicKey)))
-	advance(jwksCheckInterval)
+	clock.advance(jwksCheckInterval)
 	if !ok(tokR1) || ok(tokE2) {
 		t.Fatal("file back with r1 only: want r1 in, e2 out")
 	}
