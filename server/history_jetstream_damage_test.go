@@ -273,7 +273,7 @@ func TestJetStreamCleanRestartKeepsTheStreamAndTheCursor(t *testing.T) {
 		t.Fatalf("after a clean restart: %+v, want %+v", now, old)
 	}
 	go func() {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // real time: the append must come while the watch waits on NATS
 		s.h.Append(context.Background(), "chat", []byte(`{}`), true)
 	}()
 	sub, seqs := resumeOnProtocol(t, s.h, "chat", last, old.Stream, 1)
@@ -556,7 +556,7 @@ func untilStored(t *testing.T, publish func() (int64, error)) int64 {
 		if time.Now().After(deadline) {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // real time: retries until the restarted NATS takes it
 	}
 }
 
