@@ -40,7 +40,7 @@ type Server struct {
 	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool
-	fx           atomic.Pointer[faultHook] // the demo's switches (faults_hook.go); nil without NewDemo
+	fx           atomic.Pointer[faultHook] // the demo's switches (demo_hook.go); nil without NewDemo
 	auth         *authority
 	adm          *admission
 	tenants      *tenants // per-tenant limits (tenants.go)
@@ -54,7 +54,7 @@ type Server struct {
 	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
 	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
 	methods      methodTable    // the request methods (requests.go)
-	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
+	demoOnce     sync.Once      // NewDemo's additions, once (demo_feed.go)
 	presence     *presence      // who is subscribed, cluster-wide (presence.go)
 	revocations  revocationSet  // users refused for a while (control.go)
 	logs         *rateLog       // log lines a peer can repeat, rate limited (lograte.go)

@@ -4,11 +4,11 @@ package server
 
 import "time"
 
-// faultHook is where the demo's failure switches (demoFaults: faults.go,
-// freeze.go, feed.go) reach into the server. The server consults it at
-// these named points only, and only once NewDemo has set one: a Server
-// alone has none (nil), so each point costs it one atomic load and takes
-// no lock, waits at no gate, arms no timer.
+// faultHook is where the demo's failure switches (demoFaults:
+// demo_switches.go, demo_freeze.go, demo_feed.go) reach into the server.
+// The server consults it at these named points only, and only once
+// NewDemo has set one: a Server alone has none (nil), so each point costs
+// it one atomic load and takes no lock, waits at no gate, arms no timer.
 //
 // Methods whose name ends in Locked are called with s.mu held.
 type faultHook interface {

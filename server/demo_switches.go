@@ -240,11 +240,11 @@ func (d *demoFaults) faultsLocked(now time.Time) map[string]bool {
 	return m
 }
 
-// demoFaults is the demo's fault hook (faults_hook.go): the state the
-// switches set, and what the server asks of it at the hook's points. NewDemo
-// makes it and sets it on the Server; a Server alone has none. Freeze and
-// Deaf are gates (freeze.go) that reads and writes wait at; Revoke is the
-// server's own list (control.go). The flags read on a connection's or a
+// demoFaults is the demo's fault hook (demo_hook.go): the state the
+// switches set, and what the server asks of it at the hook's points.
+// NewDemo makes it and sets it on the Server; a Server alone has none.
+// Freeze and Deaf are gates (demo_freeze.go) that reads and writes wait
+// at; Revoke is the server's own list (control.go). The flags read on a connection's or a
 // request's path are atomics, so the demo costs those paths no lock;
 // flapping and restartUntil are guarded by s.mu, as the connections they
 // act on.
@@ -262,14 +262,14 @@ type demoFaults struct {
 	flapping     bool        // under s.mu
 	restartUntil time.Time   // Restart refuses until then; under s.mu
 
-	// The feed (feed.go).
+	// The feed (demo_feed.go).
 	feedOn      atomic.Bool  // this node produces the demo's feed
 	feedSeq     atomic.Int64 // the feed's last seq on this node's producer
 	feedValue   int64        // runFeed's
 	feedFailing bool         // the last feed update failed (runFeed's)
 }
 
-// The hook's points (faults_hook.go).
+// The hook's points (demo_hook.go).
 
 var _ faultHook = (*demoFaults)(nil)
 

@@ -38,7 +38,7 @@ func NewDemo(s *Server, files fs.FS) *Demo {
 //	/api/stats          Server.StatsHandler
 //	/metrics            Server.MetricsHandler
 //	/healthz            Server.HealthHandler
-//	/api/faults         GET: the switches (faults.go); POST: flip them
+//	/api/faults         GET: the switches (demo_switches.go); POST: flip them
 //	/api/reset          POST: ResetCounters, answered with the stats
 //	/api/drain          POST: a drain that accepts again after it
 //	/                   the files, through Server.StaticHandler
