@@ -1,14 +1,5 @@
 //go:build !js
 
-// Package server is wsready's backend as a library: a Server speaks the
-// wire protocol over WebSocket (Handler, mounted where the application
-// wants it), keeps topics in a History (in memory, or NATS JetStream) and
-// delivers them with replay and resume, publishes from the application's
-// code (Publish), answers requests, guards its admission, drains, and
-// counts what it sees (Stats, MetricsHandler). The ticket endpoint, stats,
-// metrics, health and files are handlers of their own (http.go lists
-// them). The demo's failure switches and its site are a Demo (NewDemo),
-// which wsready serve uses; an application does not need it.
 package server
 
 import (
