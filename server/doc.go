@@ -42,7 +42,7 @@
 //	transport_ws.go         the WebSocket endpoint (serveWS) and its transport
 //	transport_ws_write.go   the write path: a hijacked socket, non-blocking writes, backlog, WriteTimeout
 //	nbwrite.go              a socket write that never waits (transport_ws_write.go and sse_raw.go)
-//	transport_http.go       the HTTP transport: sessions, POST /send, the event stream's handler
+//	transport_http*.go      the HTTP transport: sessions, POST /send, the event stream's handler
 //	sse.go                  the event stream's frames and a session's resume (topic.resume)
 //	sse_raw.go              the event stream on a hijacked HTTP/1.1 connection
 //	stats.go, metrics.go    Stats and the Prometheus metrics
