@@ -50,7 +50,7 @@ type Stats struct {
 	FeedSeq          int64           `json:"feedSeq"`        // the last feed seq this node produced (0 with NoFeed)
 	Node             string          `json:"node,omitempty"` // Options.Node
 	PingIntervalMs   int64           `json:"pingIntervalMs"`
-	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (demo_switches.go); all off unless a Demo sets them
+	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (demo_switches.go); nil on a Server NewDemo was not called on
 	RestartUntil     *time.Time      `json:"restartUntil"` // while Restart refuses: when it accepts again
 	Limits           Limits          `json:"limits"`
 	PeerCloses       CloseCounts     `json:"peerCloses"` // close codes clients sent, since start
