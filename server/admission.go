@@ -172,9 +172,9 @@ func (s *Server) admit(r *http.Request, ip string) *refusal {
 	switch {
 	case s.closed:
 		ref = &refusal{why: "server shutting down: try again later", kind: outShutdown, status: http.StatusServiceUnavailable}
-	case now.Before(s.restartUntil):
+	case s.restartingLocked(now):
 		ref = &refusal{why: "restarting: try again later", kind: outRestart, status: http.StatusServiceUnavailable}
-		ref.after = s.slotAfter(now, s.restartUntil)
+		ref.after = s.slotAfter(now, s.faults().refusingUntilLocked())
 	case s.drainingLocked():
 		ref = &refusal{why: "draining: try again later", kind: outDrain, status: http.StatusServiceUnavailable}
 		ref.after = s.slotAfter(now, s.drainEndsLocked())
@@ -259,6 +259,23 @@ const (
 	RefuseClose RefuseMode = "close" // accept, then close with 1013 and retry-after-ms=N
 	RefuseHTTP  RefuseMode = "http"  // 503 or 429 with Retry-After
 )
+
+// restartingLocked reports whether the demo's Restart refuses new
+// connections at now. Called with s.mu held.
+func (s *Server) restartingLocked(now time.Time) bool {
+	f := s.faults()
+	return f != nil && now.Before(f.refusingUntilLocked())
+}
+
+// restartEnd is when the demo's Restart accepts again (zero: none).
+func (s *Server) restartEnd() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.faults(); f != nil {
+		return f.refusingUntilLocked()
+	}
+	return time.Time{}
+}
 
 // slotAfter takes a reconnect slot at or after notBefore and returns how
 // far from now it is; 0 with NoSlots.

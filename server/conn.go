@@ -28,7 +28,7 @@ import (
 type conn struct {
 	id       uint64
 	session  string   // the opaque id the welcome frame names: 16 random bytes, base64url
-	identity Identity // who the connection belongs to (auth.go); zero: anonymous. Set once by the reader, under s.mu: the reader reads it freely, others under s.mu.
+	identity Identity // who the connection belongs to (auth_connect.go); zero: anonymous. Set once by the reader, under s.mu: the reader reads it freely, others under s.mu.
 	s        *Server
 	tr       transport
 	remote   string
@@ -62,7 +62,7 @@ type conn struct {
 	subs   map[string]*topic // the topics this connection is subscribed to
 	subLim *rate.Limiter     // Options.SubscribeRate; made by the reader at its first subscribe
 
-	// Auth (auth.go). clientID and ticket are guarded by s.mu.
+	// Auth (auth_connect.go). clientID and ticket are guarded by s.mu.
 	clientID    string
 	ticket      ticket
 	authOK      chan struct{} // closed once the connection may be served
@@ -166,13 +166,14 @@ func (c *conn) armAuthWait() {
 	if c.timersOff {
 		return
 	}
-	deaf, deafs := c.s.deaf.isFrozen(), c.s.deaf.freezes.Load()
+	dg := c.s.deafGate()
+	deaf, deafs := dg.isFrozen(), dg.count()
 	c.authT = time.AfterFunc(c.s.opts.AuthTimeout, func() {
 		select {
 		case <-c.authOK:
 		case <-c.ctx.Done():
 		default:
-			if deaf || c.s.deaf.isFrozen() || c.s.deaf.freezes.Load() != deafs {
+			if dg := c.s.deafGate(); deaf || dg.isFrozen() || dg.count() != deafs {
 				c.armAuthWait() // Deaf's doing, not the client's: a fresh wait
 				return
 			}
@@ -190,7 +191,7 @@ func (c *conn) readLoop() {
 		if err != nil {
 			return
 		}
-		if !c.s.deaf.wait(c.ctx.Done()) {
+		if !c.s.deafGate().wait(c.ctx.Done()) {
 			return
 		}
 		c.framesIn.Add(1)

@@ -138,7 +138,7 @@ func (s *Server) disconnectLocal(user, reason string) {
 	defer s.mu.Unlock()
 	n := 0
 	for _, c := range s.conns {
-		// served is stored after the identity is set (auth.go), so its
+		// served is stored after the identity is set (auth_connect.go), so its
 		// identity is read after it was written; clientID is under s.mu.
 		if c.served.Load() && c.user() == user {
 			c.closeAsync(protocol.CloseForbidden, reason)

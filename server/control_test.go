@@ -65,7 +65,8 @@ func TestDisconnectClosesTheUsersConnections(t *testing.T) {
 // Revoke closes the user's connections and refuses its tickets until d
 // has passed; d <= 0 lifts it sooner.
 func TestRevokeRefusesTheUsersTicketsForAWhile(t *testing.T) {
-	f := newFixture(t, presenceOpts(Options{}))
+	clock := newTestClock() // revocations end by Options.Now
+	f := newFixture(t, presenceOpts(Options{Now: clock.now}))
 	p := f.dialAs(t, "mallory")
 	tok, _ := f.token(t, "mallory")
 	if err := f.srv.Revoke(context.Background(), "mallory", 400*time.Millisecond); err != nil {
@@ -82,7 +83,7 @@ func TestRevokeRefusesTheUsersTicketsForAWhile(t *testing.T) {
 	if st := f.srv.Stats(); st.Auth.Revoked != 1 {
 		t.Fatalf("stats: %d revoked", st.Auth.Revoked)
 	}
-	time.Sleep(500 * time.Millisecond)
+	clock.advance(500 * time.Millisecond)
 	f.dialAs(t, "mallory") // its time is up
 	if err := f.srv.Revoke(context.Background(), "mallory", time.Hour); err != nil {
 		t.Fatal(err)

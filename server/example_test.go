@@ -559,7 +559,7 @@ func waitSubscribed(ctx context.Context, c *native.Client, topic string) {
 				return
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // real time: polls the client's goroutines over a real socket
 	}
 	panic("not subscribed to " + topic)
 }

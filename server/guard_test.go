@@ -196,5 +196,5 @@ func TestHTTPTimeoutsFreeHeldSockets(t *testing.T) {
 	// net/http lingers 500 ms after half-closing a connection whose request
 	// it did not finish reading (rstAvoidanceDelay): let those goroutines
 	// end before the leak check.
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // real time: net/http's own timer
 }

@@ -33,10 +33,11 @@ func (s *Server) runHeartbeat() {
 		case <-s.ctx.Done():
 			return
 		case <-ping.C:
-			if s.gate.isFrozen() {
+			f := s.faults()
+			if f != nil && f.freezeGate().isFrozen() {
 				continue
 			}
-			jitter := s.jitter.Load()
+			jitter := f != nil && f.jittersPings()
 			for _, c := range snapshot() {
 				if jitter {
 					c.jitterPing()

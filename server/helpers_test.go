@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wsready/wsready/internal/fetch"
 )
@@ -26,6 +28,20 @@ func mustNew(tb testing.TB, o *Options) *Server {
 	}
 	return s
 }
+
+// testClock is an Options.Now a test moves by hand (advance), so a test
+// of a rate, a window or a check interval waits on no wall time. It starts
+// at the wall clock's now, so tokens minted by the real clock are current.
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // discard is a logger that drops every line.
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

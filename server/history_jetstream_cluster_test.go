@@ -176,7 +176,7 @@ func TestJetStreamNodeRidesOverItsNATSServerStopping(t *testing.T) {
 		seq, err := h.Append(actx, "chat", []byte(`2`), false)
 		cancel()
 		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // real time: NATS fails over on its own clock
 			continue
 		}
 		if seq != last+1 {
@@ -191,7 +191,7 @@ func TestJetStreamNodeRidesOverItsNATSServerStopping(t *testing.T) {
 	if now := nc.ConnectedServerName(); now == was || now == "" {
 		t.Errorf("connected to %q, was %q: want another server", now, was)
 	}
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) { // real time: polls what NATS delivers
 		mu.Lock()
 		n := len(seqs)
 		mu.Unlock()

@@ -23,7 +23,7 @@ import (
 	"github.com/wsready/wsready/protocol"
 )
 
-// Issue 18: a JetStream store that comes back with less than it had must
+// A JetStream store that comes back with less than it had must
 // not hand out seqs again under a stream id clients hold. These tests run
 // the real embedded NATS server on a real store directory, stop it
 // cleanly, damage its files as a disk or an operator would, and start
@@ -141,7 +141,7 @@ func resumeOnProtocol(t *testing.T, h History, topic string, since int64, stream
 	return sub, seqs
 }
 
-// The recipe of issue 18: 1,243 updates, a clean stop, the block cut to
+// The recipe a damage probe used: 1,243 updates, a clean stop, the block cut to
 // half and its index deleted, a restart. The stream must come back under
 // a new id, said by an ERROR line naming it, so a client resuming from
 // 1243 under the old id is told continuity was lost (a reset) instead of
@@ -273,7 +273,7 @@ func TestJetStreamCleanRestartKeepsTheStreamAndTheCursor(t *testing.T) {
 		t.Fatalf("after a clean restart: %+v, want %+v", now, old)
 	}
 	go func() {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // real time: the append must come while the watch waits on NATS
 		s.h.Append(context.Background(), "chat", []byte(`{}`), true)
 	}()
 	sub, seqs := resumeOnProtocol(t, s.h, "chat", last, old.Stream, 1)
@@ -556,7 +556,7 @@ func untilStored(t *testing.T, publish func() (int64, error)) int64 {
 		if time.Now().After(deadline) {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // real time: retries until the restarted NATS takes it
 	}
 }
 

@@ -75,7 +75,7 @@ func TestJetStreamNodesShareTopicsAndSurviveANATSRestart(t *testing.T) {
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // real time: retries until NATS has failed over
 	}
 	if err != nil || seq != 5 {
 		t.Fatalf("after NATS came back: seq %d, %v; want 5 (the stream kept 1..4)", seq, err)

@@ -21,7 +21,7 @@ import (
 // as wsready serve serves them):
 //
 //	Handler         the WebSocket endpoint (/ws in wsready serve)
-//	TicketHandler   POST: a ticket for a client id (auth.go; /api/token)
+//	TicketHandler   POST: a ticket for a client id (auth_tickets.go; /api/token)
 //	StatsHandler    GET: Stats as JSON (stats.go; /api/stats)
 //	MetricsHandler  GET: Prometheus metrics (metrics.go; /metrics)
 //	HealthHandler   GET: ok, or 503 while draining (drain.go; /healthz)

@@ -24,7 +24,7 @@ func mounted(t *testing.T, mux *http.ServeMux) string {
 	return hs.URL
 }
 
-// Issue 20: mounting Handler mounted /api/token, /api/stats and /metrics on
+// Mounting Handler once mounted /api/token, /api/stats and /metrics on
 // the application's mux too. Handler is the WebSocket endpoint only, at the
 // path the application chose; a request that is not an upgrade gets 426
 // and is not counted as a handshake.

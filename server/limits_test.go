@@ -368,9 +368,10 @@ func TestFlappingOffSparesPendingConnections(t *testing.T) {
 
 // After shutdown a handshake is refused with a positive Retry-After.
 func TestRetryAfterIsPositiveAfterShutdown(t *testing.T) {
-	f := newFixture(t, &Options{RestartDowntime: 100 * time.Millisecond, RefuseWith: RefuseHTTP})
+	clock := newTestClock() // the downtime ends by Options.Now
+	f := newFixture(t, &Options{RestartDowntime: 100 * time.Millisecond, RefuseWith: RefuseHTTP, Now: clock.now})
 	f.set("restart", true)
-	time.Sleep(200 * time.Millisecond)
+	clock.advance(200 * time.Millisecond)
 	f.srv.Close()
 	_, resp, err := rawDial(t, f.url, "")
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {

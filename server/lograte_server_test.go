@@ -209,14 +209,14 @@ func TestJetStreamDownLogsOneLineWhenItFailsAndOneWhenItRecovers(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no subscribe succeeded within 20 s of NATS coming back")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // real time: retries until NATS is back
 	}
 	for !publish() {
 		pubFailed++
 		if time.Now().After(deadline) {
 			t.Fatal("no publish succeeded within 20 s of NATS coming back")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // real time: retries until NATS is back
 	}
 	if got := logs.lines("INFO", "subscribe", fmt.Sprintf("failed=%d", subFailed)); len(got) != 1 {
 		t.Fatalf("no one INFO line for subscribes with failed=%d:\n%s", subFailed, logs.String())

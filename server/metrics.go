@@ -104,7 +104,12 @@ func (s *Server) registerGauges() {
 	}
 	s.metrics.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_feed_seq", Help: "The demo feed's last sequence number."},
-			func() float64 { return float64(s.feedSeq.Load()) }),
+			func() float64 {
+				if f := s.faults(); f != nil {
+					return float64(f.lastFeedSeq())
+				}
+				return 0
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_drain_remaining", Help: "Connections a drain in progress has yet to close."},
 			func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(s.drain.remaining) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_draining", Help: "1 while a drain is in progress."},

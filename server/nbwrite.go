@@ -10,9 +10,9 @@ import (
 
 // nbWriter writes to a TCP socket without waiting: tryWrite puts on the
 // socket what it takes now and says how much, so a writer never parks on
-// a peer that stopped reading. gatedConn (freeze.go) and a hijacked event
-// stream (sse_raw.go) embed it; each calls tryWrite under a mutex of its
-// own. raw is nil when the connection is not a socket (TLS, a wrapping
+// a peer that stopped reading. wsConn (transport_ws_write.go) and a
+// hijacked event stream (sse_raw.go) embed it; each calls tryWrite under a
+// mutex of its own. raw is nil when the connection is not a socket (TLS, a wrapping
 // listener): its owner then writes another way.
 type nbWriter struct {
 	raw     syscall.RawConn

@@ -41,7 +41,7 @@ func scrapeMetrics(t *testing.T, f *fixture) string {
 	return getText(t, f.hs.URL+"/metrics")
 }
 
-// Issue 18: while NATS was down every failed publish logged a WARN line
+// While NATS was down every failed publish once logged a WARN line
 // (515 in 10 s for one publisher at 50/s). Now a run of failures logs one
 // line when it starts and one when a publish is stored again, from
 // clients and Server.Publish alike, and /metrics counts every failure.
@@ -128,7 +128,7 @@ func grepLines(text, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-// Issue 18: /metrics lacked the standard Go and process collectors and a
+// /metrics once lacked the standard Go and process collectors and a
 // build-info metric.
 func TestMetricsHaveRuntimeProcessAndBuildInfo(t *testing.T) {
 	f := newFixture(t, &Options{})
@@ -145,7 +145,7 @@ func TestMetricsHaveRuntimeProcessAndBuildInfo(t *testing.T) {
 	}
 }
 
-// Issue 18: a refused origin was not logged even with -v. It is logged at
+// A refused origin was once not logged even with -v. It is logged at
 // debug level, without the origin (the peer's text) or an address.
 func TestRefusedOriginIsLoggedAtDebug(t *testing.T) {
 	f := newFixture(t, &Options{})

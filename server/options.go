@@ -174,13 +174,13 @@ type Options struct {
 	// a stream has come. Default 5s (0: the default).
 	HTTPAttachTimeout time.Duration
 
-	// Auth is whether the server asks for tokens (auth.go). Default
+	// Auth is whether the server asks for tokens (auth_connect.go). Default
 	// AuthRequired with Authenticate, JWT or Identify set, else AuthOff;
 	// AuthOff with Authenticate or JWT set is refused (nothing would check
 	// the tokens they make good), with Identify alone it is allowed (its
 	// users are named, the others anonymous).
 	Auth AuthMode
-	// Authenticate says who is asking for a ticket (tickets.go): it turns
+	// Authenticate says who is asking for a ticket (auth_tickets.go): it turns
 	// the application's own request to TicketHandler (its cookie, session
 	// or bearer token) into an Identity, which the ticket carries and the
 	// connection that sends it gets. An error answers 401 and issues
@@ -212,7 +212,7 @@ type Options struct {
 	// nil.
 	Identify func(r *http.Request) (Identity, error)
 	// JWT lets connections authenticate with JWTs from the application's
-	// identity provider instead of (or besides) our tickets (jwt.go): sub
+	// identity provider instead of (or besides) our tickets (auth_jwt.go): sub
 	// is the Identity's User, exp drives the 4001 refresh as a ticket's
 	// expiry does. New fails if its keys cannot be read. Default nil:
 	// tickets only.
@@ -279,7 +279,7 @@ type Options struct {
 	MaxHeaderBytes    int
 
 	// Authorize decides whether a connection's identity may subscribe,
-	// call a method or read presence (authorize.go); a non-nil error
+	// call a method or read presence (auth_permissions.go); a non-nil error
 	// refuses that one call with code forbidden (or the code of an
 	// *Error). It is never asked about publishes: AuthorizePublish is.
 	// nil: subscribe, presence and requests are allowed. It runs on the
@@ -307,7 +307,7 @@ type Options struct {
 	// Default 30s.
 	MaxRequestTimeout time.Duration
 	// DefaultRequestTimeout is a method's context's life for a request
-	// frame without timeoutMs (clients before issue 20). Default 10s, or
+	// frame without timeoutMs (clients older than the request timeout field). Default 10s, or
 	// MaxRequestTimeout if that is shorter; more than MaxRequestTimeout is
 	// refused.
 	DefaultRequestTimeout time.Duration

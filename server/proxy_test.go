@@ -130,7 +130,7 @@ func dialAs(t *testing.T, base, xff string) (*websocket.Conn, int) {
 	}
 }
 
-// Issue 20: behind one reverse proxy the whole site shared 256
+// Behind one reverse proxy the whole site once shared 256
 // connections and 20 handshakes/s. Behind a trusted proxy two clients
 // with different X-Forwarded-For are limited separately (MaxConnsPerIP 1
 // each) and so is the ticket endpoint's rate; behind an untrusted one the

@@ -159,9 +159,10 @@ type requestState struct {
 func (c *conn) request(m protocol.Message) {
 	s := c.s
 	start := time.Now()
-	s.mu.Lock()
-	down, slow := s.serviceDown, s.slowReplies
-	s.mu.Unlock()
+	var down, slow bool
+	if f := s.faults(); f != nil {
+		down, slow = f.dropsService(), f.delaysReplies()
+	}
 	if down {
 		return // the service is down: requests go unanswered
 	}

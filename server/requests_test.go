@@ -163,7 +163,7 @@ func TestAMethodsContextEndsWithTheRequestsTimeout(t *testing.T) {
 			},
 			"ignore": func(ctx context.Context, _ *Call) (any, error) {
 				<-ctx.Done()
-				time.Sleep(200 * time.Millisecond) // returns well after its deadline
+				time.Sleep(200 * time.Millisecond) // real time: returns well after its deadline
 				return "late", nil
 			},
 		}})
@@ -294,7 +294,7 @@ func TestAConnectionsEndEndsItsCalls(t *testing.T) {
 		"hang": func(ctx context.Context, _ *Call) (any, error) {
 			started <- struct{}{}
 			<-ctx.Done()
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // real time: the close must wait for a method that lingers
 			returned.Store(true)
 			return nil, ctx.Err()
 		},
@@ -438,7 +438,7 @@ func TestSweepSparesAPeerWhoseReaderWaitsForASlot(t *testing.T) {
 	for id := uint64(1); id <= 2; id++ {
 		p.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: "block", TimeoutMs: 10_000})
 	}
-	time.Sleep(8 * (interval + grace)) // well past the most a silent peer may live (3 intervals plus the grace)
+	time.Sleep(8 * (interval + grace)) // real time (the sweep's timers): well past the most a silent peer may live (3 intervals plus the grace)
 	if st := f.srv.Stats(); st.Open != 1 || st.Limits.SweepClosed != 0 {
 		t.Fatalf("open %d, swept %d: a peer whose reader the server held was swept", st.Open, st.Limits.SweepClosed)
 	}

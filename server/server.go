@@ -1,14 +1,5 @@
 //go:build !js
 
-// Package server is wsready's backend as a library: a Server speaks the
-// wire protocol over WebSocket (Handler, mounted where the application
-// wants it), keeps topics in a History (in memory, or NATS JetStream) and
-// delivers them with replay and resume, publishes from the application's
-// code (Publish), answers requests, guards its admission, drains, and
-// counts what it sees (Stats, MetricsHandler). The ticket endpoint, stats,
-// metrics, health and files are handlers of their own (http.go lists
-// them). The demo's failure switches and its site are a Demo (NewDemo),
-// which wsready serve uses; an application does not need it.
 package server
 
 import (
@@ -16,12 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -31,7 +20,6 @@ import (
 type Server struct {
 	opts   *Options
 	log    *slog.Logger
-	gate   gate
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the server starts
@@ -43,7 +31,7 @@ type Server struct {
 	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool
-	switchState  // the demo switches' (faults.go)
+	fx           atomic.Pointer[faultHook] // the demo's switches (demo_hook.go); nil without NewDemo
 	auth         *authority
 	adm          *admission
 	tenants      *tenants // per-tenant limits (tenants.go)
@@ -51,17 +39,13 @@ type Server struct {
 	idem         *idemCache // answers to requests and publishes with idempotency keys (idempotency.go)
 	drain        drainState
 	hub          *hub
-	ping         []byte       // the ping frame, encoded once
-	feedSeq      atomic.Int64 // the feed's last seq on this node's producer
-	feedValue    int64
-	feedFailing  bool // the last feed update failed (runFeed's)
+	ping         []byte // the ping frame, encoded once
 	counters     counters
 	connCounters connCounters
 	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
 	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
 	methods      methodTable    // the request methods (requests.go)
-	demoOnce     sync.Once      // NewDemo's additions, once (feed.go)
-	feedOn       atomic.Bool    // this node produces the demo's feed
+	demoOnce     sync.Once      // NewDemo's additions, once (demo_feed.go)
 	presence     *presence      // who is subscribed, cluster-wide (presence.go)
 	revocations  revocationSet  // users refused for a while (control.go)
 	logs         *rateLog       // log lines a peer can repeat, rate limited (lograte.go)
@@ -155,7 +139,9 @@ func (s *Server) Close() error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	s.gate.set(false) // frozen close handshakes must be able to complete
+	if f := s.faults(); f != nil {
+		f.closing() // frozen close handshakes must be able to complete
+	}
 	var closing sync.WaitGroup
 	for _, c := range conns {
 		closing.Add(1)
@@ -183,115 +169,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.serveWS(w, r)
-}
-
-// serveWS is the WebSocket endpoint.
-func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
-	if !isUpgrade(r) {
-		// Said before admission, so a plain GET (a browser tab, a probe on
-		// the wrong path) is neither counted as a handshake nor takes one.
-		w.Header().Set("Upgrade", "websocket")
-		w.Header().Set("Connection", "Upgrade")
-		writeJSON(w, http.StatusUpgradeRequired, map[string]string{
-			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
-		return
-	}
-	if s.blockWS.Load() {
-		// The Block WebSocket switch: refused as a proxy that strips
-		// upgrades would, before anything else (not counted as a
-		// handshake: the server would never see it).
-		s.metrics.handshake(outBlocked)
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "WebSocket upgrades are blocked (the Block WebSocket switch): use the HTTP transport"})
-		return
-	}
-	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
-		// A browser sees a refused handshake only as a bare 1006: accept
-		// and close with 1008 and a fixed reason the page can show.
-		s.metrics.handshake(outOrigin)
-		// At debug (-v), without the origin or the address: the origin is
-		// the peer's text, and no log line here carries a remote address.
-		s.logs.Debug("websocket origin refused")
-		if ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}); err == nil {
-			ws.Close(websocket.StatusPolicyViolation, protocol.ReasonOriginNotAllowed)
-		}
-		return
-	}
-	ip := s.clientIP(r) // behind TrustedProxies, the client's (proxy.go)
-	if ref := s.admit(r, ip); ref != nil {
-		s.refuse(w, r, ref)
-		return
-	}
-	// Before the upgrade, so the hook sees the request as any handler
-	// would; its refusal is a close after it, which a browser can read.
-	id, refuseCode, refuseWhy := s.identify(r)
-	fw := &freezeWriter{ResponseWriter: w, g: &s.gate, writeTimeout: s.opts.WriteTimeout}
-	pt := &pongTo{}
-	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns, OnPongReceived: pt.pong})
-	if err != nil {
-		s.release(ip)
-		// The error can quote the peer's headers: log only that it happened.
-		s.logs.Debug("handshake rejected")
-		return
-	}
-	ws.SetReadLimit(protocol.MaxFrameBytes)
-	s.mu.Lock()
-	overload := s.overload
-	s.mu.Unlock()
-	if overload {
-		// Accepted and closed at once: a browser cannot read an HTTP
-		// refusal's status, but it reads a close code and reason.
-		s.release(ip)
-		s.count(func(k *connCounters) { k.overloaded++ })
-		s.metrics.handshake(outOverload)
-		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
-		return
-	}
-	if refuseCode != 0 {
-		s.release(ip)
-		s.metrics.handshake(outAuth)
-		ws.Close(websocket.StatusCode(refuseCode), refuseWhy)
-		return
-	}
-	c, late := s.register(func(c *conn) transport {
-		t := newWSTransport(c, ws, fw.gated)
-		pt.tr = t // before the reader starts: pongs come to it
-		return t
-	}, r.RemoteAddr, ip, id)
-	if c == nil {
-		s.release(ip)
-		ws.Close(websocket.StatusGoingAway, "server shutting down")
-		return
-	}
-	s.metrics.handshake(outAccepted)
-	c.identified()
-	s.closeIfLate(c, late)
-	// The connection's reader is a goroutine of its own and the handler
-	// returns: net/http's goroutine ends, and with it what it held for the
-	// connection's life (the request, the response and its buffer, a stack
-	// grown by the handshake). Still one goroutine per connection.
-	go func() {
-		defer s.wg.Done() // register counted this connection
-		c.run()
-	}()
-}
-
-// isUpgrade reports whether r asks for a WebSocket upgrade: Connection
-// carries the token upgrade and Upgrade the token websocket (RFC 6455 4.1,
-// tokens compared case-insensitively). coder/websocket checks the rest.
-func isUpgrade(r *http.Request) bool {
-	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
-}
-
-// headerHasToken reports whether a comma-separated header holds token.
-func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // lateKind says a connection was admitted just before Restart or a drain
@@ -335,11 +212,9 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string, id Ide
 	if s.opts.Auth != AuthRequired && !c.byRequest {
 		c.authed() // served from the first frame (identified: by c.identified)
 	}
-	if s.flapping {
-		c.startFlap()
-	}
-	if ws, ok := c.tr.(*wsTransport); ok && s.deaf.isFrozen() {
-		ws.deafen(true) // under s.mu: setDeaf sees it, or it sees setDeaf
+	f := s.faults()
+	if f != nil {
+		f.acceptedLocked(c)
 	}
 	s.conns[c.id] = c
 	s.open[c.tr.kind()]++
@@ -348,7 +223,7 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string, id Ide
 	}
 	open := len(s.conns)
 	switch {
-	case s.opts.Now().Before(s.restartUntil):
+	case f != nil && s.opts.Now().Before(f.refusingUntilLocked()):
 		late = lateRestart
 	case s.drain.active:
 		late = lateDrain

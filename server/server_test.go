@@ -208,7 +208,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // real time: polls state other goroutines set
 	}
 }
 
@@ -285,7 +285,7 @@ func TestFreezeSilencesOpenAndNewConnectionsWithoutClosing(t *testing.T) {
 	old.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
 	old.next(protocol.TypeUpdate, time.Second)
 	f.set("freeze", true)
-	time.Sleep(50 * time.Millisecond) // frames already on the wire may still land
+	time.Sleep(50 * time.Millisecond) // real time: frames already on the wire may still land
 	for len(old.frames) > 0 {
 		<-old.frames
 	}
@@ -409,7 +409,8 @@ func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 }
 
 func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
-	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond, RefuseWith: RefuseHTTP})
+	clock := newTestClock() // the downtime ends by Options.Now
+	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond, RefuseWith: RefuseHTTP, Now: clock.now})
 	a, b := f.dial(), f.dial()
 	f.set("restart", true)
 	for _, p := range []*peer{a, b} {
@@ -424,7 +425,7 @@ func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
 	if !f.srv.Stats().Faults["restart"] {
 		t.Fatal("stats do not show the restart")
 	}
-	time.Sleep(600 * time.Millisecond)
+	clock.advance(600 * time.Millisecond)
 	c := f.dial()
 	c.next(protocol.TypePing, time.Second)
 	if st := f.srv.Stats(); st.Faults["restart"] || st.RefusedWindow != 1 {

@@ -131,7 +131,7 @@ func (st *sseStream) writeRaw(s *Server, b []byte) error {
 	if st.nc != nil {
 		return st.writeBlocking(s, b)
 	}
-	if !waitGate(&s.gate, st.end, st.reqDone) {
+	if !waitGate(s.freezeGate(), st.end, st.reqDone) {
 		return errStreamEnded
 	}
 	st.rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))

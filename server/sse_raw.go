@@ -84,7 +84,7 @@ func (st *sseStream) writeHead(s *Server, head []byte) error {
 // from the handler: once Freeze lets it, within WriteTimeout (time frozen
 // does not count).
 func (st *sseStream) writeBlocking(s *Server, b []byte) error {
-	if !waitGate(&s.gate, st.end, nil) {
+	if !waitGate(s.freezeGate(), st.end, nil) {
 		return errStreamEnded
 	}
 	st.nc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
@@ -116,7 +116,7 @@ func (st *sseStream) send(s *Server, b, frame []byte) (chan struct{}, error) {
 		st.werr = errStreamEnded // set before the write: the backlog, if any, is still written
 	}
 	n := 0
-	if len(st.backlog) == 0 && st.raw != nil && !s.gate.isFrozen() {
+	if len(st.backlog) == 0 && st.raw != nil && !s.freezeGate().isFrozen() {
 		var err error
 		n, err = st.tryWrite(b)
 		if err != nil {
@@ -188,7 +188,7 @@ func (st *sseStream) serve(s *Server, t *httpTransport) {
 	var b [64]byte
 	for {
 		if st.pending() {
-			if !s.gate.isFrozen() {
+			if !s.freezeGate().isFrozen() {
 				if !st.drain(s, t) {
 					break
 				}

@@ -50,7 +50,7 @@ type Stats struct {
 	FeedSeq          int64           `json:"feedSeq"`        // the last feed seq this node produced (0 with NoFeed)
 	Node             string          `json:"node,omitempty"` // Options.Node
 	PingIntervalMs   int64           `json:"pingIntervalMs"`
-	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (faults.go); all off unless a Demo sets them
+	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (demo_switches.go); nil on a Server NewDemo was not called on
 	RestartUntil     *time.Time      `json:"restartUntil"` // while Restart refuses: when it accepts again
 	Limits           Limits          `json:"limits"`
 	PeerCloses       CloseCounts     `json:"peerCloses"` // close codes clients sent, since start
@@ -83,7 +83,8 @@ func (c *CloseCounts) add(code int) {
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
 	now := s.opts.Now()
-	frozen := s.gate.isFrozen()
+	f := s.faults()
+	frozen := s.freezeGate().isFrozen()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := &s.counters
@@ -93,17 +94,15 @@ func (s *Server) Stats() Stats {
 	st := Stats{
 		Now: now, Demo: s.opts.Demo, Slots: !s.opts.NoSlots, Publish: s.opts.Publish, Open: len(s.conns), Handshakes: k.handshakes,
 		HandshakesWindow: k.handshakesWindow, RefusedWindow: k.refused,
-		ResetAt: k.resetAt, FeedSeq: s.feedSeq.Load(), Node: s.opts.Node, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
-		Faults: s.faultsLocked(now),
+		ResetAt: k.resetAt, Node: s.opts.Node, PingIntervalMs: s.opts.PingInterval.Milliseconds(),
 		Limits: Limits{RefusedFull: k.refusedFull, RefusedPerIP: k.refusedPerIP, SlowConsumer: cc.slowConsumer,
 			Stalled: cc.stalled, MessageTimeouts: cc.messageTimeouts, PeerGone: cc.peerGone, Overloaded: cc.overloaded,
 			RefusedRate: k.refusedRate, SweepClosed: cc.sweepClosed},
 		PeerCloses:  cc.peerCloses,
 		Connections: make([]ConnStats, 0, len(s.conns)),
 	}
-	if now.Before(s.restartUntil) {
-		until := s.restartUntil
-		st.RestartUntil = &until
+	if f != nil {
+		f.statsLocked(&st, now)
 	}
 	st.Auth = s.auth.stats(now, s.opts.Demo)
 	st.Auth.Mode = s.opts.Auth

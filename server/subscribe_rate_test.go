@@ -16,7 +16,8 @@ import (
 // was served as fast as the client sent them, each loading the topic
 // (on JetStream a consumer per subscribe: hundreds of MB in seconds).
 func TestSubscribeChurnIsRateLimitedPerConnection(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true})
+	clock := newTestClock() // the bucket refills by Options.Now
+	f := newFixture(t, &Options{NoFeed: true, Now: clock.now})
 	p := f.dial()
 	const n = 100
 	for range n {
@@ -45,14 +46,14 @@ func TestSubscribeChurnIsRateLimitedPerConnection(t *testing.T) {
 			t.Fatalf("answers within 10s: %d subscribed, %d rate_limited, %d unsubscribed of %d", subscribed, limited, unsubscribed, n)
 		}
 	}
-	// 64 at once, and one per 50 ms since: a few more while the loop ran.
-	if subscribed < 64 || subscribed > 80 || limited != n-subscribed {
+	// 64 at once, and none more: the clock stood (one per 50 ms after).
+	if subscribed != 64 || limited != n-subscribed {
 		t.Fatalf("%d subscribed, %d rate_limited of %d; want the burst of 64 (and the refill) served, the rest limited", subscribed, limited, n)
 	}
 	if retry > 100 {
 		t.Fatalf("retryAfterMs %d, want at most one token's wait (50 ms at 20/s)", retry)
 	}
-	time.Sleep(time.Duration(retry) * time.Millisecond)
+	clock.advance(time.Duration(retry) * time.Millisecond)
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room"})
 	if sub := p.next(protocol.TypeSubscribed, 2*time.Second); sub.Topic != "room" {
 		t.Fatalf("a subscribe after the wait: %+v", sub)

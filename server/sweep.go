@@ -38,11 +38,19 @@ func (c *conn) livenessPing() { c.tr.liveness() }
 // holding reports whether a switch holds connections' traffic (Freeze,
 // or Deaf, which leaves a WebSocket's pongs unread): the sweep does not
 // blame a peer for it.
-func (s *Server) holding() bool { return s.gate.isFrozen() || s.deaf.isFrozen() }
+func (s *Server) holding() bool {
+	f := s.faults()
+	return f != nil && (f.freezeGate().isFrozen() || f.deafGate().isFrozen())
+}
 
 // holds counts the times a switch began holding traffic: a watcher can
 // tell one came and went.
-func (s *Server) holds() uint64 { return s.gate.freezes.Load() + s.deaf.freezes.Load() }
+func (s *Server) holds() uint64 {
+	if f := s.faults(); f != nil {
+		return f.freezeGate().count() + f.deafGate().count()
+	}
+	return 0
+}
 
 func (c *conn) sweepClose() {
 	c.endMu.Lock()

@@ -26,7 +26,7 @@ func (f *fixture) tenantPeer(user, tenant string) *peer {
 	return p
 }
 
-// Issue 20: every limit was per remote IP. MaxConnsPerTenant counts a
+// Every limit was once per remote IP. MaxConnsPerTenant counts a
 // tenant's connections once their tokens name it: one more is closed with
 // 1013 and a retry-after of at least 1 s (a classified refusal the client
 // waits out), other tenants are not affected, and a place comes back when
@@ -76,7 +76,8 @@ func TestMaxConnsPerTenant(t *testing.T) {
 // socket stays, other tenants are not slowed, and after retryAfterMs the
 // tenant is served again.
 func TestTenantMsgRateAnswersRateLimitedAndKeepsTheSocket(t *testing.T) {
-	f := newFixture(t, &Options{Auth: AuthRequired, Demo: true, Publish: true, TenantMsgRate: 2, TenantMsgBurst: 4})
+	clock := newTestClock() // the bucket refills by Options.Now
+	f := newFixture(t, &Options{Auth: AuthRequired, Demo: true, Publish: true, TenantMsgRate: 2, TenantMsgBurst: 4, Now: clock.now})
 	a, b, g := f.tenantPeer("ua", "acme"), f.tenantPeer("ub", "acme"), f.tenantPeer("ug", "globex")
 	request := func(p *peer, id uint64) protocol.Message {
 		t.Helper()
@@ -114,7 +115,7 @@ func TestTenantMsgRateAnswersRateLimitedAndKeepsTheSocket(t *testing.T) {
 		t.Fatalf("globex: %+v", m.Error)
 	}
 	// After the wait acme is served again, on the same sockets.
-	time.Sleep(time.Duration(m.Error.RetryAfterMs)*time.Millisecond + 20*time.Millisecond)
+	clock.advance(time.Duration(m.Error.RetryAfterMs) * time.Millisecond)
 	if m := request(b, 13); m.Error != nil {
 		t.Fatalf("after retryAfterMs: %+v", m.Error)
 	}

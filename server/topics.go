@@ -548,10 +548,7 @@ func (t *topic) expire(c *conn, w *waiter) {
 // subscribe serves a subscribe frame (on c's reader).
 func (c *conn) subscribe(m protocol.Message) {
 	s := c.s
-	s.mu.Lock()
-	down := s.serviceDown
-	s.mu.Unlock()
-	if down {
+	if f := s.faults(); f != nil && f.dropsService() {
 		return // the service is down: subscribes are ignored, not refused
 	}
 	if c.overSubscribeRate(m) {
@@ -721,13 +718,11 @@ func (c *conn) publishOnce(pctx context.Context, m protocol.Message) (protocol.R
 	if e := c.authorize(pctx, Action{Kind: ActPublish, Topic: m.Topic}); e != nil {
 		return fail(e.Code, e.Message)
 	}
-	if m.Topic == protocol.DefaultTopic && s.feedOn.Load() {
+	f := s.faults()
+	if f != nil && f.ownsTopic(m.Topic) {
 		return fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the demo feed's own")
 	}
-	s.mu.Lock()
-	down := s.serviceDown
-	s.mu.Unlock()
-	if down {
+	if f != nil && f.dropsService() {
 		return protocol.ResponseFrame{}, false // the service is down: publishes go unanswered, like requests
 	}
 	ctx, cancel := context.WithTimeout(pctx, s.opts.HistoryTimeout)

@@ -206,10 +206,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, ref.status, ref.why, ref.after, protocol.CloseTryAgainLater, slotText(ref.after))
 		return
 	}
-	s.mu.Lock()
-	overload := s.overload
-	s.mu.Unlock()
-	if overload {
+	if f := s.faults(); f != nil && f.overloaded() {
 		s.release(ip)
 		s.count(func(k *connCounters) { k.overloaded++ })
 		s.metrics.handshakeVia(outOverload, transportSSE)
@@ -462,7 +459,7 @@ func (s *Server) holdPOST(c *conn, r *http.Request) bool {
 }
 
 // postGates are the switches that hold a POST's body: Freeze and Deaf.
-func (s *Server) postGates() []*gate { return []*gate{&s.gate, &s.deaf} }
+func (s *Server) postGates() []*gate { return []*gate{s.freezeGate(), s.deafGate()} }
 
 // waitGate blocks while g is frozen; false if a or b closed first.
 func waitGate(g *gate, a, b <-chan struct{}) bool {

@@ -6,16 +6,19 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/wsready/wsready/protocol"
 )
 
 // wsTransport is a connection's I/O over a WebSocket (coder/websocket),
-// through the Freeze gate on its hijacked socket (freeze.go).
+// on its hijacked socket (wsConn, transport_ws_write.go).
 //
 // Its reads and writes pass coder/websocket a context that never ends
 // (context.Background: coder/websocket then sets no context.AfterFunc per
@@ -25,7 +28,7 @@ import (
 type wsTransport struct {
 	c  *conn
 	ws *websocket.Conn
-	gc *gatedConn // nil when the ResponseWriter could not be hijacked through the gate (tests)
+	gc *wsConn // nil when the ResponseWriter could not be hijacked (tests)
 
 	// The message being read (the reader only, but for the timer's func).
 	msgT    *time.Timer // made at the first message, reset for each
@@ -64,10 +67,10 @@ var livenessPing = []byte{0x89, 0x00}
 
 func isLivenessPing(f []byte) bool { return len(f) == 2 && &f[0] == &livenessPing[0] }
 
-// newWSTransport makes the transport of c over ws (gc: its gated socket,
-// when the hijack went through the gate) and ties the socket's life to
+// newWSTransport makes the transport of c over ws (gc: its hijacked
+// socket, when the hijack went through hijackWriter) and ties the socket's life to
 // c's context.
-func newWSTransport(c *conn, ws *websocket.Conn, gc *gatedConn) *wsTransport {
+func newWSTransport(c *conn, ws *websocket.Conn, gc *wsConn) *wsTransport {
 	t := &wsTransport{c: c, ws: ws, gc: gc}
 	if gc != nil {
 		gc.failed = t.backlogFailed
@@ -93,7 +96,7 @@ func (t *wsTransport) closeSocket() {
 func (t *wsTransport) inline() bool { return t.gc != nil && t.gc.raw != nil }
 func (t *wsTransport) park() bool   { return t.gc != nil && t.gc.park() }
 
-// backlogFailed is the gated socket's drainer failing to write the
+// backlogFailed is the socket's drainer failing to write the
 // backlog: as a write of the send queue's that fails, it ends the
 // connection (a write that made no progress within WriteTimeout is
 // counted as stalled).
@@ -337,3 +340,110 @@ const (
 	deafReadBuffer  = 4 << 10
 	awakeReadBuffer = 1 << 20
 )
+
+// serveWS is the WebSocket endpoint.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !isUpgrade(r) {
+		// Said before admission, so a plain GET (a browser tab, a probe on
+		// the wrong path) is neither counted as a handshake nor takes one.
+		w.Header().Set("Upgrade", "websocket")
+		w.Header().Set("Connection", "Upgrade")
+		writeJSON(w, http.StatusUpgradeRequired, map[string]string{
+			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
+		return
+	}
+	f := s.faults()
+	if f != nil && f.upgradeBlocked() {
+		// The Block WebSocket switch: refused as a proxy that strips
+		// upgrades would, before anything else (not counted as a
+		// handshake: the server would never see it).
+		s.metrics.handshake(outBlocked)
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "WebSocket upgrades are blocked (the Block WebSocket switch): use the HTTP transport"})
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
+		// A browser sees a refused handshake only as a bare 1006: accept
+		// and close with 1008 and a fixed reason the page can show.
+		s.metrics.handshake(outOrigin)
+		// At debug (-v), without the origin or the address: the origin is
+		// the peer's text, and no log line here carries a remote address.
+		s.logs.Debug("websocket origin refused")
+		if ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}); err == nil {
+			ws.Close(websocket.StatusPolicyViolation, protocol.ReasonOriginNotAllowed)
+		}
+		return
+	}
+	ip := s.clientIP(r) // behind TrustedProxies, the client's (proxy.go)
+	if ref := s.admit(r, ip); ref != nil {
+		s.refuse(w, r, ref)
+		return
+	}
+	// Before the upgrade, so the hook sees the request as any handler
+	// would; its refusal is a close after it, which a browser can read.
+	id, refuseCode, refuseWhy := s.identify(r)
+	fw := &hijackWriter{ResponseWriter: w, hold: s.freezeGate(), writeTimeout: s.opts.WriteTimeout}
+	pt := &pongTo{}
+	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns, OnPongReceived: pt.pong})
+	if err != nil {
+		s.release(ip)
+		// The error can quote the peer's headers: log only that it happened.
+		s.logs.Debug("handshake rejected")
+		return
+	}
+	ws.SetReadLimit(protocol.MaxFrameBytes)
+	if f != nil && f.overloaded() {
+		// Accepted and closed at once: a browser cannot read an HTTP
+		// refusal's status, but it reads a close code and reason.
+		s.release(ip)
+		s.count(func(k *connCounters) { k.overloaded++ })
+		s.metrics.handshake(outOverload)
+		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
+		return
+	}
+	if refuseCode != 0 {
+		s.release(ip)
+		s.metrics.handshake(outAuth)
+		ws.Close(websocket.StatusCode(refuseCode), refuseWhy)
+		return
+	}
+	c, late := s.register(func(c *conn) transport {
+		t := newWSTransport(c, ws, fw.gated)
+		pt.tr = t // before the reader starts: pongs come to it
+		return t
+	}, r.RemoteAddr, ip, id)
+	if c == nil {
+		s.release(ip)
+		ws.Close(websocket.StatusGoingAway, "server shutting down")
+		return
+	}
+	s.metrics.handshake(outAccepted)
+	c.identified()
+	s.closeIfLate(c, late)
+	// The connection's reader is a goroutine of its own and the handler
+	// returns: net/http's goroutine ends, and with it what it held for the
+	// connection's life (the request, the response and its buffer, a stack
+	// grown by the handshake). Still one goroutine per connection.
+	go func() {
+		defer s.wg.Done() // register counted this connection
+		c.run()
+	}()
+}
+
+// isUpgrade reports whether r asks for a WebSocket upgrade: Connection
+// carries the token upgrade and Upgrade the token websocket (RFC 6455 4.1,
+// tokens compared case-insensitively). coder/websocket checks the rest.
+func isUpgrade(r *http.Request) bool {
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+// headerHasToken reports whether a comma-separated header holds token.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -23,7 +23,7 @@ import (
 // are written to each connection from the goroutine that produced them: a
 // tick starts no goroutine per connection. Before, every tick started a
 // sender per connection (the goroutine count peaked near two per
-// connection four times a second: issue 23), and every sweep a goroutine
+// connection four times a second, before the per-connection rework), and every sweep a goroutine
 // per connection waiting for its pong.
 func TestTicksStartNoGoroutinePerConnection(t *testing.T) {
 	const n = 100

@@ -44,7 +44,7 @@ func dialAll(t *testing.T, url, proto string, n int, subscribe bool, st *counter
 // waitFor polls the counters until ok holds, at most 10 s.
 func waitFor(t *testing.T, st *counters, what string, ok func(clientStats) bool) clientStats {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) { // real time: polls a peer process
 		if s := st.snapshot(); ok(s) {
 			return s
 		}
@@ -222,7 +222,7 @@ func TestClientsSpeakCentrifugesProtocol(t *testing.T) {
 	waitFor(t, &st, "3 subscribed with updates and pings", func(s clientStats) bool {
 		return s.Subscribed == 3 && s.Connected == 3 && s.Updates >= 30 && s.Pings >= 6
 	})
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // real time: pings a peer process must see answered
 	s := st.snapshot()
 	stop()
 	if s.Failed != 0 || s.Dropped != 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 )
 
 // leanServer is the baseline the product is measured against: the same
@@ -57,29 +58,24 @@ func (s *leanServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	s.write(c, s.pingMsg) // the first ping at once, as wsready sends it
 	for {
-		_, b, err := ws.Read(ctx)
-		if err != nil {
-			return
+		var m wsreadyFrame
+		if err := wsjson.Read(ctx, ws, &m); err != nil {
+			return // the peer left, or sent what is not JSON (closed with 1007)
 		}
-		if len(b) > 0 && containsSubscribe(b) {
+		if m.Type == "subscribe" {
 			s.mu.Lock()
 			c.subscribed = true
 			s.mu.Unlock()
-			s.write(c, []byte(`{"type":"subscribed","topic":"feed"}`))
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			wsjson.Write(wctx, ws, wsreadyFrame{Type: "subscribed", Topic: m.Topic})
+			cancel()
 		}
 	}
 }
 
-func containsSubscribe(b []byte) bool {
-	const key = `"subscribe"`
-	for i := 0; i+len(key) <= len(b); i++ {
-		if string(b[i:i+len(key)]) == key {
-			return true
-		}
-	}
-	return false
-}
-
+// write writes one of run's frames: each is encoded once and the same
+// bytes go to every connection, so it is written as bytes, not with
+// wsjson (which would encode it again per connection).
 func (s *leanServer) write(c *leanConn, frame []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

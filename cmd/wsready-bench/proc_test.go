@@ -198,7 +198,7 @@ func TestGoroutineWatchSeesABurstBetweenReads(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); <-release }()
 	}
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // real time: the sampler's ticker must see the burst
 	close(release)
 	wg.Wait()
 	peak := g.take()

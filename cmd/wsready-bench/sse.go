@@ -25,7 +25,7 @@ import (
 	"time"
 )
 
-// The HTTP transport's row (issue 22, stage 8): the same wsready server
+// The HTTP transport's row (stage 8's fallback): the same wsready server
 // config, the same number of subscribed clients, once over WebSocket and
 // once over the HTTP transport (POST <mount>/session, GET <mount>/sse, the
 // subscribe POSTed to <mount>/send; docs/http-transport.md), each leg on a

@@ -51,7 +51,7 @@ func TestJetStreamDataSurvivesAProcessRestart(t *testing.T) {
 	n.stop(t, syscall.SIGTERM, 10*time.Second)
 	time.Sleep(300 * time.Millisecond) // published while the node is away: refused, retried
 	startNode(t, addr, args...)
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // real time: the clients reconnect to a process on its own clock
 	last := pub.finish(t, "ticks")
 	if !eventually(30*time.Second, func() bool {
 		for _, s := range subs {
@@ -123,7 +123,7 @@ func TestClusterSurvivesADrainAndAKill(t *testing.T) {
 	if !eventually(30*time.Second, allReady) {
 		t.Fatal("300 clients not READY within 30s")
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // real time: the feed runs a while in separate processes before the drain
 	resp, err := http.Post("http://"+nodes[1].addr+"/api/drain", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +132,9 @@ func TestClusterSurvivesADrainAndAKill(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("drain: %s", resp.Status)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // real time: the drain's window runs in the node's process
 	nodes[2].stop(t, syscall.SIGKILL, 5*time.Second)
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // real time: the clients move over to the other nodes
 	last := pub.finish(t, "ticks")
 	if !eventually(60*time.Second, func() bool {
 		for _, s := range subs {

@@ -66,7 +66,7 @@ func TestSIGTERMDrainsThenExits(t *testing.T) {
 			resp.Body.Close()
 			saw503 = resp.StatusCode == http.StatusServiceUnavailable
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // real time: polls another process
 	}
 	if !saw503 {
 		t.Error("/healthz never said 503 during the drain")

@@ -432,7 +432,7 @@ func (p *publisher) finish(t *testing.T, topic string) int64 {
 		}
 		p.failed = append(p.failed, data)
 		p.mu.Unlock()
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // real time: retries a node in another process
 	}
 	t.Fatal("the last publish was never acknowledged")
 	return 0
@@ -440,7 +440,7 @@ func (p *publisher) finish(t *testing.T, topic string) int64 {
 
 // eventually polls cond every 20 ms until it holds or d passes.
 func eventually(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) { // real time: other processes
 		if cond() {
 			return true
 		}

@@ -222,7 +222,7 @@ func TestServeTakesJWTsAndTheirExpiryDrivesTheRefresh(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(6 * time.Second)
+	time.Sleep(6 * time.Second) // real time: JWTs of 1-2 s expire by the wall clock in the server's process
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}

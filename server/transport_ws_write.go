@@ -9,74 +9,19 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// gate blocks connection I/O while the Freeze switch is on. The zero value
-// is open.
-type gate struct {
-	frozen  atomic.Bool
-	freezes atomic.Uint64 // how many times it froze: a watcher can tell a freeze came and went
-	mu      sync.Mutex
-	open    chan struct{} // closed when the gate opens; nil while open
-}
-
-func (g *gate) set(frozen bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if frozen == g.frozen.Load() {
-		return
-	}
-	g.frozen.Store(frozen)
-	if frozen {
-		g.freezes.Add(1)
-		g.open = make(chan struct{})
-	} else {
-		close(g.open)
-		g.open = nil
-	}
-}
-
-func (g *gate) isFrozen() bool { return g.frozen.Load() }
-
-// wait blocks while the gate is frozen. It returns false if done closed first.
-func (g *gate) wait(done <-chan struct{}) bool {
-	for {
-		if !g.frozen.Load() {
-			return true
-		}
-		g.mu.Lock()
-		ch := g.open
-		g.mu.Unlock()
-		if ch == nil {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-done:
-			return false
-		}
-	}
-}
-
-// frozenPoll is how often a frozen connection's read wakes to see whether
-// the freeze is over; maxHeld bounds what it holds back meanwhile.
-const (
-	frozenPoll = 200 * time.Millisecond
-	maxHeld    = 4 << 10
-)
-
-// gatedConn is the hijacked connection of a WebSocket. It neither delivers
-// reads nor writes while its gate is frozen, so a frozen connection stays
-// open at the TCP level and carries nothing: exactly what a hung peer or a
-// dead NAT looks like to a client. While frozen it still reads (up to
-// maxHeld bytes, held back until the freeze ends) so that a peer that goes
-// away (EOF, reset) ends the connection instead of leaving it to the end of
-// the freeze. Each write must make progress within writeTimeout, frozen
-// time excluded.
+// wsConn is the hijacked connection of a WebSocket: the server's write
+// path. Each write must make progress within writeTimeout.
+//
+// hold is the demo's Freeze (demo_freeze.go), set only when a fault hook
+// is (demo_hook.go): while it is frozen the connection neither delivers
+// reads nor writes, and time frozen does not count against writeTimeout.
+// nil (a server without the demo): reads and writes go straight to the
+// socket.
 //
 // On a TCP socket (raw set) a write never blocks its caller: it goes to the
 // socket at once if the socket's send buffer takes it (the common case: a
@@ -90,14 +35,14 @@ const (
 // on once it is drained, so the backlog holds at most one frame of the
 // queue's plus the control frames coder/websocket writes by itself (pongs,
 // a close, the sweep's pings), bounded by maxBacklog.
-type gatedConn struct {
+type wsConn struct {
 	net.Conn
-	g            *gate
+	hold         *gate // the demo's Freeze; nil: never held
 	writeTimeout time.Duration
 	done         chan struct{}
 	closeOnce    sync.Once
 
-	// Used by the reading goroutine only.
+	// Used by the reading goroutine only, while hold is frozen (heldRead).
 	held     []byte
 	polling  bool // a read deadline is set for frozenPoll
 	peerGone atomic.Bool
@@ -130,46 +75,9 @@ const maxBacklog = 64 << 10
 // errBacklogFull is a write refused by maxBacklog.
 var errBacklogFull = errors.New("write backlog over its byte bound")
 
-func (c *gatedConn) Read(p []byte) (int, error) {
-	for {
-		if !c.g.isFrozen() {
-			if c.polling {
-				c.polling = false
-				c.Conn.SetReadDeadline(time.Time{})
-			}
-			if len(c.held) > 0 {
-				n := copy(p, c.held)
-				c.held = c.held[n:]
-				if len(c.held) == 0 {
-					c.held = nil
-				}
-				return n, nil
-			}
-			return c.Conn.Read(p)
-		}
-		if len(c.held) >= maxHeld {
-			if !c.g.wait(c.done) {
-				return 0, net.ErrClosed
-			}
-			continue
-		}
-		if c.held == nil {
-			c.held = make([]byte, 0, maxHeld)
-		}
-		c.polling = true
-		c.Conn.SetReadDeadline(time.Now().Add(frozenPoll))
-		n, err := c.Conn.Read(c.held[len(c.held):maxHeld])
-		c.held = c.held[:len(c.held)+n]
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			c.peerGone.Store(true)
-			return 0, err // the peer is gone: nothing held matters now
-		}
-	}
-}
-
 // Write takes p whole or fails. Without raw it blocks as long as the
-// freeze and writeTimeout allow; with raw it never blocks (see gatedConn).
-func (c *gatedConn) Write(p []byte) (int, error) {
+// freeze and writeTimeout allow; with raw it never blocks (see wsConn).
+func (c *wsConn) Write(p []byte) (int, error) {
 	if c.raw == nil {
 		return c.blockingWrite(p)
 	}
@@ -179,7 +87,7 @@ func (c *gatedConn) Write(p []byte) (int, error) {
 		return 0, c.werr
 	}
 	n := 0
-	if len(c.backlog) == 0 && !c.g.isFrozen() {
+	if len(c.backlog) == 0 && !c.hold.isFrozen() {
 		var err error
 		if n, err = c.tryWrite(p); err != nil || n == len(p) {
 			return n, err
@@ -197,9 +105,18 @@ func (c *gatedConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// blockingWrite waits for the gate, then writes p within writeTimeout.
-func (c *gatedConn) blockingWrite(p []byte) (int, error) {
-	if !c.g.wait(c.done) {
+// Read reads the socket; while the demo's Freeze holds the connection,
+// heldRead.
+func (c *wsConn) Read(p []byte) (int, error) {
+	if c.hold == nil {
+		return c.Conn.Read(p)
+	}
+	return c.heldRead(p)
+}
+
+// blockingWrite waits out a freeze, then writes p within writeTimeout.
+func (c *wsConn) blockingWrite(p []byte) (int, error) {
+	if !c.hold.wait(c.done) {
 		return 0, net.ErrClosed
 	}
 	c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
@@ -209,7 +126,7 @@ func (c *gatedConn) blockingWrite(p []byte) (int, error) {
 // drain writes the backlog, each write within writeTimeout (frozen time
 // excluded), and ends when it is empty or a write failed; then it hands
 // the socket back to the parked send queue, if any.
-func (c *gatedConn) drain(done chan struct{}) {
+func (c *wsConn) drain(done chan struct{}) {
 	for {
 		c.wmu.Lock()
 		if len(c.backlog) == 0 || c.werr != nil {
@@ -246,7 +163,7 @@ func (c *gatedConn) drain(done chan struct{}) {
 // park reports whether the connection has a backlog; if so, drained runs
 // once it is written (or failed), from the drainer. The send queue's writer
 // calls it after each frame and stops writing while it is true.
-func (c *gatedConn) park() bool {
+func (c *wsConn) park() bool {
 	if c.raw == nil {
 		return false
 	}
@@ -264,7 +181,7 @@ func (c *gatedConn) park() bool {
 // among it) goes out first, as the write would have before returning, or
 // fails within writeTimeout; during a freeze it waits for the freeze to
 // end, as a close handshake does. The server's own closes abort instead.
-func (c *gatedConn) Close() error {
+func (c *wsConn) Close() error {
 	if c.raw != nil {
 		c.wmu.Lock()
 		draining, done := c.draining, c.drainDone
@@ -278,20 +195,20 @@ func (c *gatedConn) Close() error {
 
 // abort closes the socket at once: what waits in the backlog is dropped,
 // and a drainer waiting for a freeze to end gives up.
-func (c *gatedConn) abort() error {
+func (c *wsConn) abort() error {
 	c.closeOnce.Do(func() { close(c.done) })
 	return c.Conn.Close()
 }
 
-// freezeWriter hands coder/websocket a gated connection on Hijack. The
-// handshake response is flushed by net/http before the hijack returns, so a
-// connection opened during a freeze completes its handshake and is frozen
-// right after it.
-type freezeWriter struct {
+// hijackWriter hands coder/websocket a wsConn on Hijack. The handshake
+// response is flushed by net/http before the hijack returns, so a
+// connection opened during a freeze (hold) completes its handshake and is
+// frozen right after it.
+type hijackWriter struct {
 	http.ResponseWriter
-	g            *gate
+	hold         *gate // the demo's Freeze; nil: never held
 	writeTimeout time.Duration
-	gated        *gatedConn
+	gated        *wsConn
 }
 
 // The buffers coder/websocket reads and writes frames through, kept for
@@ -305,7 +222,7 @@ const (
 	hijackWriteBuffer = 1 << 10
 )
 
-func (w *freezeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	hj, ok := w.ResponseWriter.(http.Hijacker)
 	if !ok {
 		return nil, nil, http.ErrNotSupported
@@ -314,7 +231,7 @@ func (w *freezeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	gc := &gatedConn{Conn: nc, g: w.g, writeTimeout: w.writeTimeout, done: make(chan struct{})}
+	gc := &wsConn{Conn: nc, hold: w.hold, writeTimeout: w.writeTimeout, done: make(chan struct{})}
 	gc.failed = func(error) { gc.abort() }
 	gc.drained = func() {}
 	gc.bind(nc)

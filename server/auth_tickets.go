@@ -56,7 +56,7 @@ const ticketVersion = 2
 var errBadTicket = errors.New("bad ticket")
 
 // ticket is a token that verified: ours (a ticket) or the application's
-// (a JWT, jwt.go). expires is when the token stops being good (for a JWT:
+// (a JWT, auth_jwt.go). expires is when the token stops being good (for a JWT:
 // its exp plus the leeway).
 type ticket struct {
 	identity Identity
@@ -190,9 +190,7 @@ func (s *Server) IssueTicket(id Identity) (token string, expires time.Time, err 
 }
 
 func (s *Server) ticketLife() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shortTokens {
+	if f := s.faults(); f != nil && f.shortensTickets() {
 		return s.opts.ShortTicketLife
 	}
 	return s.opts.TicketLife

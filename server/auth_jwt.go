@@ -143,7 +143,7 @@ func newJWTVerifier(o *JWTOptions, log *slog.Logger, now func() time.Time) (*jwt
 		v.static = &k
 	default:
 		f := &jwksFile{path: o.JWKSFile, log: log}
-		if err := f.load(time.Now()); err != nil {
+		if err := f.load(now()); err != nil {
 			return nil, fmt.Errorf("Options.JWT.JWKSFile: %w", err)
 		}
 		v.jwks = f
@@ -307,7 +307,7 @@ func (v *jwtVerifier) keyFor(t *jwt.Token) (any, error) {
 	k := v.static
 	if k == nil {
 		kid, _ := t.Header["kid"].(string)
-		found, ok := v.jwks.key(kid, time.Now())
+		found, ok := v.jwks.key(kid, v.now()) // Options.Now: a test moves it
 		if !ok {
 			return nil, errors.New("no key for this kid")
 		}

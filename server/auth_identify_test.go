@@ -17,7 +17,7 @@ import (
 )
 
 // cookieIdentify is an Identify hook reading the application's own session
-// cookie (the sessions of tickets_test.go): no cookie names no one; an
+// cookie (the sessions of auth_tickets_test.go): no cookie names no one; an
 // unknown session is an error whose text the client must not see.
 func cookieIdentify(r *http.Request) (Identity, error) {
 	c, err := r.Cookie("session")

@@ -18,8 +18,11 @@ import (
 // startDemo makes s the demo's server, once: it adds the demo's methods
 // (echo and time; an application's own method of either name stays) and,
 // unless NoFeed, starts the feed. Not after Close.
-func (s *Server) startDemo() {
+func (s *Server) startDemo() *demoFaults {
 	s.demoOnce.Do(func() {
+		d := &demoFaults{s: s}
+		var h faultHook = d
+		s.fx.Store(&h)
 		s.methods.addMissing(demoMethods(s))
 		if s.opts.NoFeed {
 			return
@@ -30,7 +33,7 @@ func (s *Server) startDemo() {
 			return
 		}
 		s.wg.Add(1) // under s.mu with closed false: Close's Wait follows it
-		s.feedOn.Store(true)
+		d.feedOn.Store(true)
 		s.mu.Unlock()
 		// The feed exists from the start, so a subscribe before its first
 		// update is served. A failure (JetStream away) is retried by every
@@ -40,13 +43,15 @@ func (s *Server) startDemo() {
 			s.log.Warn("feed topic not created", "cause", errKind(err))
 		}
 		cancel()
-		go s.runFeed()
+		go d.runFeed()
 	})
+	return s.faults().(*demoFaults)
 }
 
 // runFeed appends one update per FeedInterval to the feed topic; the hub
 // delivers it to the subscribers (of every node, on JetStream).
-func (s *Server) runFeed() {
+func (d *demoFaults) runFeed() {
+	s := d.s
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.FeedInterval)
 	defer t.Stop()
@@ -55,20 +60,18 @@ func (s *Server) runFeed() {
 		case <-s.ctx.Done():
 			return
 		case now := <-t.C:
-			s.produce(now)
+			d.produce(now)
 		}
 	}
 }
 
-func (s *Server) produce(now time.Time) {
-	s.mu.Lock()
-	down := s.serviceDown
-	s.mu.Unlock()
-	if down || s.gate.isFrozen() {
+func (d *demoFaults) produce(now time.Time) {
+	s := d.s
+	if d.serviceDown.Load() || d.freeze.isFrozen() {
 		return
 	}
-	s.feedValue++
-	v := s.feedValue
+	d.feedValue++
+	v := d.feedValue
 	data := []byte(`{"ts":` + itoa64(now.UnixMilli()) + `,"value":` + itoa64(50+(v*37)%50) + `}`)
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.HistoryTimeout)
 	seq, err := s.hub.h.Append(ctx, protocol.DefaultTopic, data, true)
@@ -76,15 +79,15 @@ func (s *Server) produce(now time.Time) {
 	if err != nil {
 		// Logged when it starts failing and when it recovers, not 4 times a
 		// second while the history backend is away.
-		if s.ctx.Err() == nil && !s.feedFailing {
-			s.feedFailing = true
+		if s.ctx.Err() == nil && !d.feedFailing {
+			d.feedFailing = true
 			s.log.Warn("feed updates not stored: the history backend failed", "cause", errKind(err))
 		}
 		return
 	}
-	if s.feedFailing {
-		s.feedFailing = false
+	if d.feedFailing {
+		d.feedFailing = false
 		s.log.Info("feed updates stored again")
 	}
-	s.feedSeq.Store(seq)
+	d.feedSeq.Store(seq)
 }

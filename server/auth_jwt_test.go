@@ -296,7 +296,10 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	r1, e2 := rsaKey(t, 2048), ecKey(t, elliptic.P256())
 	writeJWKS(t, path, jwksOf(jwkRSA("r1", &r1.PublicKey), map[string]any{"kty": "oct", "kid": "sym", "k": "c2VjcmV0"}))
 	var logs logBuf
-	f := newFixture(t, &Options{JWT: &JWTOptions{JWKSFile: path}})
+	// The file is checked by Options.Now: the test moves it past each
+	// check interval instead of sleeping.
+	clock := newTestClock()
+	f := newFixture(t, &Options{JWT: &JWTOptions{JWKSFile: path}, Now: clock.now})
 	f.srv.auth.jwt.jwks.log = logs.logger()
 	c := claimsFor("alice", time.Minute)
 	ok := func(tok string) bool {
@@ -314,7 +317,7 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	}
 	// A new key: read at once on its unknown kid (at most every 100 ms).
 	writeJWKS(t, path, jwksOf(jwkRSA("r1", &r1.PublicKey), jwkEC("e2", &e2.PublicKey)))
-	time.Sleep(jwksMissInterval)
+	clock.advance(jwksMissInterval)
 	if !ok(tokE2) || !ok(tokR1) {
 		t.Fatal("after the new file: want both tokens in")
 	}
@@ -324,7 +327,7 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	// Damaged, then no usable key: logged, the keys stay.
 	for i, body := range []string{`{"keys": [`, jwksOf(map[string]any{"kty": "oct", "kid": "x", "k": "c2VjcmV0"}), `{"keys":[{"kty":"RSA","kid":"r9","n":"!!","e":"AQAB"}]}`} {
 		writeJWKS(t, path, body)
-		time.Sleep(jwksCheckInterval + 50*time.Millisecond)
+		clock.advance(jwksCheckInterval)
 		if !ok(tokR1) || !ok(tokE2) {
 			t.Fatalf("damaged file %d: the keys read before were dropped", i)
 		}
@@ -334,18 +337,18 @@ func TestJWKSFileIsReadAgainWhenItChanges(t *testing.T) {
 	}
 	// Gone: logged once, the keys stay.
 	os.Remove(path)
-	time.Sleep(jwksCheckInterval + 50*time.Millisecond)
+	clock.advance(jwksCheckInterval)
 	if !ok(tokR1) || !ok(tokE2) {
 		t.Fatal("file gone: the keys read before were dropped")
 	}
-	time.Sleep(jwksCheckInterval + 50*time.Millisecond)
+	clock.advance(jwksCheckInterval)
 	ok(tokR1)
 	if n := len(logs.lines("WARN", "JWKS file not readable")); n != 1 {
 		t.Fatalf("%d warnings for the missing file, want 1:\n%s", n, logs.String())
 	}
 	// Back, with r1 only: e2 is out.
 	writeJWKS(t, path, jwksOf(jwkRSA("r1", &r1.PublicKey)))
-	time.Sleep(jwksCheckInterval + 50*time.Millisecond)
+	clock.advance(jwksCheckInterval)
 	if !ok(tokR1) || ok(tokE2) {
 		t.Fatal("file back with r1 only: want r1 in, e2 out")
 	}

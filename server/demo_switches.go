@@ -28,7 +28,7 @@ import (
 
 // startFlap arms the Flapping close: FlapAfter from now, if the switch is
 // still on then. One per connection at a time.
-func (c *conn) startFlap() {
+func (d *demoFaults) startFlap(c *conn) {
 	c.timerMu.Lock()
 	defer c.timerMu.Unlock()
 	if c.timersOff || c.flapT != nil {
@@ -40,7 +40,7 @@ func (c *conn) startFlap() {
 		c.timerMu.Unlock()
 		s := c.s
 		s.mu.Lock()
-		on := s.flapping
+		on := d.flapping
 		s.mu.Unlock()
 		if on { // switched off meanwhile: the connection stays
 			c.closeAsync(protocol.CloseFlapping, "flapping")
@@ -60,7 +60,7 @@ func (c *conn) jitterPing() {
 		c.offer(c.s.ping)
 	}
 	c.jitterT = time.AfterFunc(time.Duration(rand.Int64N(int64(c.s.opts.JitterMax))), func() {
-		if !c.s.gate.isFrozen() {
+		if !c.s.freezeGate().isFrozen() {
 			c.offer(c.s.ping)
 		}
 	})
@@ -116,9 +116,9 @@ type faultSwitch struct {
 	// needsAuth: it acts on tickets, so the page disables it while
 	// Options.Auth is off.
 	needsAuth bool
-	describe  func(o *Options) string             // the page's tooltip
-	on        func(s *Server, now time.Time) bool // its state; called with s.mu held
-	set       func(s *Server, v switchValue) error
+	describe  func(o *Options) string                 // the page's tooltip
+	on        func(d *demoFaults, now time.Time) bool // its state; called with s.mu held
+	set       func(d *demoFaults, v switchValue) error
 }
 
 // switchValue is what a switch is set to: on for toggles and actions, id
@@ -134,38 +134,38 @@ var switches = []faultSwitch{
 		describe: func(*Options) string {
 			return "every connection stays open at the TCP level and carries nothing, both ways, new ones included (a hung server, a dead NAT)"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.gate.isFrozen() },
-		set: func(s *Server, v switchValue) error { s.setFreeze(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.freeze.isFrozen() },
+		set: func(d *demoFaults, v switchValue) error { d.setFreeze(v.on); return nil }},
 	{name: "serviceDown", label: "Service down", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string {
 			return "pings go on; subscriptions are dropped with unsubscribed, subscribes, publishes and requests are ignored"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.serviceDown },
-		set: func(s *Server, v switchValue) error { s.setServiceDown(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.serviceDown.Load() },
+		set: func(d *demoFaults, v switchValue) error { d.setServiceDown(v.on); return nil }},
 	{name: "slowReplies", label: "Slow replies", kind: kindToggle, group: groupServer,
 		describe: func(o *Options) string { return "responses arrive " + o.SlowReplyDelay.String() + " late" },
-		on:       func(s *Server, _ time.Time) bool { return s.slowReplies },
-		set:      func(s *Server, v switchValue) error { s.setSlowReplies(v.on); return nil }},
+		on:       func(d *demoFaults, _ time.Time) bool { return d.slowReplies.Load() },
+		set:      func(d *demoFaults, v switchValue) error { d.setSlowReplies(v.on); return nil }},
 	{name: "flapping", label: "Flapping", kind: kindToggle, group: groupServer,
 		describe: func(o *Options) string {
 			return "every connection, open or new, is closed " + o.FlapAfter.String() + " after it is accepted"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.flapping },
-		set: func(s *Server, v switchValue) error { s.setFlapping(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.flapping },
+		set: func(d *demoFaults, v switchValue) error { d.setFlapping(v.on); return nil }},
 	{name: "jitter", label: "Jitter", kind: kindToggle, group: groupServer,
 		describe: func(o *Options) string {
 			return "each ping delayed by a random 0 to " + o.JitterMax.String() + " (a loaded server, not a dead one)"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.jitter.Load() },
-		set: func(s *Server, v switchValue) error { s.setJitter(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.jitter.Load() },
+		set: func(d *demoFaults, v switchValue) error { d.setJitter(v.on); return nil }},
 	{name: "restart", label: "Restart", activeLabel: "Restarting…", kind: kindAction, group: groupServer,
 		describe: func(o *Options) string {
 			return "every connection dropped with 1012, new ones refused for " + o.RestartDowntime.String() + ", as a redeploy would"
 		},
-		on: func(s *Server, now time.Time) bool { return now.Before(s.restartUntil) },
-		set: func(s *Server, v switchValue) error {
+		on: func(d *demoFaults, now time.Time) bool { return now.Before(d.restartUntil) },
+		set: func(d *demoFaults, v switchValue) error {
 			if v.on {
-				s.restart()
+				d.restart()
 			}
 			return nil
 		}},
@@ -173,39 +173,39 @@ var switches = []faultSwitch{
 		describe: func(o *Options) string {
 			return "tickets live " + o.ShortTicketLife.String() + ", old ones included: connections past it close with 4001"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.shortTokens },
-		set: func(s *Server, v switchValue) error { s.setShortTokens(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.shortTokens.Load() },
+		set: func(d *demoFaults, v switchValue) error { d.setShortTokens(v.on); return nil }},
 	{name: "overload", label: "Overload", kind: kindToggle, group: groupSession,
 		describe: func(o *Options) string {
 			return "every connection, open or new, is closed with 1013 and retry-after-ms=" + itoa64(o.OverloadRetryAfter.Milliseconds())
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.overload },
-		set: func(s *Server, v switchValue) error { s.setOverload(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.overload.Load() },
+		set: func(d *demoFaults, v switchValue) error { d.setOverload(v.on); return nil }},
 	{name: "revoke", label: "Revoke", activeLabel: "Unrevoke", kind: kindClientID, group: groupSession, needsAuth: true,
 		describe: func(*Options) string {
 			return "the client id is refused with 4003 for a day, on every node, its open connections closed (Server.Revoke); pressed again, the list is cleared"
 		},
-		on:  func(s *Server, now time.Time) bool { return s.revocations.count(now) > 0 },
-		set: func(s *Server, v switchValue) error { return s.demoRevoke(v.id) }},
+		on:  func(d *demoFaults, now time.Time) bool { return d.s.revocations.count(now) > 0 },
+		set: func(d *demoFaults, v switchValue) error { return d.demoRevoke(v.id) }},
 	{name: "blockWebSocket", label: "Block WebSocket", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string {
 			return "every WebSocket upgrade refused with 403, as by a proxy that strips upgrades; plain HTTP, the probe and the HTTP transport keep working (stage 8 falls back to it)"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.blockWS.Load() },
-		set: func(s *Server, v switchValue) error { s.setBlockWebSocket(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.blockWS.Load() },
+		set: func(d *demoFaults, v switchValue) error { d.setBlockWebSocket(v.on); return nil }},
 	{name: "deaf", label: "Deaf", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string {
 			return "the server stops reading what clients send (WebSocket frames, HTTP transport POSTs wait) while pings go on: the client's sends pile up unsent (stage 8 notices the stall)"
 		},
-		on:  func(s *Server, _ time.Time) bool { return s.deaf.isFrozen() },
-		set: func(s *Server, v switchValue) error { s.setDeaf(v.on); return nil }},
+		on:  func(d *demoFaults, _ time.Time) bool { return d.deaf.isFrozen() },
+		set: func(d *demoFaults, v switchValue) error { d.setDeaf(v.on); return nil }},
 	{name: "endSession", label: "End session", kind: kindAction, group: groupSession,
 		describe: func(*Options) string {
 			return "every connection closed with 1000: the server ends the sessions for good"
 		},
-		set: func(s *Server, v switchValue) error {
+		set: func(d *demoFaults, v switchValue) error {
 			if v.on {
-				s.endSession()
+				d.endSession()
 			}
 			return nil
 		}},
@@ -232,29 +232,80 @@ func switchNames() string {
 
 // faultsLocked is every switch's state by name (Stats.Faults). Called with
 // s.mu held.
-func (s *Server) faultsLocked(now time.Time) map[string]bool {
+func (d *demoFaults) faultsLocked(now time.Time) map[string]bool {
 	m := make(map[string]bool, len(switches))
 	for _, sw := range switches {
-		m[sw.name] = sw.on != nil && sw.on(s, now)
+		m[sw.name] = sw.on != nil && sw.on(d, now)
 	}
 	return m
 }
 
-// switchState is the server-wide state the switches set, embedded in
-// Server. Freeze is the gate (freeze.go) and Revoke the authority's list
-// (auth.go); the rest is guarded by s.mu but jitter, read on every ping
-// tick without it, blockWS, read on every upgrade, and deaf, a gate of its
-// own that every read waits at.
-type switchState struct {
-	serviceDown  bool
-	slowReplies  bool
-	flapping     bool
-	shortTokens  bool
-	overload     bool
-	restartUntil time.Time   // Restart refuses until then
-	jitter       atomic.Bool // read without s.mu by the heartbeat
+// demoFaults is the demo's fault hook (demo_hook.go): the state the
+// switches set, and what the server asks of it at the hook's points.
+// NewDemo makes it and sets it on the Server; a Server alone has none.
+// Freeze and Deaf are gates (demo_freeze.go) that reads and writes wait
+// at; Revoke is the server's own list (control.go). The flags read on a connection's or a
+// request's path are atomics, so the demo costs those paths no lock;
+// flapping and restartUntil are guarded by s.mu, as the connections they
+// act on.
+type demoFaults struct {
+	s *Server
+
+	serviceDown  atomic.Bool
+	slowReplies  atomic.Bool
+	shortTokens  atomic.Bool
+	overload     atomic.Bool
+	jitter       atomic.Bool
 	blockWS      atomic.Bool // Block WebSocket: upgrades refused with 403
+	freeze       gate        // Freeze: connections carry nothing, both ways
 	deaf         gate        // Deaf: frozen while clients' frames go unread
+	flapping     bool        // under s.mu
+	restartUntil time.Time   // Restart refuses until then; under s.mu
+
+	// The feed (demo_feed.go).
+	feedOn      atomic.Bool  // this node produces the demo's feed
+	feedSeq     atomic.Int64 // the feed's last seq on this node's producer
+	feedValue   int64        // runFeed's
+	feedFailing bool         // the last feed update failed (runFeed's)
+}
+
+// The hook's points (demo_hook.go).
+
+var _ faultHook = (*demoFaults)(nil)
+
+func (d *demoFaults) upgradeBlocked() bool { return d.blockWS.Load() }
+func (d *demoFaults) overloaded() bool     { return d.overload.Load() }
+func (d *demoFaults) refusingUntilLocked() time.Time {
+	return d.restartUntil
+}
+
+func (d *demoFaults) acceptedLocked(c *conn) {
+	if d.flapping {
+		d.startFlap(c)
+	}
+	if ws, ok := c.tr.(*wsTransport); ok && d.deaf.isFrozen() {
+		ws.deafen(true) // under s.mu: setDeaf sees it, or it sees setDeaf
+	}
+}
+
+func (d *demoFaults) freezeGate() *gate     { return &d.freeze }
+func (d *demoFaults) deafGate() *gate       { return &d.deaf }
+func (d *demoFaults) dropsService() bool    { return d.serviceDown.Load() }
+func (d *demoFaults) delaysReplies() bool   { return d.slowReplies.Load() }
+func (d *demoFaults) jittersPings() bool    { return d.jitter.Load() }
+func (d *demoFaults) shortensTickets() bool { return d.shortTokens.Load() }
+func (d *demoFaults) lastFeedSeq() int64    { return d.feedSeq.Load() }
+func (d *demoFaults) ownsTopic(topic string) bool {
+	return topic == protocol.DefaultTopic && d.feedOn.Load()
+}
+func (d *demoFaults) closing() { d.freeze.set(false) }
+func (d *demoFaults) statsLocked(st *Stats, now time.Time) {
+	st.Faults = d.faultsLocked(now)
+	st.FeedSeq = d.feedSeq.Load()
+	if now.Before(d.restartUntil) {
+		until := d.restartUntil
+		st.RestartUntil = &until
+	}
 }
 
 // parsePatch reads a POST /api/faults body, {"name": value, ...}: every
@@ -305,9 +356,9 @@ type patchEntry struct {
 }
 
 // apply sets each switch of a parsed patch, in the table's order.
-func (s *Server) apply(p []patchEntry) error {
+func (d *demoFaults) apply(p []patchEntry) error {
 	for _, e := range p {
-		if err := e.sw.set(s, e.v); err != nil {
+		if err := e.sw.set(d, e.v); err != nil {
 			return fmt.Errorf("failed to set switch %s: %w", e.sw.name, err)
 		}
 	}
@@ -329,7 +380,7 @@ func (d *Demo) Set(name string, value any) error {
 	if err != nil {
 		return fmt.Errorf("failed to set switch %s: %w", name, err)
 	}
-	return d.s.apply(p)
+	return d.f.apply(p)
 }
 
 // switchView is one switch as GET /api/faults shows it.
@@ -352,10 +403,11 @@ type faultsView struct {
 	Switches []switchView `json:"switches"`
 }
 
-func (s *Server) faultsView() faultsView {
+func (d *demoFaults) faultsView() faultsView {
+	s := d.s
 	now := s.opts.Now()
 	s.mu.Lock()
-	state := s.faultsLocked(now)
+	state := d.faultsLocked(now)
 	s.mu.Unlock()
 	v := faultsView{Demo: s.opts.Demo, Auth: s.opts.Auth != AuthOff, Switches: make([]switchView, len(switches))}
 	for i, sw := range switches {
@@ -367,7 +419,7 @@ func (s *Server) faultsView() faultsView {
 
 // serveFaults is GET /api/faults.
 func (d *Demo) serveFaults(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, d.s.faultsView())
+	writeJSON(w, http.StatusOK, d.f.faultsView())
 }
 
 // setFaults is POST /api/faults: {"name": value, ...}, absent switches
@@ -385,13 +437,13 @@ func (d *Demo) setFaults(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := parsePatch(body)
 	if err == nil {
-		err = d.s.apply(p)
+		err = d.f.apply(p)
 	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, d.s.faultsView())
+	writeJSON(w, http.StatusOK, d.f.faultsView())
 }
 
 // maxSwitchBody bounds a POST /api/faults body, in bytes.
@@ -399,20 +451,22 @@ const maxSwitchBody = 4096
 
 // What each switch does to the server.
 
-func (s *Server) setFreeze(on bool) {
-	s.gate.set(on)
+func (d *demoFaults) setFreeze(on bool) {
+	s := d.s
+	d.freeze.set(on)
 	s.log.Info("switch", "freeze", on)
 }
 
 // setServiceDown on drops every subscription with an unsubscribed frame;
 // off, the service works again for clients that subscribe again.
-func (s *Server) setServiceDown(on bool) {
+func (d *demoFaults) setServiceDown(on bool) {
+	s := d.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.serviceDown == on {
+	if d.serviceDown.Load() == on {
 		return
 	}
-	s.serviceDown = on
+	d.serviceDown.Store(on)
 	if on {
 		for _, c := range s.conns {
 			c.dropSubscriptions("service_unavailable")
@@ -421,22 +475,24 @@ func (s *Server) setServiceDown(on bool) {
 	s.log.Info("switch", "serviceDown", on)
 }
 
-func (s *Server) setSlowReplies(on bool) {
+func (d *demoFaults) setSlowReplies(on bool) {
+	s := d.s
 	s.mu.Lock()
-	s.slowReplies = on
+	d.slowReplies.Store(on)
 	s.mu.Unlock()
 	s.log.Info("switch", "slowReplies", on)
 }
 
 // setFlapping on closes every connection, open or new, FlapAfter after it
 // is accepted (or after the switch, for those already open).
-func (s *Server) setFlapping(on bool) {
+func (d *demoFaults) setFlapping(on bool) {
+	s := d.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flapping = on
+	d.flapping = on
 	if on {
 		for _, c := range s.conns {
-			c.startFlap()
+			d.startFlap(c)
 		}
 	}
 	s.log.Info("switch", "flapping", on)
@@ -445,26 +501,28 @@ func (s *Server) setFlapping(on bool) {
 // setJitter on sends each ping a random 0 to JitterMax after its tick, so
 // pings arrive unevenly, as from a loaded server; nothing else changes. A
 // client must not take it for a dead server.
-func (s *Server) setJitter(on bool) {
-	s.jitter.Store(on)
+func (d *demoFaults) setJitter(on bool) {
+	s := d.s
+	d.jitter.Store(on)
 	s.log.Info("switch", "jitter", on)
 }
 
 // restart drops every connection with 1012 and refuses new ones for
 // RestartDowntime, as a redeploy would.
-func (s *Server) restart() {
+func (d *demoFaults) restart() {
+	s := d.s
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	s.restartUntil = s.opts.Now().Add(s.opts.RestartDowntime)
+	d.restartUntil = s.opts.Now().Add(s.opts.RestartDowntime)
 	// Started under s.mu: each connection's handler is still counted in
 	// s.wg, so closeAsync's Add never races Close's Wait. Each carries its
 	// reconnect slot, spread under the admission rate after the downtime.
 	now := s.opts.Now()
 	for _, c := range s.conns {
-		c.closeAsync(protocol.CloseServiceRestart, slotText(s.slotAfter(now, s.restartUntil)))
+		c.closeAsync(protocol.CloseServiceRestart, slotText(s.slotAfter(now, d.restartUntil)))
 	}
 	s.mu.Unlock()
 	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)
@@ -473,9 +531,10 @@ func (s *Server) restart() {
 // setShortTokens on makes new tickets live ShortTicketLife, and every
 // ticket, old ones included, good for at most that long after it was
 // issued; connections past it close with 4001.
-func (s *Server) setShortTokens(on bool) {
+func (d *demoFaults) setShortTokens(on bool) {
+	s := d.s
 	s.mu.Lock()
-	s.shortTokens = on
+	d.shortTokens.Store(on)
 	var authed []*conn
 	for _, c := range s.conns {
 		if c.clientID != "" {
@@ -502,7 +561,8 @@ const demoTimeout = 5 * time.Second
 // (Server.Revoke, on every node): client id refused with 4003 for
 // demoRevokeFor and its open connections closed; "" lifts every
 // revocation. It fails when the set is full (or NATS does not take it).
-func (s *Server) demoRevoke(id string) error {
+func (d *demoFaults) demoRevoke(id string) error {
+	s := d.s
 	ctx, cancel := context.WithTimeout(s.ctx, demoTimeout)
 	defer cancel()
 	var err error
@@ -517,7 +577,8 @@ func (s *Server) demoRevoke(id string) error {
 
 // endSession closes every connection with 1000: the server ends the
 // sessions for good.
-func (s *Server) endSession() {
+func (d *demoFaults) endSession() {
+	s := d.s
 	s.mu.Lock()
 	for _, c := range s.conns {
 		c.closeAsync(protocol.CloseNormal, "session ended")
@@ -528,9 +589,10 @@ func (s *Server) endSession() {
 
 // setOverload on closes every connection, open or new, with 1013 and
 // "retry-after-ms=N".
-func (s *Server) setOverload(on bool) {
+func (d *demoFaults) setOverload(on bool) {
+	s := d.s
 	s.mu.Lock()
-	s.overload = on
+	d.overload.Store(on)
 	if on {
 		reason := protocol.RetryAfterReason(s.opts.OverloadRetryAfter)
 		for _, c := range s.conns {
@@ -544,8 +606,9 @@ func (s *Server) setOverload(on bool) {
 // setBlockWebSocket on refuses every WebSocket upgrade with 403 (the
 // connections open stay), as a proxy that strips upgrades would: stage 8
 // falls back to the HTTP transport, which keeps working.
-func (s *Server) setBlockWebSocket(on bool) {
-	s.blockWS.Store(on)
+func (d *demoFaults) setBlockWebSocket(on bool) {
+	s := d.s
+	d.blockWS.Store(on)
 	s.log.Info("switch", "blockWebSocket", on)
 }
 
@@ -555,9 +618,10 @@ func (s *Server) setBlockWebSocket(on bool) {
 // and an HTTP transport POST waits before its body is read. Pings and
 // everything else the server sends go on. Off: the frames held are
 // handled, in order.
-func (s *Server) setDeaf(on bool) {
+func (d *demoFaults) setDeaf(on bool) {
+	s := d.s
 	s.mu.Lock()
-	s.deaf.set(on)
+	d.deaf.set(on)
 	for _, c := range s.conns {
 		if t, ok := c.tr.(*wsTransport); ok {
 			t.deafen(on)
@@ -565,10 +629,4 @@ func (s *Server) setDeaf(on bool) {
 	}
 	s.mu.Unlock()
 	s.log.Info("switch", "deaf", on)
-}
-
-func (s *Server) restartEnd() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.restartUntil
 }

@@ -182,7 +182,7 @@ func cookieAuth(r *http.Request) (Identity, error) {
 	return id, nil
 }
 
-// Issue 20: who the user is could not reach wsready. The Authenticate hook
+// Who the user is once could not reach wsready. The Authenticate hook
 // reads the application's own cookie; the ticket carries that Identity
 // (whatever client id the body names); the connection that sends it has
 // it, as Authorize sees, and the welcome names the user. A hook's error is

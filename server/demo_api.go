@@ -16,6 +16,7 @@ import (
 // otherwise); from Go (Set, ResetCounters) always.
 type Demo struct {
 	s     *Server
+	f     *demoFaults
 	files fs.FS
 }
 
@@ -26,8 +27,7 @@ type Demo struct {
 // FeedInterval) until Close. files (the page, the JS and the wasm:
 // web.FS()) are served at / by Handler; nil serves none.
 func NewDemo(s *Server, files fs.FS) *Demo {
-	s.startDemo()
-	return &Demo{s: s, files: files}
+	return &Demo{s: s, f: s.startDemo(), files: files}
 }
 
 // Handler serves the demo's site, the Server's handlers mounted as
@@ -38,7 +38,7 @@ func NewDemo(s *Server, files fs.FS) *Demo {
 //	/api/stats          Server.StatsHandler
 //	/metrics            Server.MetricsHandler
 //	/healthz            Server.HealthHandler
-//	/api/faults         GET: the switches (faults.go); POST: flip them
+//	/api/faults         GET: the switches (demo_switches.go); POST: flip them
 //	/api/reset          POST: ResetCounters, answered with the stats
 //	/api/drain          POST: a drain that accepts again after it
 //	/                   the files, through Server.StaticHandler

@@ -21,9 +21,9 @@ const (
 )
 
 // A connection authenticates with its first frame, {"type":"auth",
-// "token":"..."}, where the token is one of our tickets (tickets.go) or,
+// "token":"..."}, where the token is one of our tickets (auth_tickets.go) or,
 // with Options.JWT, a JWT from the application's identity provider
-// (jwt.go). Either gives the connection its Identity (conn.identity);
+// (auth_jwt.go). Either gives the connection its Identity (conn.identity);
 // without one the connection is anonymous (the zero Identity). The
 // server answers {"type":"authenticated","expiresAt":ms} and closes the
 // connection with 4001 when the token expires, which drives the client's
@@ -93,10 +93,7 @@ func (c *conn) identified() {
 // effectiveExpiry is when a token stops being good: its expiry, or with
 // Short tokens on at most ShortTicketLife after it was issued.
 func (s *Server) effectiveExpiry(t ticket) time.Time {
-	s.mu.Lock()
-	short := s.shortTokens
-	s.mu.Unlock()
-	if short {
+	if f := s.faults(); f != nil && f.shortensTickets() {
 		if e := t.issued.Add(s.opts.ShortTicketLife); e.Before(t.expires) {
 			return e
 		}
@@ -216,7 +213,7 @@ func (c *conn) authed() {
 	c.authOnce.Do(func() {
 		close(c.authOK)
 		c.served.Store(true)
-		if !c.s.gate.isFrozen() {
+		if !c.s.freezeGate().isFrozen() {
 			c.offer(c.s.ping)
 		}
 		// The session's acknowledgement: a client that asked for no topic

@@ -36,7 +36,7 @@ func TestAuthRefusalsAreLoggedByClassWithoutTheToken(t *testing.T) {
 		}
 		deadline := time.Now().Add(2 * time.Second)
 		for !strings.Contains(logs.String(), "class=\""+tc.class) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // real time: polls for a line the connection's goroutine writes
 		}
 		out := logs.String()
 		if !strings.Contains(out, "auth refused") || !strings.Contains(out, "class=\""+tc.class) {

@@ -73,8 +73,8 @@ func TestASwitchIsOneEntry(t *testing.T) {
 	switches = append(append([]faultSwitch(nil), switches...), faultSwitch{
 		name: "testSwitch", label: "Test", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string { return "a switch this test added" },
-		on:       func(*Server, time.Time) bool { return on },
-		set:      func(_ *Server, v switchValue) error { on = v.on; return nil },
+		on:       func(*demoFaults, time.Time) bool { return on },
+		set:      func(_ *demoFaults, v switchValue) error { on = v.on; return nil },
 	})
 	t.Cleanup(func() { switches = saved })
 	f := newFixture(t, &Options{Demo: true, NoFeed: true})
