@@ -1,0 +1,157 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/client/native"
+)
+
+// The image docs/deploy/Dockerfile describes, built with podman from the
+// static binary alone (FROM scratch: nothing is pulled), then run against
+// the smoke check: /healthz and a client reaching READY. Podman missing,
+// or unable to run a container on this machine, skips with the reason.
+
+func TestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and an image")
+	}
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed (apt-get install podman): the image is not built")
+	}
+	// The binary as make image builds it: CGO_ENABLED=0.
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "wsready")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	tag := "localhost/wsready-test:" + strconv.Itoa(os.Getpid())
+	if out, err := exec.Command("podman", "build", "-q", "-f", "../../docs/deploy/Dockerfile", "-t", tag, dir).CombinedOutput(); err != nil {
+		t.Fatalf("podman build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", tag).Run() })
+	t.Run("static binary alone", func(t *testing.T) { imageIsTheBinaryAlone(t, tag, bin) })
+	t.Run("serves", func(t *testing.T) { imageServes(t, tag) })
+}
+
+// The image is the one static file and its settings: nothing to pull,
+// no libc to find, not root.
+func imageIsTheBinaryAlone(t *testing.T, tag, bin string) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the binary names a dynamic loader: it would not start FROM scratch")
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("the binary needs shared libraries %v: it would not start FROM scratch", libs)
+	}
+	out, err := exec.Command("podman", "image", "inspect", tag).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		Size   int64
+		Config struct {
+			User       string
+			Entrypoint []string
+			Cmd        []string
+		}
+		RootFS struct{ Layers []string }
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != 1 {
+		t.Fatalf("podman image inspect: %v: %s", err, out)
+	}
+	img := got[0]
+	if img.Config.User != "65532:65532" {
+		t.Errorf("user %q, want 65532:65532 (numeric, not root)", img.Config.User)
+	}
+	if strings.Join(img.Config.Entrypoint, " ") != "/wsready" || strings.Join(img.Config.Cmd, " ") != "serve -addr 0.0.0.0:8080" {
+		t.Errorf("entrypoint %q cmd %q, want /wsready and serve -addr 0.0.0.0:8080", img.Config.Entrypoint, img.Config.Cmd)
+	}
+	if len(img.RootFS.Layers) != 1 {
+		t.Errorf("%d layers, want 1 (the binary)", len(img.RootFS.Layers))
+	}
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The one layer is the binary plus tar headers: within 64 KiB of it.
+	if d := img.Size - st.Size(); d < 0 || d > 64<<10 {
+		t.Errorf("image %d bytes, binary %d: the image holds more than the binary", img.Size, st.Size())
+	}
+}
+
+// The image runs as a server: /healthz says ok and a client reaches
+// READY over a real socket (host network, loopback).
+func imageServes(t *testing.T, tag string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "podman", "run", "--rm", "--pull=never", "--network=host", tag, "version").CombinedOutput(); err != nil {
+		// The OCI runtime (crun, runc) refused to start the container:
+		// the machine's limits, not the image. Anything else fails.
+		if !strings.Contains(string(out), "OCI") {
+			t.Fatalf("podman run %s version: %v\n%s", tag, err, out)
+		}
+		t.Skipf("podman cannot run a container on this machine (the image was built and checked): %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	addr := freeAddr(t)
+	name := "wsready-test-" + strconv.Itoa(os.Getpid())
+	run := exec.Command("podman", "run", "--rm", "--pull=never", "--network=host", "--name", name, tag, "serve", "-addr", addr, "-ping", "1s")
+	run.Stdout, run.Stderr = io.Discard, io.Discard
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	t.Cleanup(func() {
+		exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			run.Process.Kill()
+			<-done
+		}
+	})
+	var health string
+	for range 100 { // 20 s at most
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if health = strings.TrimSpace(string(b)); resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // real time: polls another process
+	}
+	if health != "ok" {
+		t.Fatalf("/healthz of the container said %q, want ok", health)
+	}
+	c, err := native.Dial(context.Background(), "ws://"+addr+"/ws", &native.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("a client of the container never reached READY: %v", err)
+	}
+}
