@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies size sim measure bench-browser storm npm example clean
+.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies size sim measure bench-browser storm npm example clean image manifests
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
@@ -64,7 +64,7 @@ wasm:
 	$(GO) run ./internal/tools/precompress $(STATIC)/wsready.wasm
 	cp $(WASM_EXEC) $(STATIC)/wasm_exec.js
 
-test: build chromium vet unit wasm-test fuzz example e2e
+test: build chromium vet unit wasm-test fuzz example e2e manifests
 
 # The packages compiled into the browser client (the wasm and what it
 # imports from this module): jsguard checks that they call the browser only
@@ -240,6 +240,20 @@ release: npm
 	done
 	cd dist && rm -f SHA256SUMS && sha256sum wsready-$(VERSION)-* wsready-$(VERSION).tgz > SHA256SUMS
 	@cat dist/SHA256SUMS
+
+# The container image (docs/deploy.md): the static binary (the browser
+# client embedded) alone, FROM scratch, so nothing is pulled. docker build
+# takes the same arguments (CONTAINER=docker).
+CONTAINER ?= podman
+image: wasm
+	mkdir -p build/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags=-s -o build/image/wsready ./cmd/wsready
+	$(CONTAINER) build -f docs/deploy/Dockerfile -t wsready:$(VERSION) build/image
+
+# docs/deploy/kubernetes checked with no cluster: against the API's types
+# and each other (internal/tools/k8scheck, a module of its own).
+manifests:
+	cd internal/tools/k8scheck && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf bin build dist examples/vite/dist examples/vite/node_modules examples/app/web/dist examples/app/web/node_modules $(STATIC)/wsready.wasm $(STATIC)/wsready.wasm.gz $(STATIC)/wsready.wasm.br $(STATIC)/wasm_exec.js
