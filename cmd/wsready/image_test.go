@@ -6,7 +6,6 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -22,9 +21,9 @@ import (
 
 // The image docs/deploy/Dockerfile describes, built with podman from the
 // static binary alone (FROM scratch: nothing is pulled), then run against
-// the smoke check: /healthz and a client reaching READY. Podman missing,
-// or unable to run a container on this machine, skips with the reason.
-
+// the smoke check: /healthz, the embedded client and a client reaching
+// READY. Podman missing skips the test, and podman unable to run a
+// container on this machine skips the run, each with the reason.
 func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and an image")
@@ -46,6 +45,7 @@ func TestImage(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", tag).Run() })
 	t.Run("static binary alone", func(t *testing.T) { imageIsTheBinaryAlone(t, tag, bin) })
+	t.Run("binary serves", func(t *testing.T) { binaryServes(t, bin) })
 	t.Run("serves", func(t *testing.T) { imageServes(t, tag) })
 }
 
@@ -132,6 +132,28 @@ func imageServes(t *testing.T, tag string) {
 			<-done
 		}
 	})
+	smoke(t, addr, "the container")
+}
+
+// The image's binary serves outside a container too: where podman cannot
+// run one, this is the smoke check of what the image holds.
+func binaryServes(t *testing.T, bin string) {
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "serve", "-addr", addr, "-ping", "1s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	smoke(t, addr, "the static binary")
+}
+
+// smoke is the smoke check: /healthz says ok, the browser client is
+// embedded (GET /wsready.wasm), and a native client reaches READY.
+func smoke(t *testing.T, addr, what string) {
+	t.Helper()
 	var health string
 	for range 100 { // 20 s at most
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
@@ -144,14 +166,25 @@ func imageServes(t *testing.T, tag string) {
 		time.Sleep(200 * time.Millisecond) // real time: polls another process
 	}
 	if health != "ok" {
-		t.Fatalf("/healthz of the container said %q, want ok", health)
+		t.Fatalf("/healthz of %s said %q, want ok", what, health)
 	}
-	c, err := native.Dial(context.Background(), "ws://"+addr+"/ws", &native.Options{})
+	resp, err := http.Get("http://" + addr + "/wsready.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || n < 1<<20 {
+		t.Errorf("GET /wsready.wasm of %s: %d, %d bytes; want the embedded client (over 1 MiB)", what, resp.StatusCode, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := native.Dial(ctx, "ws://"+addr+"/ws", &native.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.WaitReady(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatalf("a client of the container never reached READY: %v", err)
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("a client of %s never reached READY: %v", what, err)
 	}
 }
