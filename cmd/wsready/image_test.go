@@ -40,7 +40,14 @@ func TestImage(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	tag := "localhost/wsready-test:" + strconv.Itoa(os.Getpid())
-	if out, err := exec.Command("podman", "build", "-q", "-f", "../../docs/deploy/Dockerfile", "-t", tag, dir).CombinedOutput(); err != nil {
+	dockerfile, err := filepath.Abs("../../docs/deploy/Dockerfile") // podman takes a relative -f against the context too
+	if err == nil {
+		_, err = os.Stat(dockerfile) // podman's own error names a path under the context
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("podman", "build", "-q", "-f", dockerfile, "-t", tag, dir).CombinedOutput(); err != nil {
 		t.Fatalf("podman build: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", tag).Run() })
