@@ -46,6 +46,10 @@ type driver struct {
 	coreTopics map[string]bool
 	tabs       *tabs // nil unless tabsMode is TabsOn
 	tabsMode   bridge.Tabs
+
+	// The last update's topic and its JS string (deliver).
+	updTopic   string
+	updTopicJS safejs.Value
 }
 
 // callbacks are the page's functions (undefined when not given).
@@ -162,8 +166,7 @@ func (d *driver) apply() {
 					d.tabs.update(e.Update)
 				}
 				if d.wants(e.Update.Topic) && isFunc(d.cb.onUpdate) {
-					v, err := updateObject(e.Update)
-					d.invoke(d.cb.onUpdate, v, err)
+					d.deliver(e.Update)
 				}
 			case client.EffPresence:
 				if d.tabs != nil && d.tabs.leading {
@@ -321,29 +324,24 @@ func (d *driver) invoke(fn safejs.Value, v safejs.Value, err error) {
 	}
 }
 
-// updateObject is jsObject(bridge.UpdateValue(u)) built straight into the
-// JS object, its keys in the same (sorted) order: an update is the
-// per-frame path, and this makes no map and sorts nothing.
-func updateObject(u client.Update) (safejs.Value, error) {
-	ctor, err := safejs.Global().Get("Object")
-	if err != nil {
-		return safejs.Undefined(), err
-	}
-	obj, err := ctor.New()
-	if err != nil {
-		return safejs.Undefined(), err
-	}
-	for _, err := range [...]error{
-		obj.Set("data", string(u.Data)),
-		obj.Set("epoch", float64(u.Epoch)),
-		obj.Set("seq", float64(u.Seq)),
-		obj.Set("topic", u.Topic),
-	} {
+// deliver hands u to the page's onUpdate in one call, onUpdate(topic,
+// seq, epoch, data), which wsready.js makes the page's object of: an
+// update is the per-frame path, and building the object from Go cost
+// five crossings of the JS boundary more (Object, new, a Set per key),
+// each a js.Value with its finalizer. The topic's JS string is kept for
+// the next update of the same topic (one, so the cache needs no bound).
+func (d *driver) deliver(u client.Update) {
+	if u.Topic != d.updTopic || d.updTopicJS.Type() != safejs.TypeString {
+		v, err := safejs.ValueOf(u.Topic)
 		if err != nil {
-			return safejs.Undefined(), err
+			consoleError("wsready: callback failed: " + err.Error())
+			return
 		}
+		d.updTopic, d.updTopicJS = u.Topic, v
 	}
-	return obj, nil
+	if _, err := d.cb.onUpdate.Invoke(d.updTopicJS, float64(u.Seq), float64(u.Epoch), string(u.Data)); err != nil {
+		consoleError("wsready: callback failed: " + err.Error())
+	}
 }
 
 // release runs after Stop: it closes every socket the driver still knows

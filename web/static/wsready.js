@@ -496,12 +496,14 @@ async function start(opts) {
       if (s.follower && s.ready && warm) dropWarm(warm, 'preconnect unused'); // another tab leads (READY is its): this one dials nothing
       emit('state', opts.onState, s);
     },
-    onUpdate: (u) => {
+    // An update comes in one call from Go (one crossing of the boundary);
+    // the page gets {data, epoch, seq, topic}, data parsed from its JSON.
+    onUpdate: (topic, seq, epoch, raw) => {
       let data;
-      try { data = JSON.parse(u.data); } catch { data = u.data; }
-      const v = { ...u, data };
+      try { data = JSON.parse(raw); } catch { data = raw; }
+      const v = { data, epoch, seq, topic };
       emit('update', opts.onUpdate, v); // every topic's, as the Go client's OnUpdate
-      for (const fn of topicSubs.get(u.topic)?.keys() ?? []) {
+      for (const fn of topicSubs.get(topic)?.keys() ?? []) {
         try { fn(v); } catch (e) { console.error('wsready: a subscribe callback threw', e); }
       }
       saveSoon();
