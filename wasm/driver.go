@@ -13,7 +13,8 @@ import (
 // driver runs one core in the browser. JS callbacks (socket events, the
 // timer, online/offline, visibility, other tabs, API calls) only push onto
 // the queue; one goroutine (loop) drains it, steps the core and carries out
-// its effects (apply). The concerns live in their own files: transport.go,
+// its effects (apply). A frame received is the exception: its step runs in
+// its callback when nothing is queued nor running (stepNow). The concerns live in their own files: transport.go,
 // websocket.go and http.go (sockets), buffered.go (send-side liveness),
 // tabs.go (one connection for many tabs), timer.go, network.go
 // (online/offline and visibility), token.go, promise.go (requests as
@@ -37,6 +38,7 @@ type driver struct {
 	aborted  map[float64]bool   // tickets aborted before their request step ran (at most maxAborted)
 	handle   []safejs.Func      // the page's handle: released by its dispose, so state() works after close()
 	stopped  bool
+	busy     bool           // a step is running (loop or stepNow): a frame waits in the queue
 	onStop   []safejs.Value // resolve functions of close() promises
 
 	// The app's topics (subscribe), and what the core is subscribed to by
@@ -111,13 +113,7 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 
 func (d *driver) loop() {
 	for range d.q.Ready() {
-		for _, step := range d.q.Take() {
-			step(time.Now())
-			d.apply()
-		}
-		if d.tabs != nil {
-			d.tabs.beatSoon(time.Now())
-		}
+		d.steps(d.q.Take())
 		if d.stopped {
 			// Steps queued behind the stop still run against the stopped
 			// core, so every request made meanwhile settles (NotReady).
@@ -128,6 +124,39 @@ func (d *driver) loop() {
 			d.release()
 			return
 		}
+	}
+}
+
+// steps runs steps (the loop's batch, or stepNow's one) and carries out
+// their effects, then lets the other tabs know this one is alive.
+func (d *driver) steps(steps []bridge.Job) {
+	d.busy = true
+	for _, step := range steps {
+		step(time.Now())
+		d.apply()
+	}
+	if d.tabs != nil {
+		d.tabs.beatSoon(time.Now())
+	}
+	d.busy = false
+}
+
+// stepNow runs step inside the browser's callback that calls it (a frame
+// received) when the driver is idle: nothing queued and no step running
+// (a step's effects call the page, whose calls come back as callbacks).
+// That saves a hop to the loop's goroutine per frame (a wake and two
+// switches of Go's scheduler). It never blocks: the core's steps are pure
+// and the driver's effects only call JavaScript. Otherwise step is
+// queued, behind what is already there, as before. A stop it made is
+// left to the loop, which releases what the driver holds.
+func (d *driver) stepNow(step bridge.Job) {
+	if d.busy || !d.q.Idle() {
+		d.q.Push(step)
+		return
+	}
+	d.steps([]bridge.Job{step})
+	if d.stopped {
+		d.q.Push(func(time.Time) {}) // wakes the loop: it sees stopped
 	}
 }
 

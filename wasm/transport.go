@@ -63,7 +63,8 @@ func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 
 // socketEvents is how a transport reports one socket's life to the driver,
 // already bound to the socket's id. Each only pushes a step onto the
-// driver's queue, so a js.FuncOf callback may call it: none blocks. run
+// driver's queue (message runs it at once when the driver is idle:
+// stepNow), so a js.FuncOf callback may call it: none blocks. run
 // pushes a step of the transport's own (a fetch answered), so that its
 // state changes only on the driver's loop, like the core's. Its step takes
 // no time: socketEvents is held by the transports, which are put in an
@@ -86,7 +87,7 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 			})
 		},
 		message: func(frame []byte) {
-			d.q.Push(func(now time.Time) { d.core.Received(id, frame, now) })
+			d.stepNow(func(now time.Time) { d.core.Received(id, frame, now) })
 		},
 		closed: func(code int, reason string) {
 			d.q.Push(func(now time.Time) {
