@@ -61,6 +61,9 @@ type callbacks struct {
 	// the first dial only: dial clears it. warmLock is its takeWarmLock
 	// (the tabs' lock preconnect() took), for the first lock request.
 	warm, warmLock safejs.Value
+	// frameOnly is wsready.js's: it wraps a socket's message handler so
+	// that it is handed event.data, not the event (openWebSocket).
+	frameOnly safejs.Value
 }
 
 func newDriver(o bridge.Options, cb callbacks) (*driver, error) {

@@ -43,6 +43,7 @@ type dialSpec struct {
 	via   client.Transport
 	token string
 	warm  safejs.Value
+	wrap  safejs.Value // wsready.js's frameOnly (openWebSocket), or undefined
 }
 
 // opener starts a transport for the core's socket and returns at once; its
@@ -58,7 +59,7 @@ func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 		}
 		return openHTTP(spec, ev)
 	}
-	return openWebSocket(spec.url, ev, spec.warm)
+	return openWebSocket(spec.url, ev, spec.warm, spec.wrap)
 }
 
 // socketEvents is how a transport reports one socket's life to the driver,
@@ -107,7 +108,7 @@ func (d *driver) dial(id client.SocketID, via client.Transport) {
 	url := d.urls[d.nextURL]
 	d.nextURL = (d.nextURL + 1) % len(d.urls)
 	ev := d.eventsOf(id)
-	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm}
+	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm, wrap: d.cb.frameOnly}
 	d.cb.warm = safejs.Undefined() // the first dial only
 	t, err := d.open(spec, ev)
 	if err != nil {

@@ -93,13 +93,27 @@ func jsString(t *testing.T, v safejs.Value, path ...any) string {
 // (code and reason) to its events, sends and closes on the socket, and
 // release unhooks it.
 func TestWebSocketTransport(t *testing.T) {
+	fn, err := safejs.Global().Get("Function")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wsready.js's frameOnly, as it is there.
+	frameOnly, err := fn.New("onmessage", "return (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("event", func(t *testing.T) { testWebSocketTransport(t, safejs.Undefined()) })
+	t.Run("frameOnly", func(t *testing.T) { testWebSocketTransport(t, frameOnly) })
+}
+
+func testWebSocketTransport(t *testing.T, wrap safejs.Value) {
 	fakeWebSocket(t)
 	var got []string
 	tr, err := openWebSocket("ws://example.test/ws", socketEvents{
 		opened:  func() { got = append(got, "opened") },
 		message: func(f []byte) { got = append(got, "message "+strconv.Quote(string(f))) },
 		closed:  func(code int, reason string) { got = append(got, "closed "+strconv.Itoa(code)+" "+reason) },
-	}, safejs.Undefined())
+	}, safejs.Undefined(), wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +266,7 @@ func TestWebSocketTransportWithoutWebSocket(t *testing.T) {
 	if err := safejs.Global().Set("WebSocket", safejs.Undefined()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openWebSocket("ws://example.test/ws", socketEvents{}, safejs.Undefined()); !errors.Is(err, errNoWebSocket) {
+	if _, err := openWebSocket("ws://example.test/ws", socketEvents{}, safejs.Undefined(), safejs.Undefined()); !errors.Is(err, errNoWebSocket) {
 		t.Fatalf("open: %v", err)
 	}
 }

@@ -256,6 +256,11 @@ export function preconnect(url, opts = {}) {
   return true;
 }
 
+// frameOnly wraps a socket's message handler (the client's, once per
+// socket): it is handed event.data when that is a string, undefined
+// otherwise (a binary frame), so Go reads no event object.
+const frameOnly = (onmessage) => (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);
+
 // takeWarm is the client's first dial: over WebSocket to url, the
 // preconnected socket, or undefined when nothing fits (the client then
 // opens its own). A first dial over HTTP calls it with no url: the socket
@@ -488,6 +493,9 @@ async function start(opts) {
     warm: takeWarm,
     // The tabs' lock preconnect() holds, handed to the client's election.
     warmLock: takeWarmLock,
+    // A socket's message handler, given the frame (event.data when a
+    // string) instead of the event: one crossing into Go per frame.
+    frameOnly,
     onRecord: (r) => emit('record', opts.onRecord, r),
     onState: (s) => {
       lastState = s;
