@@ -29,7 +29,7 @@ func connectJS(args []safejs.Value) any {
 		return v
 	}
 	d, err := newDriver(o, callbacks{onState: cb("onState"), onUpdate: cb("onUpdate"), onEvent: cb("onEvent"), onRecord: cb("onRecord"),
-		onLost: cb("onContinuityLost"), onTopic: cb("onTopicError"), onPresence: cb("onPresence"), token: cb("token"), warm: cb("warm"), warmLock: cb("warmLock")})
+		onLost: cb("onContinuityLost"), onTopic: cb("onTopicError"), onPresence: cb("onPresence"), token: cb("token"), warm: cb("warm"), warmLock: cb("warmLock"), frameOnly: cb("frameOnly")})
 	if err != nil {
 		return errorValue("wsready.connect: " + err.Error())
 	}

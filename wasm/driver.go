@@ -14,7 +14,8 @@ import (
 // driver runs one core in the browser. JS callbacks (socket events, the
 // timer, online/offline, visibility, other tabs, API calls) only push onto
 // the queue; one goroutine (loop) drains it, steps the core and carries out
-// its effects (apply). The concerns live in their own files: transport.go,
+// its effects (apply). A frame received is the exception: its step runs in
+// its callback when nothing is queued nor running (stepNow). The concerns live in their own files: transport.go,
 // websocket.go and http.go (sockets), buffered.go (send-side liveness),
 // tabs.go (one connection for many tabs), timer.go, network.go
 // (online/offline and visibility), token.go, promise.go (requests as
@@ -38,6 +39,7 @@ type driver struct {
 	aborted  map[float64]bool   // tickets aborted before their request step ran (at most maxAborted)
 	handle   []safejs.Func      // the page's handle: released by its dispose, so state() works after close()
 	stopped  bool
+	busy     bool           // a step is running (loop or stepNow): a frame waits in the queue
 	onStop   []safejs.Value // resolve functions of close() promises
 
 	// The app's topics (subscribe), and what the core is subscribed to by
@@ -47,6 +49,10 @@ type driver struct {
 	coreTopics map[string]bool
 	tabs       *tabs // nil unless tabsMode is TabsOn
 	tabsMode   bridge.Tabs
+
+	// The last update's topic and its JS string (deliver).
+	updTopic   string
+	updTopicJS safejs.Value
 }
 
 // callbacks are the page's functions (undefined when not given).
@@ -56,6 +62,9 @@ type callbacks struct {
 	// the first dial only: dial clears it. warmLock is its takeWarmLock
 	// (the tabs' lock preconnect() took), for the first lock request.
 	warm, warmLock safejs.Value
+	// frameOnly is wsready.js's: it wraps a socket's message handler so
+	// that it is handed event.data, not the event (openWebSocket).
+	frameOnly safejs.Value
 }
 
 func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
@@ -108,13 +117,7 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 
 func (d *driver) loop() {
 	for range d.q.Ready() {
-		for _, step := range d.q.Take() {
-			step(time.Now())
-			d.apply()
-		}
-		if d.tabs != nil {
-			d.tabs.beatSoon(time.Now())
-		}
+		d.steps(d.q.Take())
 		if d.stopped {
 			// Steps queued behind the stop still run against the stopped
 			// core, so every request made meanwhile settles (NotReady).
@@ -125,6 +128,44 @@ func (d *driver) loop() {
 			d.release()
 			return
 		}
+	}
+}
+
+// steps runs steps (the loop's batch, or stepNow's one) and carries out
+// their effects, then lets the other tabs know this one is alive.
+func (d *driver) steps(steps []bridge.Job) {
+	d.busy = true
+	var now time.Time
+	for _, step := range steps {
+		now = time.Now()
+		step(now)
+		d.apply()
+	}
+	if d.tabs != nil {
+		if len(steps) == 0 {
+			now = time.Now()
+		}
+		d.tabs.beatSoon(now) // the last step's time: a read of the clock is two calls into JavaScript
+	}
+	d.busy = false
+}
+
+// stepNow runs step inside the browser's callback that calls it (a frame
+// received) when the driver is idle: nothing queued and no step running
+// (a step's effects call the page, whose calls come back as callbacks).
+// That saves a hop to the loop's goroutine per frame (a wake and two
+// switches of Go's scheduler). It never blocks: the core's steps are pure
+// and the driver's effects only call JavaScript. Otherwise step is
+// queued, behind what is already there, as before. A stop it made is
+// left to the loop, which releases what the driver holds.
+func (d *driver) stepNow(step bridge.Job) {
+	if d.busy || !d.q.Idle() {
+		d.q.Push(step)
+		return
+	}
+	d.steps([]bridge.Job{step})
+	if d.stopped {
+		d.q.Push(func(time.Time) {}) // wakes the loop: it sees stopped
 	}
 }
 
@@ -163,8 +204,7 @@ func (d *driver) apply() {
 					d.tabs.update(e.Update)
 				}
 				if d.wants(e.Update.Topic) && isFunc(d.cb.onUpdate) {
-					v, err := updateObject(e.Update)
-					d.invoke(d.cb.onUpdate, v, err)
+					d.deliver(e.Update)
 				}
 			case client.EffPresence:
 				if d.tabs != nil && d.tabs.leading {
@@ -322,29 +362,24 @@ func (d *driver) invoke(fn safejs.Value, v safejs.Value, err error) {
 	}
 }
 
-// updateObject is jsObject(bridge.UpdateValue(u)) built straight into the
-// JS object, its keys in the same (sorted) order: an update is the
-// per-frame path, and this makes no map and sorts nothing.
-func updateObject(u client.Update) (safejs.Value, error) {
-	ctor, err := safejs.Global().Get("Object")
-	if err != nil {
-		return safejs.Undefined(), err
-	}
-	obj, err := ctor.New()
-	if err != nil {
-		return safejs.Undefined(), err
-	}
-	for _, err := range [...]error{
-		obj.Set("data", string(u.Data)),
-		obj.Set("epoch", float64(u.Epoch)),
-		obj.Set("seq", float64(u.Seq)),
-		obj.Set("topic", u.Topic),
-	} {
+// deliver hands u to the page's onUpdate in one call, onUpdate(topic,
+// seq, epoch, data), which wsready.js makes the page's object of: an
+// update is the per-frame path, and building the object from Go cost
+// five crossings of the JS boundary more (Object, new, a Set per key),
+// each a js.Value with its finalizer. The topic's JS string is kept for
+// the next update of the same topic (one, so the cache needs no bound).
+func (d *driver) deliver(u client.Update) {
+	if u.Topic != d.updTopic || d.updTopicJS.Type() != safejs.TypeString {
+		v, err := safejs.ValueOf(u.Topic)
 		if err != nil {
-			return safejs.Undefined(), err
+			consoleError("wsready: callback failed: " + err.Error())
+			return
 		}
+		d.updTopic, d.updTopicJS = u.Topic, v
 	}
-	return obj, nil
+	if _, err := d.cb.onUpdate.Invoke(d.updTopicJS, float64(u.Seq), float64(u.Epoch), string(u.Data)); err != nil {
+		consoleError("wsready: callback failed: " + err.Error())
+	}
 }
 
 // release runs after Stop: it closes every socket the driver still knows

@@ -71,17 +71,17 @@ func TestFuncOfRecoversAPanic(t *testing.T) {
 }
 
 // BenchmarkDeliverUpdate is the driver's share of the per-frame step: an
-// update effect turned into the page's object and handed to its onUpdate
-// (a JS function that does nothing). The core's share is the client
-// package's BenchmarkCoreMessage. make wasm compiles this package and
-// internal/bridge without inlining (issue 22); this measures what that
-// costs: go test with and without GOFLAGS set to the Makefile's WASM_FLAGS.
+// update effect handed to the page's onUpdate (a JS function that does
+// nothing). The core's share is the client package's BenchmarkCoreMessage.
+// make wasm compiles this package and internal/bridge without inlining
+// (issue 22); this measures what that costs: go test with and without
+// GOFLAGS set to the Makefile's WASM_FLAGS.
 func BenchmarkDeliverUpdate(b *testing.B) {
 	ctor, err := safejs.Global().Get("Function")
 	if err != nil {
 		b.Fatal(err)
 	}
-	noop, err := ctor.New("u", "")
+	noop, err := ctor.New("topic", "seq", "epoch", "data", "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,44 +91,58 @@ func BenchmarkDeliverUpdate(b *testing.B) {
 	for b.Loop() {
 		u.Seq++
 		if d.wants(u.Topic) && isFunc(d.cb.onUpdate) {
-			v, err := updateObject(u)
-			d.invoke(d.cb.onUpdate, v, err)
+			d.deliver(u)
 		}
 	}
 }
 
-// updateObject makes the object jsObject(bridge.UpdateValue(u)) makes,
-// keys in the same order.
-func TestUpdateObjectIsUpdateValue(t *testing.T) {
-	stringify := func(v safejs.Value) string {
-		j, err := safejs.Global().Get("JSON")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := j.Call("stringify", v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := s.String()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+// An update reaches the page's onUpdate in one call with its topic, seq,
+// epoch and data as its arguments (wsready.js makes the page's object of
+// them), whatever the topic of the update before it.
+func TestUpdateIsOneCall(t *testing.T) {
+	ctor, err := safejs.Global().Get("Function")
+	if err != nil {
+		t.Fatal(err)
 	}
+	record, err := ctor.New(`globalThis.__updates = (globalThis.__updates || []).concat([Array.from(arguments)]);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := safejs.Global()
+	g.Set("__updates", safejs.Undefined())
+	t.Cleanup(func() { g.Set("__updates", safejs.Undefined()) })
+	cfg, err := client.StageConfig(client.MaxStage, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &driver{core: core, q: bridge.NewQueue(), cb: callbacks{onUpdate: record}, sockets: map[client.SocketID]transport{}}
 	for _, u := range []client.Update{
 		{Topic: "feed", Seq: 7, Data: []byte(`{"a":[1,2]}`), Epoch: 2},
+		{Topic: "feed", Seq: 8, Data: []byte(`3`), Epoch: 2},
 		{Topic: "room:1", Seq: 1 << 40, Data: []byte(`"x"`), Epoch: 1 << 33},
+		{Topic: "feed", Seq: 9, Data: []byte(`null`), Epoch: 2},
 	} {
-		got, err := updateObject(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := jsObject(bridge.UpdateValue(u))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g, w := stringify(got), stringify(want); g != w {
-			t.Fatalf("updateObject: %s, want %s", g, w)
-		}
+		d.deliver(u)
+	}
+	j, err := g.Get("JSON")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.Get("__updates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := j.Call("stringify", got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := s.String()
+	want := `[["feed",7,2,"{\"a\":[1,2]}"],["feed",8,2,"3"],["room:1",1099511627776,8589934592,"\"x\""],["feed",9,2,"null"]]`
+	if out != want {
+		t.Fatalf("onUpdate got %s, want %s", out, want)
 	}
 }

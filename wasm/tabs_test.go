@@ -178,11 +178,23 @@ func openTabWith(t *testing.T, opts fakeGetter) *tab {
 			}
 			tb.states = append(tb.states, s)
 		}),
-		onUpdate: cb(func(v safejs.Value) {
-			topic, _ := getString(v, "topic")
-			seq, _ := getNumber(v, "seq")
-			tb.updates = append(tb.updates, topic+"#"+strconv.Itoa(int(seq)))
-		}),
+		onUpdate: func() safejs.Value { // onUpdate(topic, seq, epoch, data)
+			f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
+				if len(args) > 1 {
+					topic, _ := args[0].String()
+					seq, _ := args[1].Float()
+					tb.mu.Lock()
+					tb.updates = append(tb.updates, topic+"#"+strconv.Itoa(int(seq)))
+					tb.mu.Unlock()
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb.funcs = append(tb.funcs, f)
+			return f.Value()
+		}(),
 		onEvent: cb(func(v safejs.Value) {
 			kind, _ := getString(v, "kind")
 			detail, _ := getString(v, "detail")

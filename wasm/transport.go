@@ -43,6 +43,7 @@ type dialSpec struct {
 	via   client.Transport
 	token string
 	warm  safejs.Value
+	wrap  safejs.Value // wsready.js's frameOnly (openWebSocket), or undefined
 }
 
 // opener starts a transport for the core's socket and returns at once; its
@@ -58,12 +59,13 @@ func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 		}
 		return openHTTP(spec, ev)
 	}
-	return openWebSocket(spec.url, ev, spec.warm)
+	return openWebSocket(spec.url, ev, spec.warm, spec.wrap)
 }
 
 // socketEvents is how a transport reports one socket's life to the driver,
 // already bound to the socket's id. Each only pushes a step onto the
-// driver's queue, so a js.FuncOf callback may call it: none blocks. run
+// driver's queue (message runs it at once when the driver is idle:
+// stepNow), so a js.FuncOf callback may call it: none blocks. run
 // pushes a step of the transport's own (a fetch answered), so that its
 // state changes only on the driver's loop, like the core's. Its step takes
 // no time: socketEvents is held by the transports, which are put in an
@@ -86,7 +88,7 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 			})
 		},
 		message: func(frame []byte) {
-			d.q.Push(func(now time.Time) { d.core.Received(id, frame, now) })
+			d.stepNow(func(now time.Time) { d.core.Received(id, frame, now) })
 		},
 		closed: func(code int, reason string) {
 			d.q.Push(func(now time.Time) {
@@ -106,7 +108,7 @@ func (d *driver) dial(id client.SocketID, via client.Transport) {
 	url := d.urls[d.nextURL]
 	d.nextURL = (d.nextURL + 1) % len(d.urls)
 	ev := d.eventsOf(id)
-	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm}
+	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm, wrap: d.cb.frameOnly}
 	d.cb.warm = safejs.Undefined() // the first dial only
 	t, err := d.open(spec, ev)
 	if err != nil {

@@ -94,13 +94,27 @@ func jsString(t *testing.T, v safejs.Value, path ...any) string {
 // (code and reason) to its events, sends and closes on the socket, and
 // release unhooks it.
 func TestWebSocketTransport(t *testing.T) {
+	fn, err := safejs.Global().Get("Function")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wsready.js's frameOnly, as it is there.
+	frameOnly, err := fn.New("onmessage", "return (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("event", func(t *testing.T) { testWebSocketTransport(t, safejs.Undefined()) })
+	t.Run("frameOnly", func(t *testing.T) { testWebSocketTransport(t, frameOnly) })
+}
+
+func testWebSocketTransport(t *testing.T, wrap safejs.Value) {
 	fakeWebSocket(t)
 	var got []string
 	tr, err := openWebSocket("ws://example.test/ws", socketEvents{
 		opened:  func() { got = append(got, "opened") },
 		message: func(f []byte) { got = append(got, "message "+strconv.Quote(string(f))) },
 		closed:  func(code int, reason string) { got = append(got, "closed "+strconv.Itoa(code)+" "+reason) },
-	}, safejs.Undefined())
+	}, safejs.Undefined(), wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +267,7 @@ func TestWebSocketTransportWithoutWebSocket(t *testing.T) {
 	if err := safejs.Global().Set("WebSocket", safejs.Undefined()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openWebSocket("ws://example.test/ws", socketEvents{}, safejs.Undefined()); !errors.Is(err, errNoWebSocket) {
+	if _, err := openWebSocket("ws://example.test/ws", socketEvents{}, safejs.Undefined(), safejs.Undefined()); !errors.Is(err, errNoWebSocket) {
 		t.Fatalf("open: %v", err)
 	}
 }
@@ -359,5 +373,79 @@ func TestDriverDrivesATransport(t *testing.T) {
 	}
 	if n := core.Stats().Closes; n != 2 {
 		t.Fatalf("a close and a refused open made %d closes, want 2", n)
+	}
+}
+
+// A frame received while the driver is idle is stepped inside its
+// callback (no hop to the loop's goroutine); one received while a step is
+// queued waits behind it, so the core sees events in the order they came.
+func TestFrameSteppedInItsCallback(t *testing.T) {
+	cfg, err := client.StageConfig(client.MaxStage, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *fakeTransport
+	d := &driver{urls: []string{"ws://a.test/ws"}, core: core, q: bridge.NewQueue(),
+		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
+	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
+		f = &fakeTransport{url: spec.url, ev: ev, spec: spec}
+		return f, nil
+	}
+	d.timer, err = newTimer(func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.timer.release()
+	now := time.Now()
+	run := func() { // the loop's work, until nothing is queued
+		d.apply()
+		for steps := d.q.Take(); len(steps) > 0; steps = d.q.Take() {
+			for _, step := range steps {
+				step(now)
+				d.apply()
+			}
+		}
+	}
+	core.Start(now)
+	run()
+	if f == nil {
+		t.Fatal("no socket was opened")
+	}
+	f.ev.opened()
+	run()
+	// Idle: the frame (not JSON) is stepped at once, no loop run.
+	f.ev.message([]byte("not a frame"))
+	if n := core.Stats().BadFrames; n != 1 {
+		t.Fatalf("after a frame with the driver idle: %d bad frames, want 1 (stepped in the callback)", n)
+	}
+	if !d.q.Idle() {
+		t.Fatal("the frame stepped at once was also queued")
+	}
+	// A step queued first: the frame waits behind it.
+	var order []string
+	d.q.Push(func(time.Time) { order = append(order, "queued step") })
+	f.ev.message([]byte("not a frame either"))
+	if n := core.Stats().BadFrames; n != 1 {
+		t.Fatalf("a frame overtook a queued step: %d bad frames before the loop ran", n)
+	}
+	d.q.Push(func(time.Time) { order = append(order, "after the frame:"+strconv.Itoa(core.Stats().BadFrames)) })
+	run()
+	if len(order) != 2 || order[0] != "queued step" || order[1] != "after the frame:2" {
+		t.Fatalf("steps ran as %q, want the queued step, then the frame", order)
+	}
+	// A step running (busy): the frame waits for the loop.
+	d.busy = true
+	f.ev.message([]byte("nor this"))
+	d.busy = false
+	if n := core.Stats().BadFrames; n != 2 {
+		t.Fatalf("a frame during a step was stepped inside it: %d bad frames", n)
+	}
+	run()
+	if n := core.Stats().BadFrames; n != 3 {
+		t.Fatalf("after the loop ran: %d bad frames, want 3", n)
 	}
 }

@@ -23,7 +23,13 @@ var errNoWebSocket = errors.New("no WebSocket in this environment")
 // is asked first for the socket the page preconnected to url: it gives
 // that socket the handlers, in a task of its own, after replaying to them
 // what came so far.
-func openWebSocket(url string, ev socketEvents, warm safejs.Value) (transport, error) {
+//
+// wrap, when a function (wsready.js's frameOnly), is given the message
+// handler once per socket and returns the one to set: it hands the
+// handler event.data when a string (undefined otherwise) instead of the
+// event, so a frame crosses into Go once, with no js.Value for the event
+// nor a Get for its data. Without it the handler reads the event's data.
+func openWebSocket(url string, ev socketEvents, warm, wrap safejs.Value) (transport, error) {
 	ctor, err := safejs.Global().Get("WebSocket")
 	if err != nil || ctor.Type() != safejs.TypeFunction {
 		return nil, errNoWebSocket
@@ -32,8 +38,12 @@ func openWebSocket(url string, ev socketEvents, warm safejs.Value) (transport, e
 	h := [len(wsHandlers)]safejs.Value{t.fn(func([]safejs.Value) { ev.opened() }), t.fn(func(args []safejs.Value) {
 		var frame []byte
 		if len(args) > 0 {
-			if data, err := args[0].Get("data"); err == nil && data.Type() == safejs.TypeString {
-				str, _ := data.String()
+			v := args[0]
+			if v.Type() == safejs.TypeObject { // the event, unwrapped
+				v, _ = v.Get("data")
+			}
+			if v.Type() == safejs.TypeString { // a binary frame is not one of the protocol's: empty
+				str, _ := v.String()
 				frame = []byte(str)
 			}
 		}
@@ -50,6 +60,11 @@ func openWebSocket(url string, ev socketEvents, warm safejs.Value) (transport, e
 		}
 		ev.closed(code, reason)
 	})}
+	if isFunc(wrap) {
+		if w, err := wrap.Invoke(h[1]); err == nil && isFunc(w) {
+			h[1] = w
+		}
+	}
 	if isFunc(warm) {
 		if ws, err := warm.Invoke(url, h[0], h[1], h[2]); err == nil && ws.Type() == safejs.TypeObject {
 			t.ws = ws

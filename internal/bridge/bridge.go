@@ -54,6 +54,15 @@ func (q *Queue) Push(v Job) bool {
 	return true
 }
 
+// Idle reports whether nothing is queued and the queue is open: a step
+// may then run at once instead of being pushed without passing any.
+func (q *Queue) Idle() bool {
+	q.mu.Lock()
+	idle := len(q.items) == 0 && !q.closed
+	q.mu.Unlock()
+	return idle
+}
+
 // Ready is signalled (at least once) after a Push.
 func (q *Queue) Ready() <-chan struct{} { return q.ready }
 

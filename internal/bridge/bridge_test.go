@@ -196,3 +196,24 @@ func TestSortStrings(t *testing.T) {
 		}
 	}
 }
+
+// Idle: nothing queued and the queue open (the driver steps a frame at
+// once only then).
+func TestQueueIdle(t *testing.T) {
+	q := NewQueue()
+	if !q.Idle() {
+		t.Fatal("a new queue is not idle")
+	}
+	q.Push(func(time.Time) {})
+	if q.Idle() {
+		t.Fatal("idle with a job queued")
+	}
+	q.Take()
+	if !q.Idle() {
+		t.Fatal("not idle once taken")
+	}
+	q.Close()
+	if q.Idle() {
+		t.Fatal("idle once closed")
+	}
+}

@@ -256,6 +256,11 @@ export function preconnect(url, opts = {}) {
   return true;
 }
 
+// frameOnly wraps a socket's message handler (the client's, once per
+// socket): it is handed event.data when that is a string, undefined
+// otherwise (a binary frame), so Go reads no event object.
+const frameOnly = (onmessage) => (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);
+
 // takeWarm is the client's first dial: over WebSocket to url, the
 // preconnected socket, or undefined when nothing fits (the client then
 // opens its own). A first dial over HTTP calls it with no url: the socket
@@ -488,6 +493,9 @@ async function start(opts) {
     warm: takeWarm,
     // The tabs' lock preconnect() holds, handed to the client's election.
     warmLock: takeWarmLock,
+    // A socket's message handler, given the frame (event.data when a
+    // string) instead of the event: one crossing into Go per frame.
+    frameOnly,
     onRecord: (r) => emit('record', opts.onRecord, r),
     onState: (s) => {
       lastState = s;
@@ -496,12 +504,14 @@ async function start(opts) {
       if (s.follower && s.ready && warm) dropWarm(warm, 'preconnect unused'); // another tab leads (READY is its): this one dials nothing
       emit('state', opts.onState, s);
     },
-    onUpdate: (u) => {
+    // An update comes in one call from Go (one crossing of the boundary);
+    // the page gets {data, epoch, seq, topic}, data parsed from its JSON.
+    onUpdate: (topic, seq, epoch, raw) => {
       let data;
-      try { data = JSON.parse(u.data); } catch { data = u.data; }
-      const v = { ...u, data };
+      try { data = JSON.parse(raw); } catch { data = raw; }
+      const v = { data, epoch, seq, topic };
       emit('update', opts.onUpdate, v); // every topic's, as the Go client's OnUpdate
-      for (const fn of topicSubs.get(u.topic)?.keys() ?? []) {
+      for (const fn of topicSubs.get(topic)?.keys() ?? []) {
         try { fn(v); } catch (e) { console.error('wsready: a subscribe callback threw', e); }
       }
       saveSoon();

@@ -1,0 +1,94 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hack-pad/safejs"
+	"github.com/wsready/wsready/internal/bridge"
+)
+
+// BenchmarkFrameStep is a frame's way in: the socket's onmessage (a fake
+// WebSocket's, called from JavaScript as the browser would) to the core
+// stepped with it and its effects applied; a ping, so the step itself is
+// small and the way there is what is measured (the JS/wasm crossings, the
+// hop to the driver's goroutine if there is one). FrameOnly: the socket's
+// handler wrapped by wsready.js's frameOnly, as in a page.
+func BenchmarkFrameStep(b *testing.B) {
+	b.Run("event", func(b *testing.B) { benchFrameStep(b, false) })
+	b.Run("frameOnly", func(b *testing.B) { benchFrameStep(b, true) })
+}
+
+func benchFrameStep(b *testing.B, wrap bool) {
+	g := safejs.Global()
+	orig, _ := g.Get("WebSocket")
+	fn, _ := g.Get("Function")
+	mk, err := fn.New(`globalThis.__sockets = [];
+		return class { constructor(url) { this.url = url; this.sent = []; globalThis.__sockets.push(this); }
+			send(s) { this.sent.push(s); if (this.sent.length > 64) this.sent = []; } close() {} };`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	class, err := mk.Invoke()
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.Set("WebSocket", class)
+	defer g.Set("WebSocket", orig)
+	for _, name := range []string{"addEventListener", "removeEventListener"} { // Node has no window
+		if v, _ := g.Get(name); v.Type() != safejs.TypeFunction {
+			noop, _ := fn.New("")
+			g.Set(name, noop)
+			defer g.Delete(name)
+		}
+	}
+	o, err := bridge.ParseOptions(fakeGetter{"url": "ws://bench.test/ws"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cb callbacks
+	if wrap {
+		cb.frameOnly, err = fn.New("onmessage", "return (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);")
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	d, err := newDriver(o, cb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.stop()
+	var ws safejs.Value
+	for i := 0; i < 200; i++ { // the loop goroutine dials: at most 2 s
+		arr, _ := g.Get("__sockets")
+		if n, _ := arr.Length(); n > 0 {
+			ws, _ = arr.Index(n - 1)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ws.Type() != safejs.TypeObject {
+		b.Fatal("no WebSocket was opened")
+	}
+	if _, err := ws.Call("onopen"); err != nil {
+		b.Fatal(err)
+	}
+	ev, err := jsObject(map[string]any{"data": `{"type":"ping","intervalMs":1000}`})
+	if err != nil {
+		b.Fatal(err)
+	}
+	before := d.core.Stats().Pings
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ws.Call("onmessage", ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if n := d.core.Stats().Pings - before; n != b.N {
+		b.Fatalf("%d pings stepped, want %d", n, b.N)
+	}
+}
