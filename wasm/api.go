@@ -43,7 +43,7 @@ func connectJS(args []safejs.Value) any {
 	// One Go function serves every method of the handle: a JS function per
 	// name, each calling d.method with its index. A Go function per method
 	// (each a closure wrapped by funcOf) cost the wasm about 1 KB of code
-	// apiece; a case of one switch costs what its body does (issue 22).
+	// apiece; a case of one switch costs what its body does.
 	for i, name := range handleMethods {
 		jf, _ := funcOf(func(_ safejs.Value, a []safejs.Value) any { return d.method(i, a) })
 		d.handle = append(d.handle, jf)

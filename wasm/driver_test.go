@@ -74,7 +74,7 @@ func TestFuncOfRecoversAPanic(t *testing.T) {
 // update effect handed to the page's onUpdate (a JS function that does
 // nothing). The core's share is the client package's BenchmarkCoreMessage.
 // make wasm compiles this package and internal/bridge without inlining
-// (issue 22); this measures what that costs: go test with and without
+// (docs/performance.md); this measures what that costs: go test with and without
 // GOFLAGS set to the Makefile's WASM_FLAGS.
 func BenchmarkDeliverUpdate(b *testing.B) {
 	ctor, err := safejs.Global().Get("Function")

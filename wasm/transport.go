@@ -70,7 +70,7 @@ func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 // state changes only on the driver's loop, like the core's. Its step takes
 // no time: socketEvents is held by the transports, which are put in an
 // interface, and a time.Time reachable from one keeps time's formatting in
-// the wasm (issue 22, docs/performance.md).
+// the wasm (docs/performance.md).
 type socketEvents struct {
 	opened  func()
 	message func(frame []byte)
