@@ -151,6 +151,37 @@ func netFaults(fe *netFaultEnv) []netFault {
 // reconnects meet the fault too.
 const faultHold = 5 * time.Second
 
+// settle is how long every client has been READY, without a break, when
+// a fault begins: past the core's default Cooldown (5 s of READY), so
+// the backoff has reset and each fault meets a client as a first one
+// would, not one still counting the last fault's attempts (with 1.5 s
+// between faults a reset took 10-14 s to recover from, the backoff's
+// third and fourth attempts).
+const settle = 6 * time.Second
+
+// readyFor waits, within d, until log has been READY for at least hold
+// without a break.
+func readyFor(log readyLog, hold, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		from, err := waitSince(log, true, time.Now().UnixMilli(), time.Until(deadline))
+		if err != nil {
+			return err
+		}
+		time.Sleep(time.Until(time.UnixMilli(from).Add(hold)))
+		left, err := log.since(false, from)
+		if err != nil {
+			return err
+		}
+		if left < 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not READY for %v without a break within %v", log.name(), hold, d)
+		}
+	}
+}
+
 // faultResult is one client's figures for one fault: leave is from the
 // fault's start to the client leaving READY, again from the fault healed
 // (a reset: from the reset) to READY, both in ms; early says READY came
@@ -183,13 +214,10 @@ func waitSince(log readyLog, want bool, from int64, d time.Duration) (int64, err
 func runFault(f netFault, logs []readyLog) ([]faultResult, error) {
 	now := func() int64 { return time.Now().UnixMilli() }
 	for _, l := range logs {
-		if _, err := waitSince(l, true, now(), 30*time.Second); err != nil {
+		if err := readyFor(l, settle, time.Minute); err != nil {
 			return nil, fmt.Errorf("before %s: %w", f.name, err)
 		}
 	}
-	// Pings flowing on the connection before the fault: the figures are
-	// not a fresh connection's.
-	time.Sleep(1500 * time.Millisecond)
 	t0 := now()
 	if err := f.apply(); err != nil {
 		return nil, fmt.Errorf("failed to apply %s: %w", f.name, err)
@@ -248,7 +276,7 @@ func dialNative(t *testing.T, fe *netFaultEnv) *nativeLog {
 // later: 1.5 s from the last frame; 2.5 s here for a shared machine) and
 // is READY again within 15 s of the link's return; then one reset (ss -K),
 // where the kernel can destroy sockets: out of READY at once (the RST) and
-// back within 5 s. About 20 s; make measure repeats these with Chromium
+// back within 5 s. About 30 s; make measure repeats these with Chromium
 // beside (TestMeasureNetFaults).
 func TestNetFaultNative(t *testing.T) {
 	fe := newNetFaultEnv(t)
@@ -328,8 +356,8 @@ func TestMeasureNetFaults(t *testing.T) {
 		}
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Real network faults beside Freeze\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureNetFaults -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. The server (make run's options, 1 s pings) listens inside a network namespace the test makes (e2e/netfault_linux.go), reached over a veth pair; a native client (client/native at its defaults: stage 8) and a headless Chromium page at `?stage=8` are connected to it at once, and each fault hits both. Blackhole: iptables DROP on every packet in and out of the namespace, held %v, then removed: no RST, no FIN, the link silent both ways. Reset: `ss -K` on the server's established sockets (the kernel aborts them and sends the clients a RST); it heals itself, so READY again is timed from it. Freeze: the demo's switch (connections carry nothing both ways, at the server), held %v. Each fault ran %d times, interleaved, each time from a READY client with pings flowing. Leave READY: from the fault's start to the client out of READY; READY again: from the fault removed to READY (a new connection, its subscriptions acknowledged).\n\n",
-		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), faultHold, faultHold, netFaultRuns)
+	fmt.Fprintf(&md, "## Real network faults beside Freeze\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureNetFaults -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. The server (make run's options, 1 s pings) listens inside a network namespace the test makes (e2e/netfault_linux.go), reached over a veth pair; a native client (client/native at its defaults: stage 8) and a headless Chromium page at `?stage=8` are connected to it at once, and each fault hits both. Blackhole: iptables DROP on every packet in and out of the namespace, held %v, then removed: no RST, no FIN, the link silent both ways. Reset: `ss -K` on the server's established sockets (the kernel aborts them and sends the clients a RST); it heals itself, so READY again is timed from it. Freeze: the demo's switch (connections carry nothing both ways, at the server), held %v. Each fault ran %d times, interleaved, each time once both clients had been READY for %v without a break (past the core's 5 s Cooldown: the backoff reset, as before a first fault; with 1.5 s between faults a reset took 10-14 s to recover from, the backoff's later attempts). Leave READY: from the fault's start to the client out of READY; READY again: from the fault removed to READY (a new connection, its subscriptions acknowledged).\n\n",
+		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), faultHold, faultHold, netFaultRuns, settle)
 	md.WriteString(netFaultTable(faults, logs, results))
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())
@@ -363,4 +391,17 @@ func netFaultTable(faults []netFault, logs []readyLog, results [][][]*faultResul
 		}
 	}
 	return b.String()
+}
+
+// The table has a row per fault and client with the median and worst of
+// the runs that finished, a failed run counted out of the runs.
+func TestNetFaultTable(t *testing.T) {
+	faults := []netFault{{name: "blackhole"}}
+	logs := []readyLog{&nativeLog{}}
+	res := [][][]*faultResult{{{{leave: 1400, again: 500}, nil, {leave: 1200, again: 900}, {leave: 1300, again: 700}}}}
+	got := netFaultTable(faults, logs, res)
+	want := "| fault | client | leave READY, median (s) | worst (s) | READY again, median (s) | worst (s) | runs |\n|---|---|---|---|---|---|---|\n| blackhole | native | 1.30 | 1.40 | 0.70 | 0.90 | 3 of 4 |\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
 }
