@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
 )
 
@@ -267,6 +268,15 @@ func dialNative(t *testing.T, fe *netFaultEnv) *nativeLog {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatalf("native client not READY across the veth: %v", err)
 	}
+	// The demo's feed, as the page subscribes to it: an update every
+	// 250 ms, so both clients' last frame before a fault is as recent.
+	// Unsubscribed, only the 1 s pings arrive and a silence is noticed
+	// 0.5-1.5 s after it begins, depending on the ping's phase.
+	stop, err := c.Subscribe(ctx, protocol.DefaultTopic, nil, func(native.Update) {})
+	if err != nil {
+		t.Fatalf("failed to subscribe to the feed: %v", err)
+	}
+	t.Cleanup(stop)
 	return l
 }
 
@@ -356,7 +366,7 @@ func TestMeasureNetFaults(t *testing.T) {
 		}
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Real network faults beside Freeze\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureNetFaults -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. The server (make run's options, 1 s pings) listens inside a network namespace the test makes (e2e/netfault_linux.go), reached over a veth pair; a native client (client/native at its defaults: stage 8) and a headless Chromium page at `?stage=8` are connected to it at once, and each fault hits both. Blackhole: iptables DROP on every packet in and out of the namespace, held %v, then removed: no RST, no FIN, the link silent both ways. Reset: `ss -K` on the server's established sockets (the kernel aborts them and sends the clients a RST); it heals itself, so READY again is timed from it. Freeze: the demo's switch (connections carry nothing both ways, at the server), held %v. Each fault ran %d times, interleaved, each time once both clients had been READY for %v without a break (past the core's 5 s Cooldown: the backoff reset, as before a first fault; with 1.5 s between faults a reset took 10-14 s to recover from, the backoff's later attempts). Leave READY: from the fault's start to the client out of READY; READY again: from the fault removed to READY (a new connection, its subscriptions acknowledged).\n\n",
+	fmt.Fprintf(&md, "## Real network faults beside Freeze\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureNetFaults -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. The server (make run's options, 1 s pings) listens inside a network namespace the test makes (e2e/netfault_linux.go), reached over a veth pair; a native client (client/native at its defaults: stage 8) and a headless Chromium page at `?stage=8`, both subscribed to the demo's feed (an update every 250 ms), are connected to it at once, and each fault hits both. Blackhole: iptables DROP on every packet in and out of the namespace, held %v, then removed: no RST, no FIN, the link silent both ways. Reset: `ss -K` on the server's established sockets (the kernel aborts them and sends the clients a RST); it heals itself, so READY again is timed from it. Freeze: the demo's switch (connections carry nothing both ways, at the server), held %v. Each fault ran %d times, interleaved, each time once both clients had been READY for %v without a break (past the core's 5 s Cooldown: the backoff reset, as before a first fault; with 1.5 s between faults a reset took 10-14 s to recover from, the backoff's later attempts). Leave READY: from the fault's start to the client out of READY; READY again: from the fault removed to READY (a new connection, its subscriptions acknowledged).\n\n",
 		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), faultHold, faultHold, netFaultRuns, settle)
 	md.WriteString(netFaultTable(faults, logs, results))
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended.\n", loadAtStart, loadAverage())
