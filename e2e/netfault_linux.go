@@ -131,10 +131,27 @@ func (n *netNS) Close() error {
 }
 
 // Listen listens on a random TCP port of NSAddr, inside the namespace:
-// the socket is made on a thread moved into the namespace and stays
-// there. The thread moves back after; one that cannot is left locked, so
-// the runtime ends it instead of reusing it.
+// the socket is made on a thread moved into the namespace, and stays
+// there. That runs on a goroutine of its own, locked to its thread: the
+// thread moves back after, and one that cannot is left locked when the
+// goroutine ends, so the runtime ends the thread instead of reusing it.
 func (n *netNS) Listen() (net.Listener, error) {
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ln, err := n.listenHere()
+		done <- result{ln, err}
+	}()
+	r := <-done
+	return r.ln, r.err
+}
+
+// listenHere is Listen's work on the calling goroutine, which must end
+// after it (it may leave the goroutine locked to its thread).
+func (n *netNS) listenHere() (net.Listener, error) {
 	runtime.LockOSThread()
 	home, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 	if err != nil {
@@ -157,7 +174,7 @@ func (n *netNS) Listen() (net.Listener, error) {
 		if ln != nil {
 			ln.Close()
 		}
-		return nil, fmt.Errorf("failed to leave namespace %s (the thread stays locked and ends): %w", n.Name, err)
+		return nil, fmt.Errorf("failed to leave namespace %s (the thread ends with its goroutine): %w", n.Name, err)
 	}
 	runtime.UnlockOSThread()
 	if lerr != nil {
