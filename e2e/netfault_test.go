@@ -286,7 +286,7 @@ func dialNative(t *testing.T, fe *netFaultEnv) *nativeLog {
 // later: 1.5 s from the last frame; 2.5 s here for a shared machine) and
 // is READY again within 15 s of the link's return; then one reset (ss -K),
 // where the kernel can destroy sockets: out of READY at once (the RST) and
-// back within 5 s. About 30 s; make measure repeats these with Chromium
+// back within 5 s. About 20 s; make measure repeats these with Chromium
 // beside (TestMeasureNetFaults).
 func TestNetFaultNative(t *testing.T) {
 	fe := newNetFaultEnv(t)
