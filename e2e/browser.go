@@ -43,7 +43,16 @@ func StartServer(opts *server.Options) (*Env, error) {
 
 // startServer is StartServer with Options.Publish said (make run's is on).
 func startServer(opts *server.Options, publish bool) (*Env, error) {
+	return startServerOn(opts, publish, nil)
+}
+
+// startServerOn is startServer on ln, which it owns from here on (closed
+// on failure and by Close); nil: a random loopback port.
+func startServerOn(opts *server.Options, publish bool, ln net.Listener) (*Env, error) {
 	if _, err := fs.Stat(web.FS(), "wsready.wasm"); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return nil, errors.New("web/static/wsready.wasm is missing: run make build first")
 	}
 	var o server.Options
@@ -68,14 +77,16 @@ func startServer(opts *server.Options, publish bool) (*Env, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("failed to listen: %w", err)
+		}
+	}
 	srv, err := server.New(&o)
 	if err != nil {
+		ln.Close()
 		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("failed to listen: %w", err)
 	}
 	demo := server.NewDemo(srv, web.FS())
 	hs := srv.HTTPServer(demo.Handler())

@@ -187,6 +187,9 @@ const (
 	loadEnd     = "<!-- page load to READY: end -->"
 	stage8Begin = "<!-- stage 8: begin (TestMeasureStage8) -->"
 	stage8End   = "<!-- stage 8: end -->"
+	// TestMeasureNetFaults's (linux only: it needs network namespaces).
+	netFaultsBegin = "<!-- real network faults: begin (TestMeasureNetFaults) -->"
+	netFaultsEnd   = "<!-- real network faults: end -->"
 )
 
 // keptSections returns the sections of a measurements.md that other tests
@@ -194,11 +197,49 @@ const (
 // order of the markers' consts.
 func keptSections(prev string) string {
 	var b strings.Builder
-	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}} {
+	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}, {netFaultsBegin, netFaultsEnd}} {
 		i, j := strings.Index(prev, m[0]), strings.Index(prev, m[1])
 		if i >= 0 && j > i {
 			b.WriteString(prev[i:j+len(m[1])] + "\n\n")
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// writeSection puts section between the markers begin and end in the
+// file at path: in place of the last run's, else after the last of the
+// other tests' sections there, else before the freeze samples, else at
+// the end. The rest of the file is kept as it is.
+func writeSection(path, begin, end, section string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("failed to read %s: %w", path, err)
+	}
+	s := string(old)
+	block := begin + "\n" + strings.TrimSpace(section) + "\n" + end + "\n"
+	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
+		s = s[:i] + block + strings.TrimPrefix(s[j+len(end):], "\n")
+	} else if k := afterLastSection(s); k >= 0 {
+		s = s[:k] + "\n" + block + s[k:]
+	} else if k := strings.Index(s, "\nFreeze detection over short freezes"); k >= 0 {
+		s = s[:k+1] + block + s[k:]
+	} else {
+		s = strings.TrimRight(s, "\n") + "\n\n" + block
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	return nil
+}
+
+// afterLastSection is where the last of the load and stage 8 sections in
+// s ends (after its end marker's line), or -1 when neither is there.
+func afterLastSection(s string) int {
+	k := -1
+	for _, end := range []string{loadEnd, stage8End} {
+		if i := strings.Index(s, end+"\n"); i >= 0 {
+			k = max(k, i+len(end)+1)
+		}
+	}
+	return k
 }
