@@ -8,6 +8,7 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/internal/stages"
 )
 
 // TestFuncOfRecoversAPanic: a Go callback that panics is reported on the
@@ -111,7 +112,7 @@ func TestUpdateIsOneCall(t *testing.T) {
 	g := safejs.Global()
 	g.Set("__updates", safejs.Undefined())
 	t.Cleanup(func() { g.Set("__updates", safejs.Undefined()) })
-	cfg, err := client.StageConfig(client.MaxStage, func() float64 { return 0 })
+	cfg, err := stages.Config(stages.Max, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}

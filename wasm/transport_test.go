@@ -380,7 +380,7 @@ func TestDriverDrivesATransport(t *testing.T) {
 // callback (no hop to the loop's goroutine); one received while a step is
 // queued waits behind it, so the core sees events in the order they came.
 func TestFrameSteppedInItsCallback(t *testing.T) {
-	cfg, err := client.StageConfig(client.MaxStage, func() float64 { return 0 })
+	cfg, err := stages.Config(stages.Max, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
