@@ -33,7 +33,9 @@ func main() {
 		},
 		// Subscribes and requests: anyone (an Authorize hook would decide).
 		// Publishes: on, but only where AuthorizePublish allows; Authorize
-		// is never asked about them.
+		// is never asked about them. Who is signed in comes from Identify
+		// (your own session cookie on the upgrade) or a ticket, as
+		// docs/auth.md shows; here everyone is anonymous, so no one may.
 		Publish: true,
 		AuthorizePublish: func(ctx context.Context, id server.Identity, a server.Action) error {
 			if id.Anonymous() || a.Topic != "notes."+id.User { // each signed-in user posts to its own topic
