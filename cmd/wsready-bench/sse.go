@@ -223,9 +223,17 @@ var sseMinSilence = 10 * time.Second
 // "stats ADDR" first and runs until SIGINT or SIGTERM. Once every
 // connect is over it closes its idle POST connections: in the window each
 // client holds its stream's connection alone, as it sends nothing.
-func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
+//
+// With poll, each client long-polls (pollConn) in place of its stream: it
+// keeps its connection between polls (as a browser's keep-alive does), so
+// the idle connections are kept, up to one per client.
+func runSSEClients(base string, n, conc int, src string, subscribe, poll bool) error {
 	if !strings.HasPrefix(base, "http://127.") {
 		return usagef("clients: with -transport sse, -url must be the http:// mount on 127.0.0.0/8 (http://127.0.0.1:PORT/ws), not %q", base)
+	}
+	idle := conc
+	if poll {
+		idle = n
 	}
 	var trs []*http.Transport
 	var hcs []*http.Client
@@ -238,7 +246,7 @@ func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
 		tr := &http.Transport{DialContext: d.DialContext, DisableCompression: true,
 			// POSTs reuse the connections the connects leave idle (as a
 			// browser's keep-alive does) rather than spend a port each.
-			MaxIdleConnsPerHost: conc, ResponseHeaderTimeout: time.Minute, IdleConnTimeout: 90 * time.Second}
+			MaxIdleConnsPerHost: idle, ResponseHeaderTimeout: time.Minute, IdleConnTimeout: 90 * time.Second}
 		trs = append(trs, tr)
 		hcs = append(hcs, &http.Client{Transport: tr}) // no Timeout: a stream is one long response
 	}
@@ -273,6 +281,10 @@ func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
 		wg.Add(1)
 		go func(hc *http.Client) {
 			defer wg.Done()
+			if poll {
+				pollConn(ctx, base, hc, subscribe, &st, &tm, func() { <-sem })
+				return
+			}
 			sseConn(ctx, base, hc, subscribe, &st, &tm, func() { <-sem })
 		}(hcs[i%len(hcs)])
 	}
@@ -284,7 +296,9 @@ func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
 		}
 	}
 	for _, tr := range trs {
-		tr.CloseIdleConnections()
+		if !poll {
+			tr.CloseIdleConnections()
+		}
 	}
 	<-ctx.Done()
 	wg.Wait()
