@@ -181,3 +181,60 @@ func (p *poller) event(ev sseEvent) error {
 	}
 	return nil
 }
+
+// pollMarkdown is the long-poll leg's rows of the row's section: its
+// ratios over WebSocket run by run with their medians (no goal: shown),
+// the stream's CPU per update beside them, and what the polls did.
+func (s SSEFigures) pollMarkdown(b *strings.Builder) {
+	fmt.Fprintf(b, "\nThe long-poll leg, on a third fresh server in each run: %s clients, each making its session, polling once (`GET /ws/sse?session=…&poll=1`, the welcome), POSTing the subscribe and then polling again at once after every answer with `&lastEventId=` the last id it got, on its one keep-alive connection. An answer ends once it holds events and nothing more is parked, or after one ping interval with none, so every burst the client gets costs a request. Every update's seq is checked against the last one's (none lost or repeated, or the run fails).\n\n",
+		thousands(s.Conns))
+	b.WriteString("| figure |")
+	for _, x := range s.Runs {
+		fmt.Fprintf(b, " run %d |", x.Trial)
+	}
+	b.WriteString(" median |\n|---|" + strings.Repeat("---|", len(s.Runs)) + "---|\n")
+	row := func(label string, get func(SSERun) string, med *float64) {
+		fmt.Fprintf(b, "| %s |", label)
+		for _, x := range s.Runs {
+			if x.Error != "" || x.Poll == nil {
+				b.WriteString(" failed |")
+				continue
+			}
+			fmt.Fprintf(b, " %s |", get(x))
+		}
+		m := "n/a"
+		if med != nil {
+			m = "**" + ratioText(*med) + "**"
+		}
+		fmt.Fprintf(b, " %s |\n", m)
+	}
+	row("CPU per delivered update, long poll / WebSocket", func(x SSERun) string {
+		return fmt.Sprintf("%s (%s / %s)", ratioText(x.PollCPUPerUpdateRatio), num(x.Poll.CPUPerUpdateUs, "µs"), num(x.WS.CPUPerUpdateUs, "µs"))
+	}, s.MedianPollCPUPerUpdateRatio)
+	row("RSS per connection, long poll / WebSocket", func(x SSERun) string {
+		return fmt.Sprintf("%s (%s / %s)", ratioText(x.PollRSSPerConnRatio), num(x.Poll.RSSPerConnBytes/1e3, "KB"), num(x.WS.RSSPerConnBytes/1e3, "KB"))
+	}, s.MedianPollRSSPerConnRatio)
+	row("CPU per delivered update, SSE stream / WebSocket (beside)", func(x SSERun) string {
+		return fmt.Sprintf("%s (%s / %s)", ratioText(x.SSECPUPerUpdateRatio), num(x.SSE.CPUPerUpdateUs, "µs"), num(x.WS.CPUPerUpdateUs, "µs"))
+	}, s.MedianSSECPUPerUpdateRatio)
+	line := func(label string, get func(SSELeg) string) {
+		fmt.Fprintf(b, "| %s |", label)
+		for _, x := range s.Runs {
+			if x.Error != "" || x.Poll == nil {
+				b.WriteString(" failed |")
+				continue
+			}
+			fmt.Fprintf(b, " %s |", get(*x.Poll))
+		}
+		b.WriteString(" |\n")
+	}
+	line("long poll: polls, updates and pings per connection per second", func(l SSELeg) string {
+		return fmt.Sprintf("%.2f; %.2f + %.2f", l.PollsPerConnPerSec, l.UpdatesPerConnPerSec, l.PingsPerConnPerSec)
+	})
+	line("long poll: server CPU through the window", func(l SSELeg) string { return num(l.ServerCores, "cores") })
+	line("long poll: time to connect and subscribe all", func(l SSELeg) string { return num(l.ConnectSeconds, "s") })
+	line("long poll: RSS before the clients, mean through the window", func(l SSELeg) string {
+		return fmt.Sprintf("%.0f, %.0f MB", l.BaseRSSBytes/1e6, l.Steady.RSS.Mean/1e6)
+	})
+	line("long poll: connections dropped, updates lost or repeated", func(l SSELeg) string { return fmt.Sprintf("%d, %d", l.Dropped, l.Misordered) })
+}
