@@ -446,3 +446,30 @@ func TestPollClientCountsALostOrRepeatedUpdate(t *testing.T) {
 		t.Fatalf("lastEventId per poll %q, want %q", lasts, want)
 	}
 }
+
+func TestSSESectionShowsThePollLegsRunsAndMedians(t *testing.T) {
+	s := newSSEFigures(params{SSEConns: 1000, SteadySeconds: 10, SSEPoll: true})
+	leg := func(cpuU, rss float64) SSELeg {
+		return SSELeg{CPUPerFrameUs: cpuU, CPUPerUpdateUs: cpuU, RSSPerConnBytes: rss, UpdatesPerConnPerSec: 4, PingsPerConnPerSec: 1, PollsPerConnPerSec: 4}
+	}
+	p1, p3 := leg(60, 80e3), leg(90, 120e3)
+	s.Runs = []SSERun{
+		{Trial: 1, SSE: leg(30, 40e3), WS: leg(20, 40e3), Poll: &p1, CPUPerFrameRatio: 1.5, RSSPerConnRatio: 1, PollCPUPerUpdateRatio: 3, PollRSSPerConnRatio: 2, SSECPUPerUpdateRatio: 1.5},
+		{Trial: 2, Error: "failed to measure the poll leg"},
+		{Trial: 3, SSE: leg(30, 40e3), WS: leg(30, 40e3), Poll: &p3, CPUPerFrameRatio: 1, RSSPerConnRatio: 1, PollCPUPerUpdateRatio: 3, PollRSSPerConnRatio: 3, SSECPUPerUpdateRatio: 1},
+	}
+	s.finish()
+	if *s.MedianPollCPUPerUpdateRatio != 3 || *s.MedianPollRSSPerConnRatio != 2.5 || *s.MedianSSECPUPerUpdateRatio != 1.25 {
+		t.Fatalf("figures %+v", s)
+	}
+	md := s.markdown()
+	for _, want := range []string{
+		"| CPU per delivered update, long poll / WebSocket | 3.00 (60.0 µs / 20.0 µs) | failed | 3.00 (90.0 µs / 30.0 µs) | **3.00** |",
+		"| RSS per connection, long poll / WebSocket | 2.00 (80.0 KB / 40.0 KB) | failed | 3.00 (120 KB / 40.0 KB) | **2.50** |",
+		"| long poll: polls, updates and pings per connection per second | 4.00; 4.00 + 1.00 | failed | 4.00; 4.00 + 1.00 | |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the section lacks %q:\n%s", want, md)
+		}
+	}
+}
