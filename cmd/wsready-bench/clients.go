@@ -50,6 +50,10 @@ type clientStats struct {
 	Msgs       int64 `json:"msgs"`       // protocol messages received (centrifuge puts several in a frame)
 	Updates    int64 `json:"updates"`    // feed updates (centrifuge: publications)
 	Pings      int64 `json:"pings"`      // the server's protocol pings (not WebSocket control pings)
+	// Long polls only (poll.go): the poll requests answered, and the
+	// updates whose seq was not the one after the last (lost or repeated).
+	Polls      int64 `json:"polls,omitempty"`
+	Misordered int64 `json:"misordered,omitempty"`
 }
 
 func (s *clientStats) add(o clientStats) {
@@ -62,16 +66,18 @@ func (s *clientStats) add(o clientStats) {
 	s.Msgs += o.Msgs
 	s.Updates += o.Updates
 	s.Pings += o.Pings
+	s.Polls += o.Polls
+	s.Misordered += o.Misordered
 }
 
 type counters struct {
-	dialed, connected, subscribed, failed, dropped, frames, msgs, updates, pings atomic.Int64
+	dialed, connected, subscribed, failed, dropped, frames, msgs, updates, pings, polls, misordered atomic.Int64
 }
 
 func (c *counters) snapshot() clientStats {
 	return clientStats{Dialed: c.dialed.Load(), Connected: c.connected.Load(), Subscribed: c.subscribed.Load(),
 		Failed: c.failed.Load(), Dropped: c.dropped.Load(), Frames: c.frames.Load(), Msgs: c.msgs.Load(),
-		Updates: c.updates.Load(), Pings: c.pings.Load()}
+		Updates: c.updates.Load(), Pings: c.pings.Load(), Polls: c.polls.Load(), Misordered: c.misordered.Load()}
 }
 
 // errRefused is a connect or subscribe the server answered with an error.
@@ -89,7 +95,7 @@ func runClients(args []string) error {
 	conc := fs.Int("conc", 100, "handshakes in flight at once (1..10000)")
 	src := fs.String("src", "127.0.0.1", "comma-separated loopback source addresses, used in turn")
 	subscribe := fs.Bool("subscribe", true, "subscribe to the feed (false: connect only)")
-	transport := fs.String("transport", transportWS, "ws, or sse: the HTTP transport (sse.go; -url is then wsready's http:// mount)")
+	transport := fs.String("transport", transportWS, "ws, sse: the HTTP transport's stream (sse.go), or poll: its long polls (poll.go); -url is then wsready's http:// mount")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -100,11 +106,11 @@ func runClients(args []string) error {
 		return usagef("clients: -n must be 1..%d (descriptors) and -conc 1..10000", maxClientsPerProcess)
 	}
 	switch *transport {
-	case transportSSE:
-		return runSSEClients(*url, *n, *conc, *src, *subscribe)
+	case transportSSE, transportPoll:
+		return runSSEClients(*url, *n, *conc, *src, *subscribe, *transport == transportPoll)
 	case transportWS:
 	default:
-		return usagef("clients: -transport must be ws or sse, not %q", *transport)
+		return usagef("clients: -transport must be ws, sse or poll, not %q", *transport)
 	}
 	if *proto != protoWsready && *proto != protoCentrifuge {
 		return usagef("clients: -proto must be wsready or centrifuge, not %q", *proto)

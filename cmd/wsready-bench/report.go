@@ -105,6 +105,16 @@ type SSEFigures struct {
 	GoalRSSPerConnRatio    float64   `json:"goalRssPerConnRatio"`
 	VerdictCPU             string    `json:"verdictCpu"`
 	VerdictRSS             string    `json:"verdictRss"`
+	// The long-poll leg's ratios over WebSocket (with -poll; no goal,
+	// shown): CPU per delivered update and RSS per connection, the runs
+	// that did not fail, in order, and their medians; the stream's CPU per
+	// delivered update beside them.
+	PollCPUPerUpdateRatio       []float64 `json:"pollCpuPerUpdateRatio,omitempty"`
+	PollRSSPerConnRatio         []float64 `json:"pollRssPerConnRatio,omitempty"`
+	SSECPUPerUpdateRatio        []float64 `json:"sseCpuPerUpdateRatio,omitempty"`
+	MedianPollCPUPerUpdateRatio *float64  `json:"medianPollCpuPerUpdateRatio,omitempty"`
+	MedianPollRSSPerConnRatio   *float64  `json:"medianPollRssPerConnRatio,omitempty"`
+	MedianSSECPUPerUpdateRatio  *float64  `json:"medianSseCpuPerUpdateRatio,omitempty"`
 }
 
 const sseNotMeasured = "not measured: the row was not run (-sse 0)"

@@ -30,6 +30,7 @@ type params struct {
 	Trials         int      `json:"trials"`
 	Servers        []string `json:"servers"`
 	SSEConns       int      `json:"sseConns"` // the HTTP transport's row (sse.go); 0: skipped
+	SSEPoll        bool     `json:"ssePoll"`  // the row also runs a long-poll leg (poll.go); the sse command's -poll
 
 	steady, idleWindow, idlePing, sample, ping time.Duration
 }

@@ -223,9 +223,17 @@ var sseMinSilence = 10 * time.Second
 // "stats ADDR" first and runs until SIGINT or SIGTERM. Once every
 // connect is over it closes its idle POST connections: in the window each
 // client holds its stream's connection alone, as it sends nothing.
-func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
+//
+// With poll, each client long-polls (pollConn) in place of its stream: it
+// keeps its connection between polls (as a browser's keep-alive does), so
+// the idle connections are kept, up to one per client.
+func runSSEClients(base string, n, conc int, src string, subscribe, poll bool) error {
 	if !strings.HasPrefix(base, "http://127.") {
 		return usagef("clients: with -transport sse, -url must be the http:// mount on 127.0.0.0/8 (http://127.0.0.1:PORT/ws), not %q", base)
+	}
+	idle := conc
+	if poll {
+		idle = n
 	}
 	var trs []*http.Transport
 	var hcs []*http.Client
@@ -238,7 +246,7 @@ func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
 		tr := &http.Transport{DialContext: d.DialContext, DisableCompression: true,
 			// POSTs reuse the connections the connects leave idle (as a
 			// browser's keep-alive does) rather than spend a port each.
-			MaxIdleConnsPerHost: conc, ResponseHeaderTimeout: time.Minute, IdleConnTimeout: 90 * time.Second}
+			MaxIdleConnsPerHost: idle, ResponseHeaderTimeout: time.Minute, IdleConnTimeout: 90 * time.Second}
 		trs = append(trs, tr)
 		hcs = append(hcs, &http.Client{Transport: tr}) // no Timeout: a stream is one long response
 	}
@@ -273,6 +281,10 @@ func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
 		wg.Add(1)
 		go func(hc *http.Client) {
 			defer wg.Done()
+			if poll {
+				pollConn(ctx, base, hc, subscribe, &st, &tm, func() { <-sem })
+				return
+			}
 			sseConn(ctx, base, hc, subscribe, &st, &tm, func() { <-sem })
 		}(hcs[i%len(hcs)])
 	}
@@ -284,7 +296,9 @@ func runSSEClients(base string, n, conc int, src string, subscribe bool) error {
 		}
 	}
 	for _, tr := range trs {
-		tr.CloseIdleConnections()
+		if !poll {
+			tr.CloseIdleConnections()
+		}
 	}
 	<-ctx.Done()
 	wg.Wait()
@@ -500,10 +514,15 @@ type SSELeg struct {
 	Steady               Window  `json:"steady"`
 	RSSPerConnBytes      float64 `json:"rssPerConnBytes"` // (mean RSS through the window - base) / clients
 	CPUPerFrameUs        float64 `json:"cpuPerFrameUs"`   // the window's CPU over the frames delivered (updates and pings)
+	CPUPerUpdateUs       float64 `json:"cpuPerUpdateUs"`  // the window's CPU over the updates delivered
 	UpdatesPerConnPerSec float64 `json:"updatesPerConnPerSec"`
 	PingsPerConnPerSec   float64 `json:"pingsPerConnPerSec"`
 	ServerCores          float64 `json:"serverCores"`
 	Dropped              int64   `json:"dropped"`
+	// Long polls only: the polls answered per connection per second in
+	// the window, and the updates whose seq was not the last one's next.
+	PollsPerConnPerSec float64 `json:"pollsPerConnPerSec,omitempty"`
+	Misordered         int64   `json:"misordered,omitempty"`
 }
 
 // SSERun is one run of the row: both legs and the ratios SSE / WebSocket.
@@ -514,28 +533,52 @@ type SSERun struct {
 	SSE              SSELeg  `json:"sse"`
 	CPUPerFrameRatio float64 `json:"cpuPerFrameRatio"`
 	RSSPerConnRatio  float64 `json:"rssPerConnRatio"`
-	Error            string  `json:"error,omitempty"` // why the run failed; its figures are then left out
+	// With -poll: the long-poll leg, and its ratios over WebSocket (CPU
+	// per delivered update, RSS per connection), the stream's CPU per
+	// delivered update beside them.
+	Poll                  *SSELeg `json:"poll,omitempty"`
+	PollCPUPerUpdateRatio float64 `json:"pollCpuPerUpdateRatio,omitempty"`
+	PollRSSPerConnRatio   float64 `json:"pollRssPerConnRatio,omitempty"`
+	SSECPUPerUpdateRatio  float64 `json:"sseCpuPerUpdateRatio,omitempty"`
+	Error                 string  `json:"error,omitempty"` // why the run failed; its figures are then left out
 }
 
 // measureSSE is one run of the row: a WebSocket leg and an SSE leg of
 // p.SSEConns subscribed clients, each on a fresh wsready server child
 // (the config of the WebSocket rows: 1 s pings, the feed every 250 ms);
-// the legs' order turns every trial, so the machine's drift falls on both.
+// the legs' order turns every trial, so the machine's drift falls on all.
+// With p.SSEPoll a third leg long-polls (poll.go).
 func (e *env) measureSSE(trial int) (SSERun, error) {
 	r := SSERun{Trial: trial, Conns: e.p.SSEConns}
-	legs := []string{transportWS, transportSSE}
-	if trial%2 == 0 {
-		legs[0], legs[1] = legs[1], legs[0]
+	all := []string{transportWS, transportSSE}
+	if e.p.SSEPoll {
+		all = append(all, transportPoll)
 	}
+	k := (trial - 1) % len(all)
+	legs := append(all[k:len(all):len(all)], all[:k]...)
 	for _, tr := range legs {
 		l, err := e.measureLeg(tr)
 		if err != nil {
 			return r, fmt.Errorf("failed to measure the %s leg: %w", tr, err)
 		}
-		if tr == transportWS {
+		switch tr {
+		case transportWS:
 			r.WS = l
-		} else {
+		case transportSSE:
 			r.SSE = l
+		default:
+			r.Poll = &l
+		}
+	}
+	if r.Poll != nil {
+		r.PollCPUPerUpdateRatio = ratio(r.Poll.CPUPerUpdateUs, r.WS.CPUPerUpdateUs)
+		r.PollRSSPerConnRatio = ratio(r.Poll.RSSPerConnBytes, r.WS.RSSPerConnBytes)
+		r.SSECPUPerUpdateRatio = ratio(r.SSE.CPUPerUpdateUs, r.WS.CPUPerUpdateUs)
+		if math.IsNaN(r.PollCPUPerUpdateRatio) || math.IsNaN(r.PollRSSPerConnRatio) || math.IsNaN(r.SSECPUPerUpdateRatio) {
+			return r, fmt.Errorf("nothing to compare: WebSocket %.2f µs per update and %.0f bytes per connection", r.WS.CPUPerUpdateUs, r.WS.RSSPerConnBytes)
+		}
+		if r.Poll.Misordered > 0 {
+			return r, fmt.Errorf("the long polls saw %d updates lost or repeated", r.Poll.Misordered)
 		}
 	}
 	r.CPUPerFrameRatio = ratio(r.SSE.CPUPerFrameUs, r.WS.CPUPerFrameUs)
@@ -566,9 +609,12 @@ func (e *env) measureLeg(transport string) (SSELeg, error) {
 	l.BaseRSSBytes = p0.rss
 	// Source addresses of their own (the other phases use 0 to 15).
 	var f fleet
-	if transport == transportSSE {
+	switch transport {
+	case transportSSE:
 		f, err = startSSEFleet(e.self, srv.base+"/ws", p.SSEConns, 16, true)
-	} else {
+	case transportPoll:
+		f, err = startFleetWith(e.self, p.SSEConns, 24, "-transport", transportPoll, "-url", srv.base+"/ws", "-subscribe=true")
+	default:
 		f, err = startFleet(e.self, srv.ws, srv.proto, p.SSEConns, 20, true)
 	}
 	if err != nil {
@@ -608,6 +654,11 @@ func (e *env) measureLeg(transport string) (SSELeg, error) {
 	if msgs := float64(s1.Msgs - s0.Msgs); msgs > 0 {
 		l.CPUPerFrameUs = w.CPUSeconds * 1e6 / msgs
 	}
+	if u := float64(s1.Updates - s0.Updates); u > 0 {
+		l.CPUPerUpdateUs = w.CPUSeconds * 1e6 / u
+	}
+	l.PollsPerConnPerSec = float64(s1.Polls-s0.Polls) / n / w.Seconds
+	l.Misordered = s1.Misordered
 	l.UpdatesPerConnPerSec = float64(s1.Updates-s0.Updates) / n / w.Seconds
 	l.PingsPerConnPerSec = float64(s1.Pings-s0.Pings) / n / w.Seconds
 	l.ServerCores = w.CPUSeconds / w.Seconds
@@ -619,7 +670,13 @@ func (e *env) measureLeg(transport string) (SSELeg, error) {
 // Runs (a failed run is shown and left out).
 func (s *SSEFigures) finish() {
 	s.CPUPerFrameRatio, s.RSSPerConnRatio, s.HandshakesPerSec = nil, nil, nil
+	s.PollCPUPerUpdateRatio, s.PollRSSPerConnRatio, s.SSECPUPerUpdateRatio = nil, nil, nil
 	for _, x := range s.Runs {
+		if x.Error == "" && x.Poll != nil {
+			s.PollCPUPerUpdateRatio = append(s.PollCPUPerUpdateRatio, x.PollCPUPerUpdateRatio)
+			s.PollRSSPerConnRatio = append(s.PollRSSPerConnRatio, x.PollRSSPerConnRatio)
+			s.SSECPUPerUpdateRatio = append(s.SSECPUPerUpdateRatio, x.SSECPUPerUpdateRatio)
+		}
 		if x.Error == "" {
 			s.CPUPerFrameRatio = append(s.CPUPerFrameRatio, x.CPUPerFrameRatio)
 			s.RSSPerConnRatio = append(s.RSSPerConnRatio, x.RSSPerConnRatio)
@@ -635,6 +692,9 @@ func (s *SSEFigures) finish() {
 	s.MedianCPUPerFrameRatio = finite(median(s.CPUPerFrameRatio))
 	s.MedianRSSPerConnRatio = finite(median(s.RSSPerConnRatio))
 	s.MedianHandshakesPerSec = finite(median(s.HandshakesPerSec))
+	s.MedianPollCPUPerUpdateRatio = finite(median(s.PollCPUPerUpdateRatio))
+	s.MedianPollRSSPerConnRatio = finite(median(s.PollRSSPerConnRatio))
+	s.MedianSSECPUPerUpdateRatio = finite(median(s.SSECPUPerUpdateRatio))
 	s.VerdictCPU = verdictAtMost(median(s.CPUPerFrameRatio), s.GoalCPUPerFrameRatio, 0)
 	s.VerdictRSS = verdictAtMost(median(s.RSSPerConnRatio), s.GoalRSSPerConnRatio, 0)
 }
@@ -710,6 +770,9 @@ func (s SSEFigures) markdown() string {
 		return fmt.Sprintf("%.0f, %.0f MB", l.BaseRSSBytes/1e6, l.Steady.RSS.Mean/1e6)
 	})
 	line("SSE / WebSocket: connections dropped", func(l SSELeg) string { return strconv.FormatInt(l.Dropped, 10) })
+	if s.PollCPUPerUpdateRatio != nil {
+		s.pollMarkdown(&b)
+	}
 	for _, x := range s.Runs {
 		if x.Error != "" {
 			fmt.Fprintf(&b, "\nRun %d failed: %s\n", x.Trial, x.Error)
@@ -739,6 +802,7 @@ func runSSEOnly(args []string) error {
 	steady := fs.Duration("steady", 10*time.Second, "the sampled window of each leg (1s..10m)")
 	sample := fs.Duration("sample", 100*time.Millisecond, "how often RSS is sampled through a window (10ms..1s)")
 	trials := fs.Int("trials", 3, "runs of the row (1..9)")
+	poll := fs.Bool("poll", true, "also run a long-poll leg (GET sse?poll=1 in a loop) beside the stream")
 	jsonOut := fs.String("json", "", "also write the row as JSON to this file (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -766,7 +830,7 @@ func runSSEOnly(args []string) error {
 		return fmt.Errorf("failed to find this executable: %w", err)
 	}
 	e := &env{self: self, p: params{SSEConns: *conns, SteadySeconds: steady.Seconds(), SampleMs: float64(sample.Milliseconds()),
-		Trials: *trials, steady: *steady, sample: *sample}}
+		Trials: *trials, SSEPoll: *poll, steady: *steady, sample: *sample}}
 	figs, err := e.sseRow()
 	fmt.Print(figs.markdown())
 	if *jsonOut != "" {

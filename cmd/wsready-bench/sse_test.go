@@ -357,3 +357,119 @@ func TestSSERowSmoke(t *testing.T) {
 	}
 	t.Logf("%s", figs.markdown())
 }
+
+// pollAll runs n long-poll clients against base until the returned stop
+// is called; stop waits for them.
+func pollAll(t *testing.T, base string, n int, st *counters) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pollConn(ctx, base, hc, true, st, &sseTiming{}, func() {})
+		}()
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait(); hc.CloseIdleConnections() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// Twenty long-poll clients on the real server for a few seconds: every
+// update arrives, in order, none lost or repeated (each update's seq is
+// the last one's next, across polls), each poll a request of its own.
+func TestPollClientsGetEveryUpdateInOrder(t *testing.T) {
+	base := httpBase(newWsready(t, server.Options{PingInterval: 200 * time.Millisecond, FeedInterval: 20 * time.Millisecond}))
+	var st counters
+	stop := pollAll(t, base, 20, &st)
+	waitFor(t, &st, "20 subscribed", func(s clientStats) bool { return s.Subscribed == 20 })
+	time.Sleep(3 * time.Second)
+	stop()
+	s := st.snapshot()
+	// 50 updates a second for 3 s each: well over 40 each on a loaded
+	// machine.
+	if s.Failed != 0 || s.Dropped != 0 || s.Dialed != 20 || s.Connected != 20 || s.Misordered != 0 || s.Updates < 20*40 || s.Pings < 20 {
+		t.Fatalf("counts %+v", s)
+	}
+	// A poll per burst: more than one poll per client, and no more polls
+	// than events plus the empty answers (one a ping interval at most).
+	if s.Polls <= 40 || s.Polls > s.Frames+20*(3000/200+5) {
+		t.Fatalf("%d polls for %d frames", s.Polls, s.Frames)
+	}
+}
+
+// The order check can fail: a server that repeats an update and skips
+// one is seen, and the client's lastEventId carries the last id it got.
+func TestPollClientCountsALostOrRepeatedUpdate(t *testing.T) {
+	var mu sync.Mutex
+	var lasts []string
+	polls := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /ws/session", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"session":"AAAAAAAAAAAAAAAAAAAAAA","intervalMs":1000}`)
+	})
+	mux.HandleFunc("POST /ws/send", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	answers := []string{
+		"data: {\"type\":\"welcome\"}\n\n",
+		"data: {\"type\":\"subscribed\",\"topic\":\"feed\"}\n\nid: feed=1\ndata: {\"type\":\"update\",\"topic\":\"feed\",\"seq\":1}\n\n",
+		"id: feed=2\ndata: {\"type\":\"update\",\"topic\":\"feed\",\"seq\":2}\n\nid: feed=2\ndata: {\"type\":\"update\",\"topic\":\"feed\",\"seq\":2}\n\n",
+		"id: feed=4\ndata: {\"type\":\"update\",\"topic\":\"feed\",\"seq\":4}\n\n",
+		"data: {\"type\":\"ping\"}\n\n",
+	}
+	mux.HandleFunc("GET /ws/sse", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		i := polls
+		polls++
+		lasts = append(lasts, r.URL.Query().Get("lastEventId"))
+		mu.Unlock()
+		if r.URL.Query().Get("poll") != "1" || i >= len(answers) {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, answers[i])
+	})
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	var st counters
+	pollAll(t, hs.URL+"/ws", 1, &st)
+	s := waitFor(t, &st, "the 404 after the last answer", func(s clientStats) bool { return s.Failed == 1 })
+	if s.Updates != 4 || s.Misordered != 2 || s.Polls != int64(len(answers)) || s.Subscribed != 1 || s.Pings != 1 {
+		t.Fatalf("counts %+v", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"", "", "feed=1", "feed=2", "feed=4", "feed=4"}; fmt.Sprint(lasts) != fmt.Sprint(want) {
+		t.Fatalf("lastEventId per poll %q, want %q", lasts, want)
+	}
+}
+
+func TestSSESectionShowsThePollLegsRunsAndMedians(t *testing.T) {
+	s := newSSEFigures(params{SSEConns: 1000, SteadySeconds: 10, SSEPoll: true})
+	leg := func(cpuU, rss float64) SSELeg {
+		return SSELeg{CPUPerFrameUs: cpuU, CPUPerUpdateUs: cpuU, RSSPerConnBytes: rss, UpdatesPerConnPerSec: 4, PingsPerConnPerSec: 1, PollsPerConnPerSec: 4}
+	}
+	p1, p3 := leg(60, 80e3), leg(90, 120e3)
+	s.Runs = []SSERun{
+		{Trial: 1, SSE: leg(30, 40e3), WS: leg(20, 40e3), Poll: &p1, CPUPerFrameRatio: 1.5, RSSPerConnRatio: 1, PollCPUPerUpdateRatio: 3, PollRSSPerConnRatio: 2, SSECPUPerUpdateRatio: 1.5},
+		{Trial: 2, Error: "failed to measure the poll leg"},
+		{Trial: 3, SSE: leg(30, 40e3), WS: leg(30, 40e3), Poll: &p3, CPUPerFrameRatio: 1, RSSPerConnRatio: 1, PollCPUPerUpdateRatio: 3, PollRSSPerConnRatio: 3, SSECPUPerUpdateRatio: 1},
+	}
+	s.finish()
+	if *s.MedianPollCPUPerUpdateRatio != 3 || *s.MedianPollRSSPerConnRatio != 2.5 || *s.MedianSSECPUPerUpdateRatio != 1.25 {
+		t.Fatalf("figures %+v", s)
+	}
+	md := s.markdown()
+	for _, want := range []string{
+		"| CPU per delivered update, long poll / WebSocket | 3.00 (60.0 µs / 20.0 µs) | failed | 3.00 (90.0 µs / 30.0 µs) | **3.00** |",
+		"| RSS per connection, long poll / WebSocket | 2.00 (80.0 KB / 40.0 KB) | failed | 3.00 (120 KB / 40.0 KB) | **2.50** |",
+		"| long poll: polls, updates and pings per connection per second | 4.00; 4.00 + 1.00 | failed | 4.00; 4.00 + 1.00 | |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the section lacks %q:\n%s", want, md)
+		}
+	}
+}
