@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Identity is who a connection belongs to, as the application says: the
+// Identity is who a connection belongs to, as the application says:
+// Options.Identify's answer from the upgrade request itself, the
 // Authenticate hook's answer carried in a ticket, or a verified JWT's
 // claims. The zero Identity is an anonymous connection (auth off, or
 // optional and no ticket).

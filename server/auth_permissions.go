@@ -37,8 +37,9 @@ type Action struct {
 
 // Error is an application's answer to a client as a typed error: Code
 // (1 to 64 of a-z 0-9 _ . -, see protocol.ValidErrorCode) and Message
-// reach the client as the response's error. Return one from Authorize or
-// from a method.
+// reach the client as the response's error. Return one from Authorize,
+// AuthorizePublish or a method; from Identify, its Message is the 4003
+// close's reason.
 type Error struct {
 	Code    string
 	Message string

@@ -16,7 +16,8 @@ const client = await connect({
   // url: default /ws on the page's host, where wsready serve has it; your own
   // server's, for example 'wss://app.example.com/realtime' (the Go server below).
   onState: (s) => {
-    status.textContent = s.ready ? 'READY' : `not READY: ${s.lastError?.message ?? 'connecting'}`;
+    const why = s.refused ? `${s.refused.topic} refused (${s.refused.code})` : s.lastError?.message;
+    status.textContent = s.ready ? 'READY' : `not READY: ${why ?? 'connecting'}`;
   },
 });
 
