@@ -104,8 +104,11 @@ func (e *SubscribeError) Error() string {
 		s += ": " + e.Message
 	}
 	s += ")"
-	if e.Others > 0 {
-		s += ", and " + strconv.Itoa(e.Others) + " more topics"
+	switch {
+	case e.Others == 1:
+		s += ", and 1 more topic (State().Refusals)"
+	case e.Others > 1:
+		s += ", and " + strconv.Itoa(e.Others) + " more topics (State().Refusals)"
 	}
 	return s
 }
