@@ -800,6 +800,13 @@ func (t *httpTransport) write(ctx context.Context, frame []byte) error {
 		}
 		t.mu.Lock()
 		t.sentTo = nil
+		// The session may have ended while the stream failed (a close
+		// stops it): releaseParked has then run, and a frame parked now
+		// would hold conn.run's wait for the writer for ever.
+		if err := ctx.Err(); err != nil {
+			t.mu.Unlock()
+			return err
+		}
 	}
 	t.parked, t.wstate = frame, parkParked
 	t.mu.Unlock()
