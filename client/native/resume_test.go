@@ -441,8 +441,11 @@ func TestWaitReadyNamesTheTopicsItWaitsFor(t *testing.T) {
 	var leave2 func()
 	for _, topic := range []string{"room1", "room2"} {
 		leave, err := c.Subscribe(ctx, topic, nil, nil)
-		if err != nil {
-			t.Fatalf("%s before the connection: %v", topic, err)
+		// Usually before the connection (Subscribe returns at once), but
+		// on loopback the client may be connected already: then Subscribe
+		// waits for the answer, and room2's is the refusal, with its func.
+		if err != nil && (topic != "room2" || !errors.Is(err, ErrTopicRefused)) {
+			t.Fatalf("%s: %v", topic, err)
 		}
 		if topic == "room2" {
 			leave2 = leave
