@@ -170,6 +170,7 @@ type Message struct {
 	User       string     // welcome (optional): the identity's user id; presence: whose connection joined or left
 	Node       string     // welcome (optional): the server node that serves the connection
 	Event      string     // presence: PresenceJoin or PresenceLeave
+	Report     *Report    // report (report.go)
 }
 
 // MaxIntervalMs bounds a ping's intervalMs (one hour): a larger value would
@@ -426,6 +427,8 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		m.Error = eb
+	case TypeReport:
+		return decodeReport(m, f)
 	default:
 		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + quote.ASCII(truncate(string(m.Type), 40))}
 	}
@@ -464,11 +467,12 @@ const (
 	fTimeoutMs
 	fKey
 	fRetryAfterMs
+	fReport
 	nFields
 )
 
 var fieldNames = [nFields]string{"", "type", "intervalMs", "seq", "id", "topic", "reason", "method", "data", "params", "result", "error", "code", "message", "token", "expiresAt", "since", "stream", "from", "head",
-	"session", "user", "node", "event", "presence", "timeoutMs", "key", "retryAfterMs"}
+	"session", "user", "node", "event", "presence", "timeoutMs", "key", "retryAfterMs", "report"}
 
 // fieldOf names the field a key (a string literal's body, unescaped)
 // stands for. A switch on string(b) does not allocate.
@@ -528,6 +532,8 @@ func fieldOf(key []byte) field {
 		return fKey
 	case "retryAfterMs":
 		return fRetryAfterMs
+	case "report":
+		return fReport
 	}
 	return fNone
 }
@@ -911,6 +917,8 @@ func AppendEncode(b []byte, m Message) []byte {
 		str("topic", m.Topic)
 		str("event", m.Event)
 		str("user", m.User)
+	case TypeReport:
+		b = appendReport(b, m.Report)
 	case TypeError:
 		if m.ID != 0 {
 			num("id", int64(m.ID))

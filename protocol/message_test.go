@@ -188,7 +188,7 @@ func TestStringUnescapeMatchesEncodingJSON(t *testing.T) {
 // is valid JSON, a decoded message survives a round trip, and it never
 // panics.
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{
+	for _, s := range append([]string{
 		`{"type":"ping","intervalMs":1000}`,
 		`{"type":"update","topic":"feed","seq":42,"data":{"a":[1,2.5e3,"x",null,true]}}`,
 		`{"type":"request","id":7,"method":"echo","params":{"text":"hi \u00e9"}}`,
@@ -196,7 +196,7 @@ func FuzzDecode(f *testing.F) {
 		`{"type":"unsubscribed","topic":"feed","reason":"service_unavailable"}`,
 		`{"type":"error","code":"bad_json","message":"m"}`,
 		`[{"type":1}]`, `{"type":"`, `nul`, `-0.0e+1`, `"\ud800"`,
-	} {
+	}, reportSeeds()...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

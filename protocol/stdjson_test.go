@@ -126,7 +126,7 @@ func deepFrames() []string {
 }
 
 func seedFuzz(f *testing.F) {
-	for _, s := range seedFrames() {
+	for _, s := range append(seedFrames(), reportSeeds()...) {
 		f.Add([]byte(s))
 	}
 }
@@ -317,6 +317,8 @@ func readsAsEncodingJSON(t *testing.T, b []byte, m Message) {
 		str(obj, "message", m.Error.Message)
 		str(obj, "topic", m.Topic)
 		num("retryAfterMs", m.Error.RetryAfterMs)
+	case TypeReport:
+		reportReadsAsEncodingJSON(t, b, obj["report"], m.Report)
 	default:
 		t.Fatalf("%q: accepted type %q", b, m.Type)
 	}
