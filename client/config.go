@@ -167,6 +167,12 @@ type Config struct {
 	// own timeout) for READY instead of failing with ErrNotReady, carrying
 	// an idempotency key (RequestOptions.Queue for one). Default off.
 	QueueWhileNotReady bool
+	// NoReports turns the readiness reports off (report.go): one small
+	// frame to the server each time the client becomes READY, saying how
+	// long it took, in how many attempts, why it was lost and over which
+	// transport (fixed names and numbers, no peer text), which the
+	// server counts into its metrics. Default false: the client reports.
+	NoReports bool
 	// Follower starts the core as a tab that follows another's connection:
 	// it dials nothing until BecameLeader (tabs.go). Default false: the
 	// core leads.

@@ -52,6 +52,7 @@ type Stats struct {
 	Moves      int // moves from the fallback transport back to the preferred one
 	Forwarded  int // requests a follower tab forwarded to its leader
 	Resent     int // queued requests sent again after a reconnect, with their keys
+	Reports    int // readiness reports sent (report.go)
 }
 
 // Core is the client's state machine. It is not safe for concurrent use:
@@ -126,6 +127,8 @@ type Core struct {
 	queue   []*pendingRequest // by deadline
 	waiting []*pendingRequest // queued requests not sent yet, in id order (queue.go)
 
+	out outage // since the last readiness report (report.go)
+
 	lastState    State
 	stateEmitted bool
 	stats        Stats
@@ -193,6 +196,7 @@ func (c *Core) Start(now time.Time) {
 		return
 	}
 	c.started = true
+	c.reportStart(now)
 	c.notReady(now)
 	if !c.follower {
 		c.dial(now)
@@ -391,6 +395,7 @@ func (c *Core) connectionLost(now time.Time, cause Cause) {
 		c.rejectOn(lost, "connection lost", false)
 	}
 	c.lastErr = failureOf(cause)
+	c.reportLoss(cause, c.lastErr)
 	c.trace("error", 0, c.lastErr.Message())
 	c.scheduleReconnect(now, cause)
 }

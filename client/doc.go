@@ -45,6 +45,7 @@
 //	clock.go                stage 8: clock jumps (sleep, frozen tabs); hidden pages keep their connection
 //	sendstall.go            stage 8: sends that stop draining
 //	queue.go                the opt-in queue for requests made while not READY, with idempotency keys
+//	report.go               readiness reports: one frame to the server per READY (time, attempts, cause, transport)
 //	tabs.go                 stage 8: tab leadership (one connection for many tabs)
 //	deadlines.go            the named deadlines the one timer serves
 //	policy.go               the delay policies, shared with the simulator

@@ -12,7 +12,8 @@ import (
 // the "network" is played by hand: the socket opens, the server pings and
 // says it serves the session (welcome: this client asked for no topics),
 // a request is answered, and a topic the app subscribes to makes the
-// service pending until the server acknowledges it.
+// service pending until the server acknowledges it. At READY the core
+// reports it to the server (Config.NoReports turns that off).
 func Example() {
 	// The zero Config is the client with every fix; the core draws no
 	// random numbers of its own, so it needs a source.
@@ -57,6 +58,7 @@ func Example() {
 	// state transport=pending protocol=down service=down ready=false
 	// state transport=up protocol=pending service=pending ready=false
 	// state transport=up protocol=up service=pending ready=false
+	// send {"type":"report","report":{"kind":"connect","notReadyMs":0,"attempts":1,"cause":"none","transport":"ws","refusedBusy":0,"refusedSlot":0,"lost":0,"role":"alone"}}
 	// state transport=up protocol=up service=up ready=true
 	// send {"type":"request","id":1,"method":"echo","params":{"hi":1},"timeoutMs":5000}
 	// request 1 settled: {"hi":1} <nil>

@@ -148,6 +148,7 @@ func (c *Core) noteState(now time.Time) {
 	if becameReady {
 		c.readySince = now
 		c.onReady(now)
+		c.reportReady(now) // before noteRecovery, which forgets when READY was lost
 		c.noteRecovery(now)
 		c.readyNow()
 		st = c.state()

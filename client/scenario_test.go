@@ -171,6 +171,9 @@ func (r *scenario) run(path string, at int, line string) []string {
 			}
 			c.Follower = has("follower")
 			c.PauseWhenHidden = has("pause-when-hidden")
+			// The readiness reports (report.go) are printed by the scripts
+			// that ask for them (reports.txt); the others tell other stories.
+			c.NoReports = !has("reports")
 			if v := opt("transports", ""); v != "" {
 				c.Transports = nil
 				for _, name := range strings.Split(v, ",") {

@@ -246,6 +246,7 @@ func (c *Core) moved() {
 	}
 	if c.moving && c.transport == Up && c.serviceLevel() == Up {
 		c.moving = false
+		c.reportMoved()
 	}
 	if c.moving {
 		return
