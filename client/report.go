@@ -36,13 +36,13 @@ import (
 
 // outage is what the core has seen since its last report (or Start).
 type outage struct {
-	dials  int          // Stats.Dials at the last report
-	lost   int          // Stats.ContinuityLost at the last report
-	cause  FailureClass // the first failure since; FailNone for none
-	busy   int          // refusals that said the server is busy
-	slot   int          // other closes with a retry-after
-	began  time.Time    // Start: a connect report's time counts from it
-	sent   bool         // a connect or recovery report went out (the first READY was reported)
+	dials int          // Stats.Dials at the last report
+	lost  int          // Stats.ContinuityLost at the last report
+	cause FailureClass // the first failure since; FailNone for none
+	busy  int          // refusals that said the server is busy
+	slot  int          // other closes with a retry-after
+	began time.Time    // Start: a connect report's time counts from it
+	sent  bool         // a connect or recovery report went out (the first READY was reported)
 }
 
 // reportStart notes the start: a connect report's time counts from now.
