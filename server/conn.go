@@ -80,6 +80,7 @@ type conn struct {
 	slowOff bool                     // the connection ended: no more delayed replies
 
 	req requestState // method calls in flight (requests.go)
+	rep reportState  // readiness reports (reports.go); the reader's
 }
 
 // transport is a connection's I/O, all a conn needs of its socket: the
@@ -139,6 +140,7 @@ func (c *conn) run() {
 		c.armAuthWait()
 	}
 	c.readLoop()
+	c.reportsEnd()
 	c.cancel()
 	c.stopExpiry()
 	c.stopTimers()
@@ -233,6 +235,10 @@ func (c *conn) handle(data []byte) {
 			return
 		}
 	}
+	if err != nil && m.Type == protocol.TypeReport {
+		c.badReport(err) // counted, not answered: a report asks for no answer
+		return
+	}
 	if err != nil {
 		var de *protocol.DecodeError
 		errors.As(err, &de)
@@ -259,6 +265,8 @@ func (c *conn) handle(data []byte) {
 		c.reply(protocol.ProbeAckFrame{Type: protocol.TypeProbeAck, ID: m.ID})
 	case protocol.TypeRequest:
 		c.request(m)
+	case protocol.TypeReport:
+		c.report(m)
 	default:
 		c.sendError(m.ID, protocol.ErrUnexpected, "the server does not accept "+string(m.Type)+" frames")
 	}
