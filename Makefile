@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies size sim measure bench-browser storm npm example clean image manifests
+.PHONY: app app-web release run cluster cluster-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies promtool size sim measure bench-browser storm npm example clean image manifests
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
@@ -92,8 +92,10 @@ vet: bin/jsguard
 bin/jsguard: internal/tools/jsguard/main.go internal/tools/jsguard/go.mod internal/tools/jsguard/go.sum
 	cd internal/tools/jsguard && GOOS=$$($(GO) env GOHOSTOS) GOARCH=$$($(GO) env GOHOSTARCH) $(GO) build -o ../../../bin/jsguard .
 
-unit:
-	$(GO) test -race -count=1 ./...
+# WSREADY_REQUIRE_PROMTOOL: the alert rules' test (alerts_test.go) fails,
+# not skips, without promtool.
+unit: promtool
+	WSREADY_REQUIRE_PROMTOOL=1 $(GO) test -race -count=1 ./...
 
 wasm-test:
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(GOROOT)/lib/wasm/go_js_wasm_exec" ./protocol ./client ./internal/bridge ./wasm
@@ -170,6 +172,13 @@ proxies:
 	@missing=; for p in nginx haproxy caddy; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	  test -z "$$missing" || { echo "installing$$missing from Debian's packages"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
+
+# promtool, which checks and tests docs/deploy/prometheus's alert rules
+# (alerts_test.go, about 2 s), from Debian's prometheus package (its
+# server is not used: the tests run promtool alone).
+promtool:
+	@command -v promtool >/dev/null || { echo "installing promtool from Debian's prometheus package"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
 
 # The wasm's three sizes, then what each package costs (code and data
 # bytes, the top SIZE_TOP, and the whole: internal/tools/wasmsize, which
