@@ -356,6 +356,10 @@ type Options struct {
 	// (Web Locks and a BroadcastChannel). Default on at stage 8, off
 	// before; the option "tabs" sets it at any stage.
 	Tabs bool
+	// Reports: the readiness reports to the server (client/report.go).
+	// Default true; the option "reports: false" turns them off
+	// (client.Config.NoReports).
+	Reports bool
 }
 
 // Config applies the options to a stage's config.
@@ -370,6 +374,7 @@ func (o Options) Config(cfg client.Config) client.Config {
 	cfg.ReprobeInterval, cfg.SendStallTimeout = o.Reprobe, o.SendStall
 	cfg.DegradedAfter, cfg.OfflineAfter = o.DegradedAfter, o.OfflineAfter
 	cfg.PauseWhenHidden, cfg.QueueWhileNotReady = o.PauseWhenHidden, o.Queue
+	cfg.NoReports = !o.Reports
 	if o.BackoffBase > 0 || o.BackoffCap > 0 {
 		p := client.FullJitter{Base: time.Second, Cap: 30 * time.Second}
 		if o.BackoffBase > 0 {
@@ -395,7 +400,8 @@ type Getter interface {
 // stage an integer 0..stages.Max (default stages.Max), budget an integer >= 0 and windowMs a
 // number of milliseconds >= 0 (0: unbounded, the default); the timings are
 // whole milliseconds from 1; transports lists "websocket" and "http";
-// pauseWhenHidden, queue and tabs are booleans (tabs defaults to stage >= 8).
+// pauseWhenHidden, queue, tabs and reports are booleans (tabs defaults to
+// stage >= 8, reports to true).
 func ParseOptions(g Getter) (Options, error) {
 	o := Options{Stage: stages.Max}
 	url, ok, err := g.String("url")
@@ -487,10 +493,11 @@ func ParseOptions(g Getter) (Options, error) {
 		}
 	}
 	o.Tabs = o.Stage >= 8
+	o.Reports = true
 	for _, b := range []struct {
 		name string
 		to   *bool
-	}{{"pauseWhenHidden", &o.PauseWhenHidden}, {"queue", &o.Queue}, {"tabs", &o.Tabs}} {
+	}{{"pauseWhenHidden", &o.PauseWhenHidden}, {"queue", &o.Queue}, {"tabs", &o.Tabs}, {"reports", &o.Reports}} {
 		v, ok, err := g.Bool(b.name)
 		if err != nil {
 			return o, errors.New("wsready.connect: " + b.name + " must be true or false")

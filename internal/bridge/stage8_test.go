@@ -86,3 +86,22 @@ func TestStage8StateValue(t *testing.T) {
 		t.Fatalf("%v", st)
 	}
 }
+
+// The readiness reports are on unless the page says reports: false.
+func TestReportsOption(t *testing.T) {
+	for _, c := range []struct {
+		opts fakeGetter
+		off  bool
+	}{{fakeGetter{"url": "ws://h"}, false}, {fakeGetter{"url": "ws://h", "reports": true}, false}, {fakeGetter{"url": "ws://h", "reports": false}, true}} {
+		o, err := ParseOptions(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := o.Config(client.Config{}); cfg.NoReports != c.off {
+			t.Errorf("%v: NoReports %v, want %v", c.opts, cfg.NoReports, c.off)
+		}
+	}
+	if _, err := ParseOptions(fakeGetter{"url": "ws://h", "reports": "no"}); err == nil || !strings.Contains(err.Error(), "reports must be true or false") {
+		t.Errorf("reports: \"no\": %v", err)
+	}
+}

@@ -276,6 +276,12 @@ export interface ConnectOptions {
   /** Every request and publish made while not READY waits for READY (up to its timeout) with an idempotency key. Default false (per call: { queue }). */
   queue?: boolean;
   /**
+   * Tell the server, at each READY, how long getting it took, in how many attempts, why it was
+   * lost and over which transport (fixed names and numbers: no token, topic or payload), for the
+   * operators' metrics. Default true.
+   */
+  reports?: boolean;
+  /**
    * Share one connection between the tabs of this origin that use this URL (Web Locks elect
    * a leader, a BroadcastChannel carries the rest). Default true at stage 8, false before.
    */

@@ -487,6 +487,7 @@ async function start(opts) {
     offlineMs: opts.offlineMs,
     queue: opts.queue,
     tabs: opts.tabs,
+    reports: opts.reports,
     token,
     // The preconnected socket, for the first dial (when that is over
     // WebSocket to urls[0]); a client that will not dial it drops it.
