@@ -71,7 +71,9 @@ type Report struct {
 	Role        string // RoleAlone, RoleLeader or RoleFollower
 }
 
-// decodeReport reads a report frame's body, every field checked.
+// decodeReport reads a report frame's body, every field checked, in the
+// order of reportFieldNames: one loop over a table, not a function per
+// field (the browser client carries this decoder too).
 func decodeReport(m *Message, f *fields) *DecodeError {
 	v := f.raw[fReport]
 	if v == nil {
@@ -89,66 +91,44 @@ func decodeReport(m *Message, f *fields) *DecodeError {
 	}); err != nil {
 		return err
 	}
-	r := &Report{}
-	str := func(k int, allowed ...string) (string, *DecodeError) {
+	var strs [nReportFields]string
+	var nums [nReportFields]int64
+	for k := range nReportFields {
 		name := "report." + reportFieldNames[k]
 		if raw[k] == nil {
-			return "", &DecodeError{Code: ErrMissingField, Field: name, Detail: "report needs " + reportFieldNames[k]}
+			return &DecodeError{Code: ErrMissingField, Field: name, Detail: "report needs " + reportFieldNames[k]}
+		}
+		allowed := reportEnums[k]
+		if allowed == nil {
+			n, err := asInt(name, raw[k])
+			if err != nil {
+				return err
+			}
+			most := int64(MaxReportCount)
+			if k == rNotReadyMs {
+				most = MaxReportMs
+			}
+			if n < 0 || n > most {
+				return &DecodeError{Code: ErrWrongType, Field: name, Detail: "must be between 0 and " + strconv.FormatInt(most, 10)}
+			}
+			nums[k] = n
+			continue
 		}
 		got, err := f.asString(name, raw[k])
 		if err != nil {
-			return "", err
+			return err
 		}
+		known := false
 		for _, a := range allowed {
-			if got == a {
-				return a, nil
-			}
+			known = known || got == a
 		}
-		return "", &DecodeError{Code: ErrWrongType, Field: name, Detail: "not a known value"}
-	}
-	num := func(k int, most int64) (int64, *DecodeError) {
-		name := "report." + reportFieldNames[k]
-		if raw[k] == nil {
-			return 0, &DecodeError{Code: ErrMissingField, Field: name, Detail: "report needs " + reportFieldNames[k]}
+		if !known {
+			return &DecodeError{Code: ErrWrongType, Field: name, Detail: "not a known value"}
 		}
-		n, err := asInt(name, raw[k])
-		if err != nil {
-			return 0, err
-		}
-		if n < 0 || n > most {
-			return 0, &DecodeError{Code: ErrWrongType, Field: name, Detail: "must be between 0 and " + strconv.FormatInt(most, 10)}
-		}
-		return n, nil
+		strs[k] = got
 	}
-	var err *DecodeError
-	if r.Kind, err = str(rKind, ReportConnect, ReportRecovery, ReportTransport); err != nil {
-		return err
-	}
-	if r.NotReadyMs, err = num(rNotReadyMs, MaxReportMs); err != nil {
-		return err
-	}
-	if r.Attempts, err = num(rAttempts, MaxReportCount); err != nil {
-		return err
-	}
-	if r.Cause, err = str(rCause, ReportCauses...); err != nil {
-		return err
-	}
-	if r.Transport, err = str(rTransport, "ws", "http"); err != nil {
-		return err
-	}
-	if r.RefusedBusy, err = num(rRefusedBusy, MaxReportCount); err != nil {
-		return err
-	}
-	if r.RefusedSlot, err = num(rRefusedSlot, MaxReportCount); err != nil {
-		return err
-	}
-	if r.Lost, err = num(rLost, MaxReportCount); err != nil {
-		return err
-	}
-	if r.Role, err = str(rRole, RoleAlone, RoleLeader, RoleFollower); err != nil {
-		return err
-	}
-	m.Report = r
+	m.Report = &Report{Kind: strs[rKind], NotReadyMs: nums[rNotReadyMs], Attempts: nums[rAttempts], Cause: strs[rCause],
+		Transport: strs[rTransport], RefusedBusy: nums[rRefusedBusy], RefusedSlot: nums[rRefusedSlot], Lost: nums[rLost], Role: strs[rRole]}
 	return nil
 }
 
@@ -168,6 +148,15 @@ const (
 
 var reportFieldNames = [nReportFields]string{"kind", "notReadyMs", "attempts", "cause", "transport", "refusedBusy", "refusedSlot", "lost", "role"}
 
+// reportEnums are the values each string field may take; nil for a
+// number.
+var reportEnums = [nReportFields][]string{
+	rKind:      {ReportConnect, ReportRecovery, ReportTransport},
+	rCause:     ReportCauses,
+	rTransport: {"ws", "http"},
+	rRole:      {RoleAlone, RoleLeader, RoleFollower},
+}
+
 func reportFieldOf(key string) int {
 	for i, n := range reportFieldNames {
 		if n == key {
@@ -184,6 +173,8 @@ func appendReport(b []byte, r *Report) []byte {
 	if r == nil {
 		return append(b, "{}"...)
 	}
+	strs := [nReportFields]string{rKind: r.Kind, rCause: r.Cause, rTransport: r.Transport, rRole: r.Role}
+	nums := [nReportFields]int64{rNotReadyMs: r.NotReadyMs, rAttempts: r.Attempts, rRefusedBusy: r.RefusedBusy, rRefusedSlot: r.RefusedSlot, rLost: r.Lost}
 	b = append(b, '{')
 	for k := range nReportFields {
 		if k > 0 {
@@ -191,25 +182,10 @@ func appendReport(b []byte, r *Report) []byte {
 		}
 		b = appendString(b, reportFieldNames[k])
 		b = append(b, ':')
-		switch k {
-		case rKind:
-			b = appendString(b, r.Kind)
-		case rNotReadyMs:
-			b = strconv.AppendInt(b, r.NotReadyMs, 10)
-		case rAttempts:
-			b = strconv.AppendInt(b, r.Attempts, 10)
-		case rCause:
-			b = appendString(b, r.Cause)
-		case rTransport:
-			b = appendString(b, r.Transport)
-		case rRefusedBusy:
-			b = strconv.AppendInt(b, r.RefusedBusy, 10)
-		case rRefusedSlot:
-			b = strconv.AppendInt(b, r.RefusedSlot, 10)
-		case rLost:
-			b = strconv.AppendInt(b, r.Lost, 10)
-		case rRole:
-			b = appendString(b, r.Role)
+		if reportEnums[k] != nil {
+			b = appendString(b, strs[k])
+		} else {
+			b = strconv.AppendInt(b, nums[k], 10)
 		}
 	}
 	return append(b, '}')
