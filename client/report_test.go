@@ -162,3 +162,31 @@ func TestReportCausesAreTheFailureClasses(t *testing.T) {
 		t.Errorf("protocol.ReportCauses %q, failure classes %q", protocol.ReportCauses, classes)
 	}
 }
+
+// The connect report names the transport READY came on (HTTP after the
+// fallback, with the 4 sockets dialled and the first failure's class); a
+// move back to WebSocket that keeps READY is a transport report on the
+// new socket, with the one socket it dialled and no time; nothing goes on
+// the socket left behind.
+func TestReportsOfTheFallbackAndTheMoveBack(t *testing.T) {
+	h, old := onHTTP(t, func(c *Config) { c.ReprobeInterval = time.Minute })
+	r := h.reports()
+	if len(r) != 1 || r[0].Kind != protocol.ReportConnect || r[0].Transport != "http" || r[0].Attempts != 4 || r[0].Cause != "network" {
+		t.Fatalf("reports after the fallback: %+v", r)
+	}
+	h.keepAlive(old, time.Minute)
+	cand := h.last()
+	h.open(cand)
+	h.ping(cand, 1000)
+	h.subscribedAt(cand, "feed", 1, 0, "A")
+	if st := h.state(); !st.Ready || st.Via != TransportWebSocket || h.c.Stats().Moves != 1 {
+		t.Fatalf("no move: %+v", st)
+	}
+	r = h.reports()
+	if len(r) != 2 || h.count(protocol.TypeReport, cand) != 1 || h.count(protocol.TypeReport, old) != 1 {
+		t.Fatalf("reports %+v (candidate %d, old %d), want one transport report on the candidate", r, h.count(protocol.TypeReport, cand), h.count(protocol.TypeReport, old))
+	}
+	if got := r[1]; got.Kind != protocol.ReportTransport || got.Transport != "ws" || got.Attempts != 1 || got.NotReadyMs != 0 || got.Cause != protocol.CauseNone {
+		t.Fatalf("transport report %+v", got)
+	}
+}
