@@ -182,3 +182,33 @@ func TestBadReportsAreDroppedAndCounted(t *testing.T) {
 		t.Errorf("a peer's text reached the metrics or the log:\n%s", logs.String())
 	}
 }
+
+// Over the HTTP transport (POST /send) a report counts under transport
+// "sse", the connection's own; one that says it came over WebSocket is
+// dropped as "transport".
+func TestReportsOverTheHTTPTransport(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.httpDial(t)
+	body := func(transport string) string {
+		return `{"type":"report","report":{"kind":"recovery","notReadyMs":250,"attempts":4,"cause":"network","transport":"` + transport +
+			`","refusedBusy":0,"refusedSlot":0,"lost":1,"role":"leader"}}`
+	}
+	for _, tr := range []string{"http", "ws"} {
+		if a := f.post(t, "/send?session="+p.session, "application/json", body(tr)); a.status >= 300 {
+			t.Fatalf("POST /send: %d %+v", a.status, a)
+		}
+	}
+	text := waitMetric(t, f, `wsready_client_reports_total{kind="recovery",transport="sse"}`, 1)
+	for sample, want := range map[string]float64{
+		`wsready_client_reports_dropped_total{reason="transport"}`:       1,
+		`wsready_client_reports_total{kind="recovery",transport="ws"}`:   0,
+		`wsready_client_continuity_lost_total`:                           1,
+		`wsready_client_attempts_sum{kind="recovery"}`:                   4,
+		`wsready_client_ready_seconds_bucket{kind="recovery",le="0.25"}`: 1,
+		`wsready_clients_ready`:                                          1,
+	} {
+		if got := metricValue(text, sample); got != want {
+			t.Errorf("%s = %v, want %v", sample, got, want)
+		}
+	}
+}
