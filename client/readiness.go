@@ -158,6 +158,7 @@ func (c *Core) noteState(now time.Time) {
 		c.notReady(now)
 		st = c.state()
 	}
+	c.reportSawReady(st)
 	c.lastState, c.stateEmitted = st, true
 	c.emit(Effect{Kind: EffState, State: st})
 }

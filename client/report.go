@@ -42,7 +42,9 @@ type outage struct {
 	busy  int          // refusals that said the server is busy
 	slot  int          // other closes with a retry-after
 	began time.Time    // Start: a connect report's time counts from it
-	sent  bool         // a connect or recovery report went out (the first READY was reported)
+	// ready: the app has seen READY before (its own, or as a follower
+	// tab the leader's): the next READY is a recovery, not a connect.
+	ready bool
 }
 
 // reportStart notes the start: a connect report's time counts from now.
@@ -62,19 +64,28 @@ func (c *Core) reportLoss(cause Cause, f Failure) {
 	}
 }
 
-// reportReady sends the report of a READY just reached: a recovery if
-// READY was lost before (lostReadyAt, which noteRecovery reads after),
-// else the first READY's connect report.
+// reportReady sends the report of a READY just reached: the first
+// READY's connect report (a tab elected leader before any READY too),
+// else a recovery from when READY was lost (lostReadyAt, which
+// noteRecovery reads after; a tab taking over from a READY leader: since
+// the takeover).
 func (c *Core) reportReady(now time.Time) {
 	kind, since := protocol.ReportRecovery, c.lostReadyAt
-	if since.IsZero() {
-		if c.out.sent {
-			return // READY again without having lost it: nothing to tell
-		}
+	switch {
+	case !c.out.ready:
 		kind, since = protocol.ReportConnect, c.out.began
+	case since.IsZero():
+		return // READY again without having lost it: nothing to tell
 	}
-	c.out.sent = true
 	c.sendReport(kind, now.Sub(since))
+}
+
+// reportSawReady notes that the app saw READY (noteState, after the
+// report of the step that reached it).
+func (c *Core) reportSawReady(st State) {
+	if st.Ready {
+		c.out.ready = true
+	}
 }
 
 // reportMoved sends the transport report of a move that kept READY.
@@ -82,7 +93,7 @@ func (c *Core) reportMoved() { c.sendReport(protocol.ReportTransport, 0) }
 
 func (c *Core) sendReport(kind string, notReady time.Duration) {
 	o := c.out
-	c.out = outage{began: o.began, sent: o.sent, dials: c.stats.Dials, lost: c.stats.ContinuityLost}
+	c.out = outage{began: o.began, ready: o.ready, dials: c.stats.Dials, lost: c.stats.ContinuityLost}
 	if c.cfg.NoReports || c.current == 0 || c.follower {
 		return
 	}

@@ -114,8 +114,31 @@ func TestReportRoleOfALeaderTab(t *testing.T) {
 	h.drain()
 	h.ready()
 	r := h.reports()
-	if len(r) != 1 || r[0].Role != protocol.RoleLeader {
-		t.Fatalf("reports %+v, want one from the leader", r)
+	if len(r) != 1 || r[0].Role != protocol.RoleLeader || r[0].Kind != protocol.ReportConnect {
+		t.Fatalf("reports %+v, want the leader's connect report", r)
+	}
+}
+
+// A follower tab whose leader was READY and that takes over reports a
+// recovery: the app had READY through the leader; the time counts from
+// the takeover.
+func TestReportOfATakeoverIsARecovery(t *testing.T) {
+	h := newHarness(t, 8, func(c *Config) { c.Follower = true })
+	h.start()
+	h.c.LeaderState(State{Transport: Up, Protocol: Up, Service: Up, Ready: true, Epoch: 3, Via: TransportWebSocket}, h.now)
+	h.drain()
+	if !h.state().Ready {
+		t.Fatalf("the leader's READY is not the follower's: %+v", h.state())
+	}
+	h.advance(time.Second)
+	h.c.BecameLeader(h.now)
+	h.drain()
+	took := h.now
+	h.advance(300 * time.Millisecond)
+	h.ready()
+	r := h.reports()
+	if len(r) != 1 || r[0].Kind != protocol.ReportRecovery || r[0].NotReadyMs != h.now.Sub(took).Milliseconds() || r[0].Role != protocol.RoleLeader {
+		t.Fatalf("reports %+v, want one recovery of %v from the leader", r, h.now.Sub(took))
 	}
 }
 
