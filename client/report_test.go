@@ -1,11 +1,13 @@
 package client
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +26,15 @@ func (h *harness) reports() []*protocol.Report {
 		}
 	}
 	return out
+}
+
+// fmtReports shows reports by value in a failure message.
+func fmtReports(r []*protocol.Report) string {
+	var out []string
+	for _, x := range r {
+		out = append(out, fmt.Sprintf("%+v", *x))
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // lossesAndRecoveries takes a READY client through n losses, each with
@@ -87,7 +98,7 @@ func TestReportTimeIsTheTimeWithoutReady(t *testing.T) {
 	want := h.now.Sub(lost).Milliseconds()
 	r := h.reports()
 	if len(r) != 2 || r[1].NotReadyMs != want || h.c.Stats().RecoveryP50.Milliseconds() != want {
-		t.Fatalf("reports %+v, p50 %v; want a recovery of %d ms", r, h.c.Stats().RecoveryP50, want)
+		t.Fatalf("reports %s, p50 %v; want a recovery of %d ms", fmtReports(r), h.c.Stats().RecoveryP50, want)
 	}
 }
 
@@ -115,7 +126,7 @@ func TestReportRoleOfALeaderTab(t *testing.T) {
 	h.ready()
 	r := h.reports()
 	if len(r) != 1 || r[0].Role != protocol.RoleLeader || r[0].Kind != protocol.ReportConnect {
-		t.Fatalf("reports %+v, want the leader's connect report", r)
+		t.Fatalf("reports %s, want the leader's connect report", fmtReports(r))
 	}
 }
 
@@ -138,7 +149,7 @@ func TestReportOfATakeoverIsARecovery(t *testing.T) {
 	h.ready()
 	r := h.reports()
 	if len(r) != 1 || r[0].Kind != protocol.ReportRecovery || r[0].NotReadyMs != h.now.Sub(took).Milliseconds() || r[0].Role != protocol.RoleLeader {
-		t.Fatalf("reports %+v, want one recovery of %v from the leader", r, h.now.Sub(took))
+		t.Fatalf("reports %s, want one recovery of %v from the leader", fmtReports(r), h.now.Sub(took))
 	}
 }
 
@@ -195,7 +206,7 @@ func TestReportsOfTheFallbackAndTheMoveBack(t *testing.T) {
 	h, old := onHTTP(t, func(c *Config) { c.ReprobeInterval = time.Minute })
 	r := h.reports()
 	if len(r) != 1 || r[0].Kind != protocol.ReportConnect || r[0].Transport != "http" || r[0].Attempts != 4 || r[0].Cause != "network" {
-		t.Fatalf("reports after the fallback: %+v", r)
+		t.Fatalf("reports after the fallback: %s", fmtReports(r))
 	}
 	h.keepAlive(old, time.Minute)
 	cand := h.last()
@@ -207,7 +218,7 @@ func TestReportsOfTheFallbackAndTheMoveBack(t *testing.T) {
 	}
 	r = h.reports()
 	if len(r) != 2 || h.count(protocol.TypeReport, cand) != 1 || h.count(protocol.TypeReport, old) != 1 {
-		t.Fatalf("reports %+v (candidate %d, old %d), want one transport report on the candidate", r, h.count(protocol.TypeReport, cand), h.count(protocol.TypeReport, old))
+		t.Fatalf("reports %s (candidate %d, old %d), want one transport report on the candidate", fmtReports(r), h.count(protocol.TypeReport, cand), h.count(protocol.TypeReport, old))
 	}
 	if got := r[1]; got.Kind != protocol.ReportTransport || got.Transport != "ws" || got.Attempts != 1 || got.NotReadyMs != 0 || got.Cause != protocol.CauseNone {
 		t.Fatalf("transport report %+v", got)
