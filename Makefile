@@ -174,11 +174,12 @@ proxies:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
 
 # promtool, which checks and tests docs/deploy/prometheus's alert rules
-# (alerts_test.go, about 2 s), from Debian's prometheus package (its
+# (alerts_test.go, about 2 s), from Debian's prometheus package (a 19 MB
+# download; without its recommends, the node exporter and its tools; its
 # server is not used: the tests run promtool alone).
 promtool:
 	@command -v promtool >/dev/null || { echo "installing promtool from Debian's prometheus package"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # The wasm's three sizes, then what each package costs (code and data
 # bytes, the top SIZE_TOP, and the whole: internal/tools/wasmsize, which
