@@ -19,6 +19,7 @@ import (
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
@@ -547,17 +548,15 @@ func appendN(t *testing.T, h History, topic string, n int) int64 {
 // back) and returns its seq; the last error fails t.
 func untilStored(t *testing.T, publish func() (int64, error)) int64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		seq, err := publish()
-		if err == nil {
-			return seq
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond) // real time: retries until the restarted NATS takes it
+	var seq int64
+	var err error
+	if !poll.UntilEvery(10*time.Second, 50*time.Millisecond, func() bool { // retries until the restarted NATS takes it
+		seq, err = publish()
+		return err == nil
+	}) {
+		t.Fatal(err)
 	}
+	return seq
 }
 
 // With -nats the marks live in the NATS server's key-value bucket: the
