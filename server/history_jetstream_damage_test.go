@@ -131,10 +131,20 @@ func truncateStream(t *testing.T, dir, topic string) {
 // the seqs of the first n updates.
 func resumeOnProtocol(t *testing.T, h History, topic string, since int64, stream string, n int) (protocol.Message, []int64) {
 	t.Helper()
+	return resumeThen(t, h, topic, since, stream, n, nil)
+}
+
+// resumeThen is resumeOnProtocol running then (when not nil) once the
+// subscription is live, before it waits for the n updates.
+func resumeThen(t *testing.T, h History, topic string, since int64, stream string, n int, then func()) (protocol.Message, []int64) {
+	t.Helper()
 	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: topic, HasSince: true, Since: since, Stream: stream})
 	sub := p.next(protocol.TypeSubscribed, 10*time.Second)
+	if then != nil {
+		then()
+	}
 	var seqs []int64
 	if n > 0 {
 		seqs = p.updatesOf(topic, n, 10*time.Second)
@@ -273,11 +283,12 @@ func TestJetStreamCleanRestartKeepsTheStreamAndTheCursor(t *testing.T) {
 	if now := s.info("chat"); now.Stream != old.Stream || now.Last != last {
 		t.Fatalf("after a clean restart: %+v, want %+v", now, old)
 	}
-	go func() {
-		time.Sleep(200 * time.Millisecond) // real time: the append must come while the watch waits on NATS
-		s.h.Append(context.Background(), "chat", []byte(`{}`), true)
-	}()
-	sub, seqs := resumeOnProtocol(t, s.h, "chat", last, old.Stream, 1)
+	// The append comes once the subscription is live: while it waits on NATS.
+	sub, seqs := resumeThen(t, s.h, "chat", last, old.Stream, 1, func() {
+		if _, err := s.h.Append(context.Background(), "chat", []byte(`{}`), true); err != nil {
+			t.Fatal(err)
+		}
+	})
 	if sub.Stream != old.Stream || sub.From != last+1 || seqs[0] != last+1 {
 		t.Fatalf("resume from %d: subscribed %+v, update %v", last, sub, seqs)
 	}
