@@ -1061,7 +1061,7 @@ func TestHTTPStreamLeftDuringAFreezeDetaches(t *testing.T) {
 	if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	serverTimersRun(frozenPoll + 50*time.Millisecond) // the frozen stream's read wakes to check the socket and keeps it
+	serverTimersRun(250 * time.Millisecond) // past one frozenPoll (200 ms): the frozen stream's read wakes to check the socket and keeps it
 	if !attached() {
 		t.Fatal("a frozen stream detached")
 	}
