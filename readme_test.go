@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/internal/poll"
 )
 
 // The README's code is copied from files that are compiled: each Go,
@@ -323,15 +325,15 @@ func TestREADMEGoSnippetsRunTogether(t *testing.T) {
 			t.Logf("the server's output:\n%s", srvLog.String())
 		}
 	}()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
+	// The server listens.
+	if !poll.UntilEvery(20*time.Second, 50*time.Millisecond, func() bool {
+		var c net.Conn
+		if c, err = net.Dial("tcp", addr); err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not listen on %s: %v", addr, err)
-		}
+		return err == nil
+	}) {
+		t.Fatalf("the server did not listen on %s: %v", addr, err)
 	}
 
 	cli := exec.CommandContext(ctx, filepath.Join(bin, "client"), "ws://"+addr+"/realtime")

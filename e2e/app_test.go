@@ -157,7 +157,7 @@ func TestApp(t *testing.T) {
 		t.Fatalf("alice's second cart.add: %v", r)
 	}
 	waitPage(t, alice, "alice", "appState.cartUpdates === 2 && appState.cart.version === 2 && appState.cart.lines.length === 2", 10*time.Second)
-	time.Sleep(300 * time.Millisecond) // anything misrouted to Bob has arrived by now
+	browserRuns(300 * time.Millisecond) // anything misrouted to Bob has arrived by now
 	st := evalPage[map[string]any](t, bob, "({ready: appState.ready, live: app.client.state().ready, opens: app.client.stats().opens, "+
 		"seen: appState.topicsSeen, cartUpdates: appState.cartUpdates, version: appState.cart.version})")
 	if st["ready"] != true || st["live"] != true || st["opens"] != float64(1) {
@@ -225,11 +225,13 @@ func TestAppJWT(t *testing.T) {
 	// Lobby updates from Go, every 100 ms for 8 s: across two expiries or more
 	// (the first JWT was minted at sign-in, each lives 2-3 s).
 	const n = 80
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for i := range n {
 		if _, err := a.Server().Publish(t.Context(), app.Lobby, fmt.Appendf(nil, `{"user":"app","text":"tick %d"}`, i+1)); err != nil {
 			t.Fatalf("publish %d: %v", i+1, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 	waitPage(t, carol, "carol", fmt.Sprintf("appState.ready && appState.lobbySeqs.length >= %d", n), 10*time.Second)
 	st := evalPage[map[string]any](t, carol, "({seqs: appState.lobbySeqs, refreshes: appState.refreshes, forced: appState.tokenForced, "+

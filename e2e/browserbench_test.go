@@ -343,7 +343,7 @@ func benchOne(client, url string, window time.Duration) (benchRun, error) {
 	if err := WaitJS(b, "window.__bench && window.__bench.n > 0", 30*time.Second); err != nil {
 		return r, fmt.Errorf("no update: %w", err)
 	}
-	time.Sleep(browserBenchWarm)
+	browserRuns(browserBenchWarm) // the warm-up
 	m0, err := metrics(b)
 	if err != nil {
 		return r, err
@@ -353,7 +353,7 @@ func benchOne(client, url string, window time.Duration) (benchRun, error) {
 		return r, err
 	}
 	start := time.Now()
-	time.Sleep(window)
+	browserRuns(window) // the measured window
 	n1, err := Eval[int64](b, "window.__bench.n")
 	if err != nil {
 		return r, err

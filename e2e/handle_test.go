@@ -5,6 +5,8 @@ package e2e
 import (
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/internal/poll"
 )
 
 // request() never throws: bad input rejects with a TypeError. After
@@ -80,12 +82,13 @@ func TestHandleAfterCloseAndBadRequests(t *testing.T) {
 	// Leak sockets at stage 2: freeze long enough for the watchdog to
 	// replace the socket, then let the late closes arrive.
 	env.Set("freeze", true)
-	time.Sleep(4500 * time.Millisecond)
+	browserRuns(4500 * time.Millisecond) // the page's watchdog replaces the socket meanwhile
 	env.Set("freeze", false)
 	if err := WaitJS(b, "c2.state().ready", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	// The late closes arrive.
+	browserRuns(2 * time.Second)
 	if n := env.Srv.Stats().Open; n < 3 { // the embed page's socket, c2's live one, and at least one leaked
 		t.Fatalf("open before close: %d; stage 2 did not leak and the test proves nothing", n)
 	}
@@ -111,10 +114,7 @@ func TestHandleAfterCloseAndBadRequests(t *testing.T) {
 	if d, _ := got["dials"].(float64); d < 2 {
 		t.Fatalf("stats after close: %v", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for env.Srv.Stats().Open != 1 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.UntilEvery(5*time.Second, 50*time.Millisecond, func() bool { return env.Srv.Stats().Open == 1 })
 	if n := env.Srv.Stats().Open; n != 1 {
 		t.Fatalf("server connections after close: %d, want only the embed page's", n)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/server"
 )
 
@@ -421,7 +422,7 @@ func TestPreconnect(t *testing.T) {
 	h0 := env.Srv.Stats().Handshakes
 	run(`window.__pre = m.preconnect();`)
 	waitOpen(t, env, 1, 5*time.Second)
-	time.Sleep(1200 * time.Millisecond) // the server's pings come meanwhile
+	browserRuns(1200 * time.Millisecond) // the server's pings come meanwhile
 	run(`window.__c = await m.connect({ stage: 7, topic: 'feed' }); await window.__c.ready({ timeoutMs: 5000 });`)
 	st := env.Srv.Stats()
 	if pre, _ := Eval[bool](b, "window.__pre"); !pre || st.Handshakes-h0 != 1 || st.Open != 1 {
@@ -464,13 +465,10 @@ func TestPreconnect(t *testing.T) {
 	h0 = env.Srv.Stats().Handshakes
 	env.Set("overload", true)
 	run(`m.preconnect();`)
-	deadline := time.Now().Add(5 * time.Second)
-	for env.Srv.Stats().Handshakes == h0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool { return env.Srv.Stats().Handshakes != h0 })
 	waitOpen(t, env, 0, 5*time.Second)
 	run(`window.__closes = []; window.__c = await m.connect({ stage: 7, topic: 'feed', onEvent: (e) => { if (e.kind === 'close') __closes.push(e.detail); } });`)
-	time.Sleep(1500 * time.Millisecond)
+	browserRuns(1500 * time.Millisecond) // the client honours the retry-after: no second handshake in it
 	closes, _ := Eval[[]string](b, "window.__closes")
 	n := env.Srv.Stats().Handshakes - h0
 	env.Set("overload", false)
@@ -484,7 +482,7 @@ func TestPreconnect(t *testing.T) {
 	blank()
 	env.Set("blockWebSocket", true)
 	run(`window.__made = 0; const W = WebSocket; window.WebSocket = class extends W { constructor(...a) { super(...a); __made++; } }; m.preconnect();`)
-	time.Sleep(1500 * time.Millisecond)
+	browserRuns(1500 * time.Millisecond) // the close grows old: over 1 s
 	run(`window.__at = []; window.__c = await m.connect({ stage: 7, topic: 'feed', onEvent: (e) => { if (e.kind === 'close') __at.push(__made); } });
   await new Promise((r) => setTimeout(r, 500));`)
 	at, _ := Eval[[]float64](b, "window.__at")
@@ -521,12 +519,8 @@ func openNoClient(t *testing.T, env *Env, b *Browser) {
 // waitOpen waits until the server counts n open connections.
 func waitOpen(t *testing.T, env *Env, n int, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for env.Srv.Stats().Open != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server counts %d open connections after %v, want %d", env.Srv.Stats().Open, d, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll.UntilEvery(d, 20*time.Millisecond, func() bool { return env.Srv.Stats().Open == n }) {
+		t.Fatalf("the server counts %d open connections after %v, want %d", env.Srv.Stats().Open, d, n)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
 )
@@ -169,7 +170,7 @@ func readyFor(log readyLog, hold, d time.Duration) error {
 		if err != nil {
 			return err
 		}
-		time.Sleep(time.Until(time.UnixMilli(from).Add(hold)))
+		browserRuns(time.Until(time.UnixMilli(from).Add(hold))) // the fault is held for hold
 		left, err := log.since(false, from)
 		if err != nil {
 			return err
@@ -194,20 +195,17 @@ type faultResult struct {
 
 // waitSince polls log until it reports want at or after from, within d.
 func waitSince(log readyLog, want bool, from int64, d time.Duration) (int64, error) {
-	deadline := time.Now().Add(d)
-	for {
-		at, err := log.since(want, from)
-		if err != nil {
-			return -1, err
-		}
-		if at >= 0 {
-			return at, nil
-		}
-		if time.Now().After(deadline) {
-			return -1, fmt.Errorf("%s: not %s within %v", log.name(), map[bool]string{true: "READY", false: "out of READY"}[want], d)
-		}
-		time.Sleep(10 * time.Millisecond)
+	at, err := int64(-1), error(nil)
+	if !poll.Until(d, func() bool {
+		at, err = log.since(want, from)
+		return err != nil || at >= 0
+	}) {
+		return -1, fmt.Errorf("%s: not %s within %v", log.name(), map[bool]string{true: "READY", false: "out of READY"}[want], d)
 	}
+	if err != nil {
+		return -1, err
+	}
+	return at, nil
 }
 
 // runFault applies f to clients that are all READY, holds it faultHold
@@ -235,7 +233,7 @@ func runFault(f netFault, logs []readyLog) ([]faultResult, error) {
 	}
 	t1 := t0
 	if f.heal != nil {
-		time.Sleep(time.Until(time.UnixMilli(t0).Add(faultHold)))
+		browserRuns(time.Until(time.UnixMilli(t0).Add(faultHold))) // the fault is held for faultHold
 		t1 = now()
 		if err := f.heal(); err != nil {
 			return nil, fmt.Errorf("failed to heal %s: %w", f.name, err)

@@ -49,6 +49,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/server"
 )
 
@@ -300,26 +301,24 @@ func startProxy(t *testing.T, bin string, env *Env, edit func(string) string) *p
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test's self-signed certificate
 	}}
 	defer hc.CloseIdleConnections()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var err error
+	if !poll.UntilEvery(15*time.Second, 50*time.Millisecond, func() bool {
 		select {
 		case err := <-exited:
 			exited <- err // for the cleanup
 			t.Fatalf("%s exited before it served (%v):\n%s", bin, err, out.String())
 		default:
 		}
-		resp, err := hc.Get(p.Base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		var resp *http.Response
+		if resp, err = hc.Get(p.Base + "/healthz"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not answer /healthz on 127.0.0.1:%d after 15 s (%v):\n%s", bin, port, err, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("%s does not answer /healthz on 127.0.0.1:%d after 15 s (%v):\n%s", bin, port, err, out.String())
 	}
+	return p
 }
 
 // proxyEnv is the server (trusting proxySource) and a Chromium that
@@ -531,12 +530,8 @@ func TestProxyPerAddressLimitSeesTheClient(t *testing.T) {
 // waitConns waits (5 s at most) for n open connections on the server.
 func waitConns(t *testing.T, env *Env, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(env.Srv.Stats().Connections) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server has %d connections; want %d", len(env.Srv.Stats().Connections), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool { return len(env.Srv.Stats().Connections) == n }) {
+		t.Fatalf("the server has %d connections; want %d", len(env.Srv.Stats().Connections), n)
 	}
 }
 
@@ -575,7 +570,7 @@ func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now().UnixMilli()
-		time.Sleep(3*timeout + time.Second)
+		browserRuns(3*timeout + time.Second) // the idle connection outlives three of the proxy's read timeouts
 		d1, err := Eval[float64](b, "wsreadyDemo.client.stats().dials")
 		if err != nil {
 			t.Fatal(err)
@@ -637,15 +632,12 @@ func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	// One connection, once the server has let go of any session an
 	// earlier attempt left (a loaded machine can time out the first
 	// attempt; its session lasts two ping intervals and the sweep's grace).
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		tr := serverTransports(env)
-		if tr["sse"] == 1 && tr["ws"] == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server's connections by transport %v; want 1 sse", tr)
-		}
-		time.Sleep(100 * time.Millisecond) // real time: the server's sweep runs on its own clock
+	var tr map[string]int
+	if !poll.UntilEvery(10*time.Second, 100*time.Millisecond, func() bool { // the server's sweep runs on its own clock
+		tr = serverTransports(env)
+		return tr["sse"] == 1 && tr["ws"] == 0
+	}) {
+		t.Fatalf("the server's connections by transport %v; want 1 sse", tr)
 	}
 	res, err := Eval[map[string]any](b, "wsreadyDemo.sendRequest('echo', {over: 'long polls'})")
 	if err != nil {

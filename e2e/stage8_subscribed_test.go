@@ -212,7 +212,7 @@ func TestStage8SubscribedAcrossALeaderTakeover(t *testing.T) {
 			return 'asked';
 		})()`)
 	}
-	time.Sleep(time.Second)
+	browserRuns(time.Second) // the held subscribes stay pending
 	for i, tb := range tabs {
 		if i == lead {
 			continue
@@ -227,7 +227,7 @@ func TestStage8SubscribedAcrossALeaderTakeover(t *testing.T) {
 	// connection's READY waits for every topic).
 	tabs[lead].Close()
 	tabs[lead] = nil
-	time.Sleep(1500 * time.Millisecond)
+	browserRuns(1500 * time.Millisecond) // another tab takes over and subscribes held.t afresh
 	next := -1
 	for i, tb := range tabs {
 		if tb == nil {

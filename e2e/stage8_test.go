@@ -22,6 +22,8 @@ import (
 	"github.com/chromedp/cdproto/debugger"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/wsready/wsready/internal/poll"
 )
 
 // reprobe is the re-probe interval the fallback test gives the page
@@ -135,17 +137,15 @@ func readyAt(b *Browser, cond string, t0 int64) (int64, error) {
 // at or after t0 and returns its time, or fails after d.
 func waitState(t *testing.T, b *Browser, cond string, t0 int64, d time.Duration) int64 {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		at, err := readyAt(b, cond, t0)
-		if err == nil && at >= 0 {
-			return at
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no state with %s within %v (err %v)", cond, d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var at int64
+	var err error
+	if !poll.UntilEvery(d, 50*time.Millisecond, func() bool {
+		at, err = readyAt(b, cond, t0)
+		return err == nil && at >= 0
+	}) {
+		t.Fatalf("no state with %s within %v (err %v)", cond, d, err)
 	}
+	return at
 }
 
 // readySince waits until the page is READY and returns when its current
@@ -241,7 +241,7 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 	t0 = time.Now().UnixMilli()
 	env.Set("freeze", true)
 	left = waitState(t, b, "!s.ready", t0, 5*time.Second)
-	time.Sleep(time.Until(time.UnixMilli(t0).Add(6 * time.Second)))
+	browserRuns(time.Until(time.UnixMilli(t0).Add(6 * time.Second))) // the freeze lasts 6 s
 	t1 := time.Now().UnixMilli()
 	env.Set("freeze", false)
 	back = readySince(t, b, 15*time.Second)
@@ -251,10 +251,10 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 
 	// Flapping 5 s: every session closed 300 ms after it is accepted.
 	env.Set("flapping", true)
-	time.Sleep(5 * time.Second)
+	browserRuns(5 * time.Second) // flapping lasts 5 s
 	t1 = time.Now().UnixMilli()
 	env.Set("flapping", false)
-	time.Sleep(time.Second) // a session accepted just before the switch went off is still closed
+	browserRuns(time.Second) // a session accepted just before the switch went off is still closed
 	back = max(readySince(t, b, 30*time.Second), t1)
 	moreUpdates(t, b, 2, 15*time.Second)
 	t.Logf("Flapping 5 s over http: READY %d ms after it ended", back-t1)
@@ -280,12 +280,12 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 	// The HTTP session is dropped by the server once its stream has been
 	// away for 2 ping intervals + SweepGrace (7 s here): the client closes
 	// only its side (docs/http-transport.md).
-	gone := time.Now()
-	for tr := serverTransports(env); tr["ws"] != 1 || tr["sse"] != 0; tr = serverTransports(env) {
-		if time.Since(gone) > 10*time.Second {
-			t.Fatalf("server connections by transport 10 s after the move %v; want 1 ws", tr)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var tr map[string]int
+	if !poll.UntilEvery(10*time.Second, 100*time.Millisecond, func() bool {
+		tr = serverTransports(env)
+		return tr["ws"] == 1 && tr["sse"] == 0
+	}) {
+		t.Fatalf("server connections by transport 10 s after the move %v; want 1 ws", tr)
 	}
 	t.Logf("the server dropped the HTTP session %v after the move; 1 WebSocket connection remains", time.Since(time.UnixMilli(moved)).Round(100*time.Millisecond))
 }
@@ -370,7 +370,7 @@ func TestStage8NoFallbackWithoutTheRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	installAudit(t, b)
-	time.Sleep(8 * time.Second)
+	browserRuns(8 * time.Second) // the page tries for 8 s: what it did in them is the result
 	st, err := Eval[map[string]any](b, "({ ready: wsreadyDemo.transitions.some((x) => x.ready), dials: wsreadyDemo.client.stats().dials, http: wsreadyDemo.log.filter((e) => e.kind === 'dial' && / over http/.test(e.detail)).length })")
 	if err != nil {
 		t.Fatal(err)
@@ -393,7 +393,7 @@ func TestStage8NoFallbackWithoutTheRule(t *testing.T) {
 	}
 	installAudit(t, b)
 	t0 := time.Now()
-	time.Sleep(12 * time.Second)
+	browserRuns(12 * time.Second) // the page tries for 12 s: what it did in them is the result
 	st, err = Eval[map[string]any](b, "({ via: [...new Set(audit8.states.map((s) => s.via))].join(','), ready: audit8.states.some((s) => s.ready), dials: wsreadyDemo.client.stats().dials, http: wsreadyDemo.log.filter((e) => e.kind === 'dial' && / over http/.test(e.detail)).length, probes: wsreadyDemo.log.filter((e) => e.kind === 'transport').length })")
 	if err != nil {
 		t.Fatal(err)
@@ -458,24 +458,35 @@ func leaderOf(tabs []*Browser, skip int) int {
 	return -1
 }
 
+// browserRuns lets d of wall time pass while a real browser runs: a fault
+// held for its length (a freeze, flapping, a frozen or hidden page), a
+// window in which something must not happen, a measurement window. The
+// page's timers are Chromium's and the server's are wall-clock timers; no
+// fake clock reaches either. Each call says which.
+func browserRuns(d time.Duration) {
+	time.Sleep(d) // real time: a real browser and the server's timers run on it
+}
+
 // waitTakeover polls the live tabs (but skip) until one leads and is
 // READY on its own connection, and returns it with the time of that state.
 func waitTakeover(t *testing.T, tabs []*Browser, skip int, t0 int64) (int, int64) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	next, at := -1, int64(0)
+	if !poll.UntilEvery(15*time.Second, 50*time.Millisecond, func() bool {
 		for i, tb := range tabs {
 			if i == skip || tb == nil {
 				continue
 			}
-			if at, err := readyAt(tb, "s.leader && s.ready && !s.follower", t0); err == nil && at >= 0 {
-				return i, at
+			if a, err := readyAt(tb, "s.leader && s.ready && !s.follower", t0); err == nil && a >= 0 {
+				next, at = i, a
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatal("no tab took over within 15 s")
 	}
-	t.Fatal("no tab took over within 15 s")
-	return -1, 0
+	return next, at
 }
 
 // Three tabs of one browser profile at stage 8 share one connection; a
@@ -543,7 +554,7 @@ func TestStage8TabsShareOneConnection(t *testing.T) {
 	led := leadsAt(t, tabs[next], t0, at)
 	t.Logf("leader tab frozen: tab %d leads %d ms and is READY on its own connection %d ms after the freeze took effect (%d ms after it was asked for)", next, max(led-froze, 0), max(at-froze, 0), at-t0)
 	checkTakeover(t, "the leader froze", max(led-froze, 0), max(at-froze, 0))
-	time.Sleep(time.Until(time.UnixMilli(t0).Add(3 * time.Second)))
+	browserRuns(time.Until(time.UnixMilli(t0).Add(3 * time.Second))) // the tab stays frozen 3 s
 	setLifecycle(t, tabs[frozen], page.SetWebLifecycleStateStateActive)
 	if err := WaitJS(tabs[frozen], "wsreadyDemo.state.follower && wsreadyDemo.state.ready", 10*time.Second); err != nil {
 		logEvents(t, tabs[frozen], t0)
@@ -660,11 +671,8 @@ func measureLeaderClose(t *testing.T, tabs []*Browser, lead int) takeover {
 func settleOne(t *testing.T, env *Env, wantHS uint64) {
 	t.Helper()
 	start := time.Now()
-	for env.Srv.Stats().Open != 1 {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("the server holds %d connections 10 s on; want 1", env.Srv.Stats().Open)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.UntilEvery(10*time.Second, 50*time.Millisecond, func() bool { return env.Srv.Stats().Open == 1 }) {
+		t.Fatalf("the server holds %d connections 10 s on; want 1", env.Srv.Stats().Open)
 	}
 	st := env.Srv.Stats()
 	t.Logf("the server: %d open after %v, %d handshakes in all", st.Open, time.Since(start).Round(10*time.Millisecond), st.Handshakes)
@@ -707,7 +715,7 @@ func across(t *testing.T, env *Env, b *Browser, hold func() (resume int64)) froz
 	start := time.Now().UnixMilli()
 	t1 := hold()
 	r := frozenStep{swept: env.Srv.Stats().Limits.SweepClosed - swept, leftMs: -1, readyMs: -1}
-	time.Sleep(1500 * time.Millisecond) // the probe's verdict: at most 0.75 s after it is sent
+	browserRuns(1500 * time.Millisecond) // the probe's verdict: at most 0.75 s after it is sent
 	left, err := readyAt(b, "!s.ready", start)
 	if err != nil {
 		t.Fatal(err)
@@ -730,7 +738,7 @@ func across(t *testing.T, env *Env, b *Browser, hold func() (resume int64)) froz
 func freezeFor(t *testing.T, b *Browser, d time.Duration) func() int64 {
 	return func() int64 {
 		setLifecycle(t, b, page.SetWebLifecycleStateStateFrozen)
-		time.Sleep(d)
+		browserRuns(d) // frozen for d
 		t1 := time.Now().UnixMilli()
 		setLifecycle(t, b, page.SetWebLifecycleStateStateActive)
 		return t1
@@ -756,7 +764,7 @@ func pauseFor(t *testing.T, b *Browser, d time.Duration, before func()) func() i
 		if _, err := chromedp.Call(ctx, debugger.Pause, cdp.Empty{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(d)
+		browserRuns(d) // paused for d
 		t1 := time.Now().UnixMilli()
 		if _, err := chromedp.Call(ctx, debugger.Resume, debugger.ResumeParams{}); err != nil {
 			t.Fatal(err)
@@ -820,7 +828,8 @@ func TestStage8PageFreeze(t *testing.T) {
 	var resumed int64
 	r = across(t, env, b, func() int64 {
 		resumed = pauseFor(t, b, 5*time.Second, func() { env.Set("freeze", true) })()
-		go func() { time.Sleep(3 * time.Second); env.Set("freeze", false) }()
+		unfreeze := time.AfterFunc(3*time.Second, func() { env.Set("freeze", false) })
+		t.Cleanup(func() { unfreeze.Stop() })
 		return resumed
 	})
 	t.Logf("JavaScript paused 5 s while the server froze (unfrozen 3 s after resume): left READY %d ms after resume, READY again %d ms after, %d dials, %d clock jumps, %d probes",
@@ -903,13 +912,14 @@ func deafRun(t *testing.T, env *Env, b *Browser, d time.Duration) (t0, left int6
 	if _, err := Eval[bool](b, jsSender); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(d)
-	for left = -1; left < 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	left = -1
+	poll.UntilEvery(d, 50*time.Millisecond, func() bool {
 		var err error
 		if left, err = readyAt(b, "!s.ready", t0); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return left >= 0
+	})
 	return t0, left
 }
 
@@ -1111,7 +1121,7 @@ func TestStage8HiddenPage(t *testing.T) {
 	dials, _ := Eval[int](b, "wsreadyDemo.client.stats().dials")
 	hide(t, b, true)
 	t0 := time.Now().UnixMilli()
-	time.Sleep(6 * time.Second)
+	browserRuns(6 * time.Second) // hidden 6 s
 	left, _ := readyAt(b, "!s.ready", t0)
 	after, _ := Eval[int](b, "wsreadyDemo.client.stats().dials")
 	gap, _ := Eval[float64](b, "gap8.max")

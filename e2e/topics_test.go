@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/internal/poll"
 )
 
 // Stage 7 in the browser: publish() and subscribe() through the JS API,
@@ -71,12 +73,15 @@ func TestTopicsPublishAndResumeAcrossAReload(t *testing.T) {
 	if _, err := Eval[bool](b, `addEventListener('pagehide', () => sessionStorage.setItem('e2e.lastSeq', String(wsreadyDemo.lastSeq))), true`); err != nil {
 		t.Fatal(err)
 	}
-	// Away for 1.5 s (the feed moves on by about 6), then back in the same
-	// tab: its sessionStorage holds the cursor saved at pagehide.
+	// Away while the feed moves on by 6, then back in the same tab: its
+	// sessionStorage holds the cursor saved at pagehide.
 	if err := b.Navigate("about:blank"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	from := env.Srv.Stats().FeedSeq
+	if !poll.UntilEvery(10*time.Second, 50*time.Millisecond, func() bool { return env.Srv.Stats().FeedSeq >= from+6 }) {
+		t.Fatalf("the feed did not move on by 6 within 10 s (seq %d, was %d)", env.Srv.Stats().FeedSeq, from)
+	}
 	if err := b.Navigate(env.Base + "/?stage=7"); err != nil {
 		t.Fatal(err)
 	}

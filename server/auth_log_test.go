@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -34,10 +35,7 @@ func TestAuthRefusalsAreLoggedByClassWithoutTheToken(t *testing.T) {
 		if code := p.closeCode(2 * time.Second); code != protocol.CloseForbidden {
 			t.Fatalf("%s: closed with %d", tc.class, code)
 		}
-		deadline := time.Now().Add(2 * time.Second)
-		for !strings.Contains(logs.String(), "class=\""+tc.class) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond) // real time: polls for a line the connection's goroutine writes
-		}
+		poll.Until(2*time.Second, func() bool { return strings.Contains(logs.String(), "class=\""+tc.class) })
 		out := logs.String()
 		if !strings.Contains(out, "auth refused") || !strings.Contains(out, "class=\""+tc.class) {
 			t.Fatalf("%s: no debug line with its class in:\n%s", tc.class, out)

@@ -553,15 +553,20 @@ func ticketClient(ctx context.Context, base, user string, o *native.Options) *na
 // topic. READY alone does not say it: a topic joined while the client is
 // READY does not take READY away on its way (its TopicStats do say it).
 func waitSubscribed(ctx context.Context, c *native.Client, topic string) {
-	for ctx.Err() == nil {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		for _, t := range c.Topics() {
 			if t.Topic == topic && t.Subscribed {
 				return
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // real time: polls the client's goroutines over a real socket
+		select {
+		case <-ctx.Done():
+			panic("not subscribed to " + topic)
+		case <-tick.C:
+		}
 	}
-	panic("not subscribed to " + topic)
 }
 
 func ticketServer(srv *server.Server) *httptest.Server {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/poll"
 )
 
 func startNATSCluster(t *testing.T) ([]*natssrv.Server, string) {
@@ -170,35 +171,33 @@ func TestJetStreamNodeRidesOverItsNATSServerStopping(t *testing.T) {
 		}
 	}
 	last := int64(1)
-	deadline := time.Now().Add(45 * time.Second)
-	for appended := 0; appended < 5 && time.Now().Before(deadline); {
+	appended := 0
+	// NATS fails over on its own clock: retry each append until it is taken.
+	poll.UntilEvery(45*time.Second, 100*time.Millisecond, func() bool {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		seq, err := h.Append(actx, "chat", []byte(`2`), false)
 		cancel()
 		if err != nil {
-			time.Sleep(100 * time.Millisecond) // real time: NATS fails over on its own clock
-			continue
+			return false
 		}
 		if seq != last+1 {
 			t.Fatalf("append got seq %d after %d: a refused append was stored", seq, last)
 		}
 		last = seq
 		appended++
-	}
+		return appended == 5
+	})
 	if last != 6 {
 		t.Fatalf("appended up to seq %d within 45s of the server stopping, want 6", last)
 	}
 	if now := nc.ConnectedServerName(); now == was || now == "" {
 		t.Errorf("connected to %q, was %q: want another server", now, was)
 	}
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) { // real time: polls what NATS delivers
+	poll.Until(15*time.Second, func() bool {
 		mu.Lock()
-		n := len(seqs)
-		mu.Unlock()
-		if n >= 6 {
-			break
-		}
-	}
+		defer mu.Unlock()
+		return len(seqs) >= 6
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for i, s := range seqs {

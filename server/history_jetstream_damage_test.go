@@ -19,6 +19,7 @@ import (
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/protocol"
 )
@@ -130,10 +131,20 @@ func truncateStream(t *testing.T, dir, topic string) {
 // the seqs of the first n updates.
 func resumeOnProtocol(t *testing.T, h History, topic string, since int64, stream string, n int) (protocol.Message, []int64) {
 	t.Helper()
+	return resumeThen(t, h, topic, since, stream, n, nil)
+}
+
+// resumeThen is resumeOnProtocol running then (when not nil) once the
+// subscription is live, before it waits for the n updates.
+func resumeThen(t *testing.T, h History, topic string, since int64, stream string, n int, then func()) (protocol.Message, []int64) {
+	t.Helper()
 	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: topic, HasSince: true, Since: since, Stream: stream})
 	sub := p.next(protocol.TypeSubscribed, 10*time.Second)
+	if then != nil {
+		then()
+	}
 	var seqs []int64
 	if n > 0 {
 		seqs = p.updatesOf(topic, n, 10*time.Second)
@@ -272,11 +283,12 @@ func TestJetStreamCleanRestartKeepsTheStreamAndTheCursor(t *testing.T) {
 	if now := s.info("chat"); now.Stream != old.Stream || now.Last != last {
 		t.Fatalf("after a clean restart: %+v, want %+v", now, old)
 	}
-	go func() {
-		time.Sleep(200 * time.Millisecond) // real time: the append must come while the watch waits on NATS
-		s.h.Append(context.Background(), "chat", []byte(`{}`), true)
-	}()
-	sub, seqs := resumeOnProtocol(t, s.h, "chat", last, old.Stream, 1)
+	// The append comes once the subscription is live: while it waits on NATS.
+	sub, seqs := resumeThen(t, s.h, "chat", last, old.Stream, 1, func() {
+		if _, err := s.h.Append(context.Background(), "chat", []byte(`{}`), true); err != nil {
+			t.Fatal(err)
+		}
+	})
 	if sub.Stream != old.Stream || sub.From != last+1 || seqs[0] != last+1 {
 		t.Fatalf("resume from %d: subscribed %+v, update %v", last, sub, seqs)
 	}
@@ -547,17 +559,15 @@ func appendN(t *testing.T, h History, topic string, n int) int64 {
 // back) and returns its seq; the last error fails t.
 func untilStored(t *testing.T, publish func() (int64, error)) int64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		seq, err := publish()
-		if err == nil {
-			return seq
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond) // real time: retries until the restarted NATS takes it
+	var seq int64
+	var err error
+	if !poll.UntilEvery(10*time.Second, 50*time.Millisecond, func() bool { // retries until the restarted NATS takes it
+		seq, err = publish()
+		return err == nil
+	}) {
+		t.Fatal(err)
 	}
+	return seq
 }
 
 // With -nats the marks live in the NATS server's key-value bucket: the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -69,14 +70,10 @@ func TestJetStreamNodesShareTopicsAndSurviveANATSRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seq int64
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	poll.UntilEvery(15*time.Second, 100*time.Millisecond, func() bool { // retries until NATS has failed over
 		seq, err = a.srv.Publish(ctx, "chat", []byte(`5`))
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // real time: retries until NATS has failed over
-	}
+		return err == nil
+	})
 	if err != nil || seq != 5 {
 		t.Fatalf("after NATS came back: seq %d, %v; want 5 (the stream kept 1..4)", seq, err)
 	}

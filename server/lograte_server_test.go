@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -203,20 +204,27 @@ func TestJetStreamDownLogsOneLineWhenItFailsAndOneWhenItRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each retries until NATS is back, the two within 20 s.
 	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; !subscribe(fmt.Sprint("back", i)); i++ {
+	i := 0
+	if !poll.UntilEvery(time.Until(deadline), 50*time.Millisecond, func() bool {
+		if subscribe(fmt.Sprint("back", i)) {
+			return true
+		}
+		i++
 		subFailed++
-		if time.Now().After(deadline) {
-			t.Fatal("no subscribe succeeded within 20 s of NATS coming back")
-		}
-		time.Sleep(50 * time.Millisecond) // real time: retries until NATS is back
+		return false
+	}) {
+		t.Fatal("no subscribe succeeded within 20 s of NATS coming back")
 	}
-	for !publish() {
-		pubFailed++
-		if time.Now().After(deadline) {
-			t.Fatal("no publish succeeded within 20 s of NATS coming back")
+	if !poll.UntilEvery(time.Until(deadline), 50*time.Millisecond, func() bool {
+		if publish() {
+			return true
 		}
-		time.Sleep(50 * time.Millisecond) // real time: retries until NATS is back
+		pubFailed++
+		return false
+	}) {
+		t.Fatal("no publish succeeded within 20 s of NATS coming back")
 	}
 	if got := logs.lines("INFO", "subscribe", fmt.Sprintf("failed=%d", subFailed)); len(got) != 1 {
 		t.Fatalf("no one INFO line for subscribes with failed=%d:\n%s", subFailed, logs.String())

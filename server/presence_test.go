@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -107,19 +108,14 @@ func users(r protocol.PresenceResult) string {
 func waitPresence(t *testing.T, srv *Server, topic, want string, d time.Duration) {
 	t.Helper()
 	var got protocol.PresenceResult
-	deadline := time.Now().Add(d)
-	for {
+	if !poll.Until(d, func() bool { // presence travels over NATS
 		var err error
 		if got, err = srv.Presence(context.Background(), topic); err != nil {
 			t.Fatal(err)
 		}
-		if users(got) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("presence of %s: %q after %v, want %q", topic, users(got), d, want)
-		}
-		time.Sleep(10 * time.Millisecond) // real time: presence travels over NATS
+		return users(got) == want
+	}) {
+		t.Fatalf("presence of %s: %q after %v, want %q", topic, users(got), d, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,6 +154,8 @@ func TestAMethodsErrorsAreTypedOrInternal(t *testing.T) {
 // client is answered timeout then, whether or not the method has returned.
 func TestAMethodsContextEndsWithTheRequestsTimeout(t *testing.T) {
 	deadlines := make(chan time.Duration, 8)
+	late := make(chan struct{}) // closed once the request has timed out: ignore returns then
+	release := sync.OnceFunc(func() { close(late) })
 	f := newAppFixture(t, &Options{MaxRequestTimeout: 400 * time.Millisecond, DefaultRequestTimeout: 250 * time.Millisecond,
 		Methods: map[string]Method{
 			"wait": func(ctx context.Context, _ *Call) (any, error) {
@@ -163,10 +166,11 @@ func TestAMethodsContextEndsWithTheRequestsTimeout(t *testing.T) {
 			},
 			"ignore": func(ctx context.Context, _ *Call) (any, error) {
 				<-ctx.Done()
-				time.Sleep(200 * time.Millisecond) // real time: returns well after its deadline
+				<-late
 				return "late", nil
 			},
 		}})
+	t.Cleanup(release) // before the fixture's: the server's Close waits for ignore
 	p := f.dial()
 	for _, c := range []struct {
 		timeoutMs int64
@@ -191,6 +195,7 @@ func TestAMethodsContextEndsWithTheRequestsTimeout(t *testing.T) {
 	if m := p.response(2, time.Second); m.Error == nil || m.Error.Code != protocol.ErrTimeout || time.Since(start) > 250*time.Millisecond {
 		t.Fatalf("a method that overstays: %+v after %v", m.Error, time.Since(start))
 	}
+	release() // it returns after its request was answered
 	if m, ok := p.maybe(protocol.TypeResponse, 400*time.Millisecond); ok {
 		t.Fatalf("a second answer for the same request: %+v", m)
 	}
@@ -438,7 +443,7 @@ func TestSweepSparesAPeerWhoseReaderWaitsForASlot(t *testing.T) {
 	for id := uint64(1); id <= 2; id++ {
 		p.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: "block", TimeoutMs: 10_000})
 	}
-	time.Sleep(8 * (interval + grace)) // real time (the sweep's timers): well past the most a silent peer may live (3 intervals plus the grace)
+	serverTimersRun(8 * (interval + grace)) // well past the most a silent peer may live (3 intervals plus the grace)
 	if st := f.srv.Stats(); st.Open != 1 || st.Limits.SweepClosed != 0 {
 		t.Fatalf("open %d, swept %d: a peer whose reader the server held was swept", st.Open, st.Limits.SweepClosed)
 	}

@@ -18,12 +18,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 	"go.uber.org/goleak"
 )
@@ -203,13 +205,37 @@ func (p *peer) closeCode(d time.Duration) websocket.StatusCode {
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond) // real time: polls state other goroutines set
+	if !poll.Until(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
+}
+
+// serverTimersRun lets d of wall time pass for the server's own timers:
+// the liveness sweep, HTTPAttachTimeout, the hub's idle topics, a frozen
+// stream's socket check. They run on the wall clock (Options.Now moves
+// timestamps, not timers), so a test that asserts what they did, or that
+// they spared something, gives them that time.
+func serverTimersRun(d time.Duration) {
+	time.Sleep(d) // real time: the server's timers are wall-clock timers
+}
+
+// settledGoroutines waits until runtime.NumGoroutine is the same for five
+// looks in a row (goroutines that were ending have ended, ones on their
+// way have started) and returns it; 5 s without that fails t.
+func settledGoroutines(t *testing.T) int {
+	t.Helper()
+	n, same := runtime.NumGoroutine(), 0
+	if !poll.Until(5*time.Second, func() bool {
+		if m := runtime.NumGoroutine(); m != n {
+			n, same = m, 0
+		} else {
+			same++
+		}
+		return same == 5
+	}) {
+		t.Fatalf("the goroutine count did not settle within 5 s (last %d)", n)
+	}
+	return n
 }
 
 func TestPingArrivesAtOnceThenAtTheInterval(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,7 +168,12 @@ func TestHTTPStreamGoingLiveWithFramesWaitingKeepsOneInTheBacklog(t *testing.T) 
 		defer tr.mu.Unlock()
 		return tr.wstate == parkParked
 	})
-	time.Sleep(100 * time.Millisecond) // the other replies queue behind the parked one
+	c := f.srv.sessionConn(id)
+	waitFor(t, 3*time.Second, "the other replies queued behind the parked one", func() bool {
+		c.q.mu.Lock()
+		defer c.q.mu.Unlock()
+		return len(c.q.frames)-c.q.head == calls-1
+	})
 	u, _ := url.Parse(f.hs.URL)
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
@@ -179,7 +185,27 @@ func TestHTTPStreamGoingLiveWithFramesWaitingKeepsOneInTheBacklog(t *testing.T) 
 	}
 	defer nc2.Close()
 	fmt.Fprintf(nc2, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, u.Host)
-	time.Sleep(300 * time.Millisecond) // the stream goes live and writes what waited, the client reading nothing
+	// The stream goes live and writes what waited, the client reading
+	// nothing: the queue is empty, its writer idle, what the socket did
+	// not take in the backlog with the writer parked behind it (or, as it
+	// was, the stream failed).
+	attached := false
+	waitFor(t, 3*time.Second, "the live stream to write what waited", func() bool {
+		st := stream()
+		if st == nil {
+			return attached // it attached, then ended
+		}
+		attached = true
+		c.q.mu.Lock()
+		queued := len(c.q.frames) - c.q.head
+		c.q.mu.Unlock()
+		tr.mu.Lock()
+		idle := tr.wstate == parkIdle
+		tr.mu.Unlock()
+		st.wmu.Lock()
+		defer st.wmu.Unlock()
+		return queued == 0 && idle && (len(st.backlog) == 0 || st.parked)
+	})
 	if st := stream(); st == nil {
 		t.Fatalf("the stream of a slow reader was dropped (stalled %d)", f.srv.Stats().Limits.Stalled)
 	}
@@ -197,6 +223,38 @@ func TestHTTPStreamGoingLiveWithFramesWaitingKeepsOneInTheBacklog(t *testing.T) 
 			}
 		}
 	}
+}
+
+// waitLockedIn waits until a goroutine waits for a sync.Mutex with fn on
+// its stack (a method's name, "(*topic).resume"), at a spot other than
+// not, and returns the spot (file:line of fn's frame). A goroutine blocked
+// on a mutex is not durably blocked for testing/synctest, and no API says
+// it waits: its stack does. 3 s without it fails t.
+func waitLockedIn(t *testing.T, fn, not string) string {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	spot := ""
+	waitFor(t, 3*time.Second, "a goroutine waiting for a lock in "+fn, func() bool {
+		all := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(all, "\n\n") {
+			head, _, _ := strings.Cut(g, "\n")
+			if !strings.Contains(head, "[sync.Mutex.Lock") {
+				continue
+			}
+			lines := strings.Split(g, "\n")
+			for i, l := range lines {
+				if strings.Contains(l, "/server."+fn+"(") && i+1 < len(lines) {
+					at, _, _ := strings.Cut(strings.TrimSpace(lines[i+1]), " ")
+					if at != not {
+						spot = at
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	return spot
 }
 
 // wrappedListener's connections hide their socket (no SyscallConn), as a
@@ -251,10 +309,10 @@ func TestHTTPStreamAttachingAsItsSessionEndsIsClosed(t *testing.T) {
 	}
 	defer nc2.Close()
 	fmt.Fprintf(nc2, "GET /ws/sse?session=%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, u.Host)
-	time.Sleep(300 * time.Millisecond)
+	atTopics := waitLockedIn(t, "(*httpTransport).attach", "")
 	tr.mu.Lock()
 	c.subMu.Unlock()
-	time.Sleep(300 * time.Millisecond)
+	waitLockedIn(t, "(*httpTransport).attach", atTopics) // now at the cursors
 	// room is given up (the session's end then does not need its lock),
 	// and its lock held: the attach stops in room's resume.
 	posted := make(chan error, 1)
@@ -272,7 +330,7 @@ func TestHTTPStreamAttachingAsItsSessionEndsIsClosed(t *testing.T) {
 	})
 	tp.mu.Lock()
 	tr.mu.Unlock()
-	time.Sleep(300 * time.Millisecond)
+	waitLockedIn(t, "(*topic).resume", "")
 	c.sweepClose()
 	waitFor(t, 3*time.Second, "the session ended", func() bool {
 		f.srv.mu.Lock()

@@ -54,7 +54,7 @@ func TestSweepPingsOnlyPeersItHasNotHeardFrom(t *testing.T) {
 		if err != nil {
 			t.Fatalf("write: %v", err)
 		}
-		time.Sleep(interval / 4) // real time: the peer talks within the sweep's wall-clock interval
+		serverTimersRun(interval / 4) // the peer talks within the sweep's interval
 	}
 	ticks := float64(time.Since(start) / interval)
 	silent, talked := float64(silentPings.Load()), talkerPings.Load()
@@ -96,7 +96,7 @@ func TestSweepClosesAPeerThatFallsSilentWithinTheBound(t *testing.T) {
 			t.Fatalf("write after %v: %v", time.Since(start), err)
 		}
 		last = time.Now()
-		time.Sleep(interval / 4) // real time: the peer talks within the sweep's wall-clock interval
+		serverTimersRun(interval / 4) // the peer talks within the sweep's interval
 	}
 	if st := f.srv.Stats(); st.Open != 1 || st.Limits.SweepClosed != 0 {
 		t.Fatalf("open %d, swept %d: a peer that sends was swept for not answering pings", st.Open, st.Limits.SweepClosed)

@@ -305,8 +305,8 @@ func TestTopicsComeAndGoAtTheCap(t *testing.T) {
 	if _, err := f.srv.Publish(ctx, "room3", []byte(`{}`)); !errors.Is(err, ErrTooManyTopics) {
 		t.Fatalf("a third topic while both keep their update: %v, want ErrTooManyTopics", err)
 	}
-	// Real time: the hub lets idle topics go on its own timer (topics.go).
-	time.Sleep(1100 * time.Millisecond) // their updates expire, and the refusal's second is over
+	// The hub lets idle topics go on its own timer (topics.go).
+	serverTimersRun(1100 * time.Millisecond) // their updates expire, and the refusal's second is over
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room3"})
 	if sub := p.next(protocol.TypeSubscribed, 2*time.Second); sub.Topic != "room3" {
@@ -342,7 +342,7 @@ func TestTopicsJoinedAndLeftAreFreedAtTheCap(t *testing.T) {
 	p.next(protocol.TypeUnsubscribed, 2*time.Second)
 	p.ws.CloseNow() // leaves room2
 	f.waitOpen(0)
-	time.Sleep(1100 * time.Millisecond) // real time: the hub lets idle topics go on its own timer; their updates expire
+	serverTimersRun(1100 * time.Millisecond) // the hub lets idle topics go on its own timer; their updates expire
 	q := f.dial()
 	q.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room3"})
 	if sub := q.next(protocol.TypeSubscribed, 2*time.Second); sub.Topic != "room3" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -47,14 +48,7 @@ func TestHTTPWriterFailingAsTheSessionEndsIsReleased(t *testing.T) {
 	}
 	st.wmu.Unlock() // send fails: the stream ended
 
-	ended := false
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if f.srv.Stats().Open == 0 {
-			ended = true
-			break
-		}
-	}
-	if !ended {
+	if !poll.Until(3*time.Second, func() bool { return f.srv.Stats().Open == 0 }) {
 		tr.releaseParked() // let Close end; the session's run waited for a writer parked after its release
 		t.Fatal("the session did not end within 3 s: its writer was parked after the session's end released it")
 	}

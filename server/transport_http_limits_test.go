@@ -230,7 +230,7 @@ func TestHTTPUnattachedSessionGivesBackItsPlace(t *testing.T) {
 	q := g.httpDial(t)
 	q.next(protocol.TypeWelcome, 2*time.Second)
 	q.closeStream()
-	time.Sleep(600 * time.Millisecond) // past HTTPAttachTimeout, within 1.5s
+	serverTimersRun(600 * time.Millisecond) // past HTTPAttachTimeout, within 1.5s
 	if st := g.srv.Stats(); st.Open != 1 {
 		t.Fatalf("a session whose stream left: open %d after 600ms, want it kept for 1.5s", st.Open)
 	}

@@ -64,7 +64,12 @@ func TestHTTPLongPollTakesOverAStreamThatDeliveredNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	tr := f.srv.sessionConn(id).tr.(*httpTransport)
+	waitFor(t, 2*time.Second, "the welcome written to the stream", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.welcome != nil
+	})
 	cancel()
 	resp.Body.Close()
 
@@ -111,21 +116,22 @@ func TestHTTPLongPollTakesOverAStreamThatDeliveredNothing(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	published := make(chan int64, 1)
-	go func() {
+	go func() { // one update every 2 ms
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
 		var n int64
 		defer func() { published <- n }()
 		for {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-tick.C:
 			}
 			n++
 			if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":`+itoa64(n)+`}`)); err != nil {
 				t.Error(err)
 				return
 			}
-			time.Sleep(2 * time.Millisecond)
 		}
 	}()
 	var seqs []int64
@@ -189,7 +195,12 @@ func TestHTTPLongPollAfterAFreezeIsNotHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	tr := f.srv.sessionConn(id).tr.(*httpTransport)
+	waitFor(t, 2*time.Second, "the stream attached", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.stream != nil
+	})
 	cancel()
 	resp.Body.Close()
 	f.set("freeze", false)

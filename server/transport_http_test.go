@@ -18,10 +18,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -397,26 +399,34 @@ func TestHTTPLastEventIDResumesWithNoGapAndNoDuplicate(t *testing.T) {
 	p.next(protocol.TypeSubscribed, time.Second)
 	stop := make(chan struct{})
 	published := make(chan int64, 1)
-	go func() { // publishes on, through the lost stream and the resume
+	// sent is how many room updates the publisher has published so far.
+	var sent atomic.Int64
+	go func() { // publishes on, through the lost stream and the resume, one every 200 µs
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
 		var n int64
 		defer func() { published <- n }()
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
 			n++
 			if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":`+itoa64(n)+`,"pad":"`+strings.Repeat("x", 2000)+`"}`)); err != nil {
 				t.Error(err)
 				return
 			}
+			sent.Store(n)
 			if n%10 == 0 {
 				f.srv.Publish(context.Background(), "hall", []byte(`{}`))
 			}
-			time.Sleep(200 * time.Microsecond)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
 		}
 	}()
+	publishedOn := func(what string) { // waits for 20 more updates
+		from := sent.Load()
+		waitFor(t, 5*time.Second, what, func() bool { return sent.Load() >= from+20 })
+	}
 	got := map[string][]int64{}
 	read := func(n int) {
 		for len(got["room"]) < n {
@@ -427,13 +437,13 @@ func TestHTTPLastEventIDResumesWithNoGapAndNoDuplicate(t *testing.T) {
 	read(50)
 	for range 3 {
 		p.pause()
-		time.Sleep(30 * time.Millisecond) // the server writes on
-		p.closeStream()                   // whatever the server wrote and this client did not take is lost
+		publishedOn("updates while the client takes none") // the server writes on
+		p.closeStream()                                    // whatever the server wrote and this client did not take is lost
 		last := p.last()
 		if !strings.Contains(last, "room=") || !strings.Contains(last, "hall=") {
 			t.Fatalf("last event id %q", last)
 		}
-		time.Sleep(20 * time.Millisecond)
+		publishedOn("updates with no stream")
 		p.stream(last)
 		read(len(got["room"]) + 100)
 	}
@@ -494,7 +504,9 @@ func TestHTTPSessionRefusalsAreClassified(t *testing.T) {
 }
 
 func TestHTTPSessionAuth(t *testing.T) {
-	f := newFixture(t, &Options{Auth: AuthRequired, IssueTickets: true, ShortTicketLife: time.Millisecond})
+	var ahead atomic.Int64 // the server's clock runs this far ahead of the wall clock
+	f := newFixture(t, &Options{Auth: AuthRequired, IssueTickets: true, ShortTicketLife: time.Millisecond,
+		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
 	if a := f.post(t, "/session", "application/json", `{}`); a.status != http.StatusForbidden || a.Close == nil ||
 		a.Close.Code != protocol.CloseForbidden || a.Close.Reason != "auth required" || a.Session != "" {
 		t.Fatalf("no ticket: %+v", a)
@@ -504,7 +516,7 @@ func TestHTTPSessionAuth(t *testing.T) {
 	}
 	f.set("shortTokens", true)
 	old, _ := f.token(t, "page-2")
-	time.Sleep(5 * time.Millisecond)
+	ahead.Add(int64(5 * time.Millisecond)) // past the ticket's 1 ms life, on the server's clock
 	if a := f.post(t, "/session", "application/json", `{"token":"`+old+`"}`); a.status != http.StatusUnauthorized || a.Close.Code != protocol.CloseTokenExpired {
 		t.Fatalf("expired ticket: %+v", a)
 	}
@@ -534,7 +546,7 @@ func TestHTTPTransportSwitches(t *testing.T) {
 	p := f.httpDial(t)
 	p.next(protocol.TypePing, time.Second)
 	f.set("freeze", true)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // real time: frames already on the wire may still land
 	for len(p.frames) > 0 {
 		<-p.frames
 	}
@@ -618,10 +630,10 @@ func TestHTTPSessionsExpireWithoutAStream(t *testing.T) {
 	p := f.httpDial(t)
 	p.next(protocol.TypeWelcome, time.Second)
 	p.closeStream()
-	time.Sleep(250 * time.Millisecond)
+	serverTimersRun(250 * time.Millisecond) // detached, for less than the 400 ms it may be
 	p.stream(p.last())
 	p.next(protocol.TypePing, time.Second)
-	time.Sleep(600 * time.Millisecond) // attached: it stays
+	serverTimersRun(600 * time.Millisecond) // attached: it stays
 	if st := f.srv.Stats(); st.Open != 1 {
 		t.Fatalf("open %d", st.Open)
 	}
@@ -751,16 +763,18 @@ func TestHTTPAStalledStreamIsDroppedByTheWriteDeadline(t *testing.T) {
 	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)
 	data := []byte(`"` + strings.Repeat("x", 60<<10) + `"`)
 	start := time.Now()
-	for f.srv.Stats().Limits.Stalled == 0 {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the stream was never dropped")
+	if !poll.Until(10*time.Second, func() bool {
+		if f.srv.Stats().Limits.Stalled != 0 {
+			return true
 		}
 		for range 16 {
 			if _, err := f.srv.Publish(context.Background(), "room", data); err != nil {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the stream was never dropped (%v)", time.Since(start))
 	}
 	waitFor(t, 3*time.Second, "the session dropped", func() bool { return f.srv.Stats().Open == 0 })
 	if st := f.srv.Stats(); st.Limits.SlowConsumer != 0 || st.Limits.SweepClosed != 1 {
@@ -785,16 +799,15 @@ func TestHTTPFramesWaitingForTheStreamCostNoGoroutine(t *testing.T) {
 		p.next(protocol.TypeSubscribed, time.Second)
 		peers[i] = p
 	}
-	time.Sleep(50 * time.Millisecond) // the POSTs' server goroutines end
-	before := runtime.NumGoroutine()
+	before := settledGoroutines(t) // the POSTs' server goroutines end
 	f.set("freeze", true)
 	for n := range updates {
 		if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":`+strconv.Itoa(n)+`}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // every handler holds its first update at the gate
-	if during := runtime.NumGoroutine(); during-before >= sessions/2 {
+	// every handler holds its first update at the gate
+	if during := settledGoroutines(t); during-before >= sessions/2 {
 		t.Fatalf("%d goroutines with %d sessions' updates held, %d before: a goroutine per session waits", during, sessions, before)
 	}
 	f.set("freeze", false)
@@ -864,15 +877,13 @@ func TestHTTPStreamHoldsOneGoroutineAndNoHandler(t *testing.T) {
 		ids[i] = f.newSession(t, `{}`)
 	}
 	http.DefaultClient.CloseIdleConnections()
-	time.Sleep(50 * time.Millisecond) // the POSTs' server goroutines end
-	before := runtime.NumGoroutine()
+	before := settledGoroutines(t) // the POSTs' server goroutines end
 	conns := make([]net.Conn, streams)
 	readers := make([]*bufio.Reader, streams)
 	for i, id := range ids {
 		conns[i], readers[i] = rawStream(t, f, id)
 	}
-	time.Sleep(50 * time.Millisecond)
-	if during := runtime.NumGoroutine(); during-before > streams+streams/4 {
+	if during := settledGoroutines(t); during-before > streams+streams/4 {
 		t.Fatalf("%d goroutines with %d streams open, %d before: more than one per stream", during, streams, before)
 	}
 	for i, id := range ids {
@@ -1007,13 +1018,16 @@ func TestHTTPStreamBacklogIsWrittenInOrder(t *testing.T) {
 		}
 		updates++
 	}
-	for backlog() == 0 {
+	poll.UntilEvery(time.Minute, time.Millisecond, func() bool {
+		if backlog() > 0 {
+			return true
+		}
 		if updates == 400 {
 			t.Fatal("no backlog after 400 updates of 48 KiB")
 		}
 		publish()
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	for range 8 {
 		publish()
 	}
@@ -1047,7 +1061,7 @@ func TestHTTPStreamLeftDuringAFreezeDetaches(t *testing.T) {
 	if _, err := f.srv.Publish(context.Background(), "room", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	serverTimersRun(250 * time.Millisecond) // past one frozenPoll (200 ms): the frozen stream's read wakes to check the socket and keeps it
 	if !attached() {
 		t.Fatal("a frozen stream detached")
 	}

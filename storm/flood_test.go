@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/server"
 )
 
@@ -110,7 +111,5 @@ func TestAFloodIsShedWithoutStarvingOthers(t *testing.T) {
 // are per source address, 127.0.0.2 against 127.0.0.3, which an in-memory
 // network has not), and the server's counters have no notification.
 func pollUntil(d time.Duration, cond func() bool) {
-	for end := time.Now().Add(d); !cond() && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.UntilEvery(d, 20*time.Millisecond, cond)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/internal/poll"
 )
 
 // BenchmarkFrameStep is a frame's way in: the socket's onmessage (a fake
@@ -61,14 +62,14 @@ func benchFrameStep(b *testing.B, wrap bool) {
 	}
 	defer d.stop()
 	var ws safejs.Value
-	for i := 0; i < 200; i++ { // the loop goroutine dials: at most 2 s
+	poll.Until(2*time.Second, func() bool { // the loop goroutine dials
 		arr, _ := g.Get("__sockets")
 		if n, _ := arr.Length(); n > 0 {
 			ws, _ = arr.Index(n - 1)
-			break
+			return true
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	if ws.Type() != safejs.TypeObject {
 		b.Fatal("no WebSocket was opened")
 	}

@@ -79,7 +79,7 @@ func fakeHTTP(t *testing.T) {
 // setTimeout's and its callbacks (promises, channels, sockets) the event
 // loop's, which no fake clock reaches (testing/synctest fakes Go's timers
 // only). A test also waits on it to see that nothing more happens.
-func jsRuns(d time.Duration) { time.Sleep(d) }
+func jsRuns(d time.Duration) { time.Sleep(d) } // real time: the event loop's
 
 // settle lets the event loop run the promises' callbacks.
 func settle() { jsRuns(30 * time.Millisecond) }

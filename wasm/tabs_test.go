@@ -652,7 +652,7 @@ func TestTabsRelayOnlyWhileAFollowerExists(t *testing.T) {
 		frame(t, 0, `{"type":"update","topic":"feed","seq":`+strconv.Itoa(i)+`,"data":{"v":1}}`)
 	}
 	waitFor(t, "three updates in the leader", func() bool { ua, _ := a.got(); return len(ua) == 3 })
-	time.Sleep(50 * time.Millisecond)
+	jsRuns(50 * time.Millisecond) // a post, if the leader makes one, has its turn
 	if n := posted(); n != 0 {
 		t.Fatalf("the leader, alone, posted %d updates to the other tabs", n)
 	}
@@ -665,7 +665,7 @@ func TestTabsRelayOnlyWhileAFollowerExists(t *testing.T) {
 	waitFor(t, "the follower caught up", func() bool { ub, _ := b.got(); return len(ub) == 2 })
 	frame(t, 0, `{"type":"update","topic":"feed","seq":4,"data":{"v":1}}`)
 	waitFor(t, "the next update in the follower", func() bool { ub, _ := b.got(); return len(ub) >= 3 })
-	time.Sleep(50 * time.Millisecond)
+	jsRuns(50 * time.Millisecond) // a duplicate, if one comes, has its turn
 	if ub, _ := b.got(); strings.Join(ub, " ") != "feed#2 feed#3 feed#4" {
 		t.Fatalf("the follower got %v, want feed#2 feed#3 feed#4", ub)
 	}
@@ -681,10 +681,10 @@ func TestTabsRelayOnlyWhileAFollowerExists(t *testing.T) {
 		n, _ := js(t, nil, `return globalThis.__kinds.filter((k) => k === 'bye').length`).Int()
 		return n > 0
 	})
-	time.Sleep(50 * time.Millisecond)
+	jsRuns(50 * time.Millisecond) // the leader takes the goodbye in
 	frame(t, 0, `{"type":"update","topic":"feed","seq":5,"data":{"v":1}}`)
 	waitFor(t, "the fifth update in the leader", func() bool { ua, _ := a.got(); return len(ua) == 5 })
-	time.Sleep(50 * time.Millisecond)
+	jsRuns(50 * time.Millisecond) // a post, if the leader makes one, has its turn
 	if n := posted(); n != 3 {
 		t.Fatalf("the leader posted %d updates, want 3: none once the follower left", n)
 	}

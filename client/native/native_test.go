@@ -40,7 +40,7 @@ func startServer(t *testing.T) *memServer {
 // the bubble runs until it waits, then the clock jumps, so a story of
 // seconds takes no real time. Only for use inside synctest.Test (outside,
 // it would wait d of real time).
-func advance(d time.Duration) { time.Sleep(d) }
+func advance(d time.Duration) { time.Sleep(d) } // the bubble's fake time, not real time
 
 // memServer is a server on the in-memory network and the HTTP client that
 // reaches it.

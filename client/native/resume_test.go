@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/server"
@@ -45,21 +46,17 @@ func (r *seqRecorder) snapshot() ([]int64, []client.ContinuityLost) {
 	return append([]int64(nil), r.seqs...), append([]client.ContinuityLost(nil), r.lost...)
 }
 
-// eventually polls cond every 10 ms until it holds or d passes. Inside
-// synctest.Test the sleep is the bubble's fake time, and when it returns
-// everything due before has run (the clock moves only when every goroutine
-// of the bubble waits); outside, the tests on loopback poll the real
-// server's counters, which have no notification, and real time is what
-// the server's own timers run on.
+// eventually polls cond every 10 ms until it holds or d passes
+// (poll.Until). Inside synctest.Test its waits are the bubble's fake
+// time, and when one returns everything due before has run (the clock
+// moves only when every goroutine of the bubble waits); outside, the tests
+// on loopback poll the real server's counters, which have no
+// notification.
 func eventually(d time.Duration, cond func() bool) error {
-	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return nil
-		}
-		if time.Now().After(end) {
-			return context.DeadlineExceeded
-		}
+	if !poll.Until(d, cond) {
+		return context.DeadlineExceeded
 	}
+	return nil
 }
 
 func topicServer(t *testing.T, o server.Options) (*testutil.Server, string) {

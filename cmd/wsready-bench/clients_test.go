@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/server"
 )
 
@@ -44,13 +45,11 @@ func dialAll(t *testing.T, url, proto string, n int, subscribe bool, st *counter
 // waitFor polls the counters until ok holds, at most 10 s.
 func waitFor(t *testing.T, st *counters, what string, ok func(clientStats) bool) clientStats {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) { // real time: polls a peer process
-		if s := st.snapshot(); ok(s) {
-			return s
-		}
+	var s clientStats
+	if !poll.UntilEvery(10*time.Second, 20*time.Millisecond, func() bool { s = st.snapshot(); return ok(s) }) {
+		t.Fatalf("%s: not within 10 s; counts %+v", what, st.snapshot())
 	}
-	t.Fatalf("%s: not within 10 s; counts %+v", what, st.snapshot())
-	return clientStats{}
+	return s
 }
 
 func TestClientsCountTheLeanServersPingsAndUpdates(t *testing.T) {
@@ -83,8 +82,10 @@ func TestLeanServerPingsConnectionsAtRestAndSendsNoUpdates(t *testing.T) {
 	defer hs.Close()
 	var st counters
 	dialAll(t, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", protoWsready, 2, false, &st)
-	waitFor(t, &st, "pings to connections that never subscribed", func(s clientStats) bool { return s.Connected == 2 && s.Pings >= 8 })
-	time.Sleep(300 * time.Millisecond) // the update ticker's period
+	s0 := waitFor(t, &st, "pings to connections that never subscribed", func(s clientStats) bool { return s.Connected == 2 && s.Pings >= 8 })
+	// 300 ms more of the server's loop (six pings each, 50 ms apart): an
+	// update ticker's period, if it had one.
+	waitFor(t, &st, "six more pings each", func(s clientStats) bool { return s.Pings >= s0.Pings+12 })
 	if s := st.snapshot(); s.Updates != 0 || s.Subscribed != 0 {
 		t.Fatalf("updates or subscriptions without a subscribe: %+v", s)
 	}
@@ -219,10 +220,12 @@ func TestClientsSpeakCentrifugesProtocol(t *testing.T) {
 	c := startPeer(t, "-ping", "500ms", "-pong", "400ms", "-feed", "50ms")
 	var st counters
 	stop := dialAll(t, "ws://"+c.addr+"/connection/websocket", protoCentrifuge, 3, true, &st)
-	waitFor(t, &st, "3 subscribed with updates and pings", func(s clientStats) bool {
+	s0 := waitFor(t, &st, "3 subscribed with updates and pings", func(s clientStats) bool {
 		return s.Subscribed == 3 && s.Connected == 3 && s.Updates >= 30 && s.Pings >= 6
 	})
-	time.Sleep(2500 * time.Millisecond) // real time: pings a peer process must see answered
+	// 2.5 s more: five more pings each, every one answered in time or the
+	// peer closes its client.
+	waitFor(t, &st, "five more pings each", func(s clientStats) bool { return s.Pings >= s0.Pings+15 })
 	s := st.snapshot()
 	stop()
 	if s.Failed != 0 || s.Dropped != 0 {

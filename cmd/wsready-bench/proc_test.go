@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/internal/poll"
 )
 
 func TestReadRSSAndCPUOfThisProcess(t *testing.T) {
@@ -198,7 +200,7 @@ func TestGoroutineWatchSeesABurstBetweenReads(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); <-release }()
 	}
-	time.Sleep(20 * time.Millisecond) // real time: the sampler's ticker must see the burst
+	poll.Until(5*time.Second, func() bool { return g.peak.Load() >= int64(base)+500 }) // the sampler's ticker sees the burst
 	close(release)
 	wg.Wait()
 	peak := g.take()

@@ -178,7 +178,7 @@ func churnShort(ctx context.Context, url string, counts *churnCounts) {
 			counts.mu.Lock()
 			counts.refused++
 			counts.mu.Unlock()
-			time.Sleep(50 * time.Millisecond) // a refusal's retry-after is about this
+			time.Sleep(50 * time.Millisecond) // real time: a refusal's retry-after, on the server's clock, is about this
 		}
 		ws.CloseNow()
 	}

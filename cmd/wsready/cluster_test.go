@@ -48,10 +48,16 @@ func TestJetStreamDataSurvivesAProcessRestart(t *testing.T) {
 		t.Fatal("clients not READY and receiving within 10s")
 	}
 	feedBefore := subs[0].c.Stats().LastSeq
+	_, failed := pub.progress()
 	n.stop(t, syscall.SIGTERM, 10*time.Second)
-	time.Sleep(300 * time.Millisecond) // published while the node is away: refused, retried
+	// Publishes come while the node is away: refused, retried.
+	if !eventually(10*time.Second, func() bool { _, f := pub.progress(); return f > failed }) {
+		t.Fatal("no publish was refused while the node was away")
+	}
 	startNode(t, addr, args...)
-	time.Sleep(2 * time.Second) // real time: the clients reconnect to a process on its own clock
+	if !delivering(subs, pub, 30*time.Second) {
+		t.Fatal("the clients did not come back to the restarted node within 30s")
+	}
 	last := pub.finish(t, "ticks")
 	if !eventually(30*time.Second, func() bool {
 		for _, s := range subs {
@@ -123,7 +129,9 @@ func TestClusterSurvivesADrainAndAKill(t *testing.T) {
 	if !eventually(30*time.Second, allReady) {
 		t.Fatal("300 clients not READY within 30s")
 	}
-	time.Sleep(time.Second) // real time: the feed runs a while in separate processes before the drain
+	if !delivering(subs, pub, 30*time.Second) { // the feed runs a while before the drain
+		t.Fatal("the clients did not deliver what was published within 30s")
+	}
 	resp, err := http.Post("http://"+nodes[1].addr+"/api/drain", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +140,18 @@ func TestClusterSurvivesADrainAndAKill(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("drain: %s", resp.Status)
 	}
-	time.Sleep(3 * time.Second) // real time: the drain's window runs in the node's process
+	if !eventually(15*time.Second, func() bool { // the drain's window (2 s) runs in the node's process
+		var st struct {
+			Open int `json:"open"`
+		}
+		return getJSON("http://"+nodes[1].addr+"/api/stats?connections=false", &st) == nil && st.Open == 0
+	}) {
+		t.Fatal("the drained node still holds connections 15s on")
+	}
 	nodes[2].stop(t, syscall.SIGKILL, 5*time.Second)
-	time.Sleep(2 * time.Second) // real time: the clients move over to the other nodes
+	if !delivering(subs, pub, 60*time.Second) { // the clients move over to the other nodes
+		t.Fatal("the clients did not move over from the killed node within 60s")
+	}
 	last := pub.finish(t, "ticks")
 	if !eventually(60*time.Second, func() bool {
 		for _, s := range subs {
@@ -337,7 +354,10 @@ func TestClusterSurvivesANATSServerAndANodeKilled(t *testing.T) {
 		t.Fatalf("within 60s of the kills: every client READY %v, every client delivered seq %d %v (%s)", !readyAt.IsZero(), firstAck.seq, !deliveredAt.IsZero(),
 			behind(subs, firstAck.seq))
 	}
-	time.Sleep(3 * time.Second) // publishing on with one NATS server and one node fewer
+	// Publishing on with one NATS server and one node fewer: 100 more.
+	if !eventually(30*time.Second, func() bool { a, _ := pub.progress(); return a >= firstAck.seq+100 }) {
+		t.Fatal("100 publishes were not acknowledged within 30s with one NATS server and one node fewer")
+	}
 	last := pub.finish(t, "ticks")
 	if !eventually(60*time.Second, func() bool {
 		for _, s := range subs {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -60,14 +61,14 @@ func TestSIGTERMDrainsThenExits(t *testing.T) {
 	}
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
-	saw503 := false
-	for i := 0; i < 20 && !saw503; i++ {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			saw503 = resp.StatusCode == http.StatusServiceUnavailable
+	saw503 := poll.UntilEvery(time.Second, 10*time.Millisecond, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond) // real time: polls another process
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
 	if !saw503 {
 		t.Error("/healthz never said 503 during the drain")
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -41,8 +42,13 @@ func TestServeHTTPTransportMemoryIsBoundedUnderAPOSTFlood(t *testing.T) {
 	n.wait(t, 40*time.Second)
 	pid := n.cmd.Process.Pid
 	base := "http://" + addr + "/ws"
-	time.Sleep(300 * time.Millisecond) // let start-up settle
+	// Start-up settles: the idle figure is one two looks 100 ms apart agree on.
 	idle := vmRSS(t, pid)
+	poll.UntilEvery(5*time.Second, 100*time.Millisecond, func() bool {
+		was := idle
+		idle = vmRSS(t, pid)
+		return idle == was
+	})
 
 	body := floodBody(t)
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, MaxConnsPerHost: 0}, Timeout: 30 * time.Second}

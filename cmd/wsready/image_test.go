@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/poll"
 )
 
 // The image docs/deploy/Dockerfile describes, built with podman from the
@@ -162,16 +163,16 @@ func binaryServes(t *testing.T, bin string) {
 func smoke(t *testing.T, addr, what string) {
 	t.Helper()
 	var health string
-	for range 100 { // 20 s at most
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if health = strings.TrimSpace(string(b)); resp.StatusCode == http.StatusOK {
-				break
-			}
+	poll.UntilEvery(20*time.Second, 200*time.Millisecond, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(200 * time.Millisecond) // real time: polls another process
-	}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		health = strings.TrimSpace(string(b))
+		return resp.StatusCode == http.StatusOK
+	})
 	if health != "ok" {
 		t.Fatalf("/healthz of %s said %q, want ok", what, health)
 	}

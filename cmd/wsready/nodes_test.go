@@ -20,6 +20,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/client/native"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/internal/stages"
 )
 
@@ -397,6 +398,34 @@ func startPublisher(t *testing.T, url, topic string, every time.Duration) *publi
 	return p
 }
 
+// progress is the highest seq acknowledged so far and how many publishes
+// failed.
+func (p *publisher) progress() (acked int64, fails int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked, p.fails
+}
+
+// delivering waits up to d for every subscriber to be READY and to have
+// delivered the highest seq the publisher had acknowledged when it began
+// (a publish acknowledged after it: one at least, so the publisher is
+// live too).
+func delivering(subs []*subscriber, pub *publisher, d time.Duration) bool {
+	from, _ := pub.progress()
+	return eventually(d, func() bool {
+		a, _ := pub.progress()
+		if a <= from {
+			return false
+		}
+		for _, s := range subs {
+			if !s.c.State().Ready || s.last() < a {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // unacknowledged is the data of every publish that failed so far.
 func (p *publisher) unacknowledged() []string {
 	p.mu.Lock()
@@ -417,37 +446,40 @@ func (p *publisher) finish(t *testing.T, topic string) int64 {
 	t.Helper()
 	close(p.stopc)
 	p.wg.Wait()
-	for i := 0; i < 50; i++ {
-		data := `{"last":` + strconv.Itoa(i) + `}` // each try its own: one that failed may be stored all the same
+	var last int64
+	tries := 0
+	// Retries a node in another process, 200 ms apart, 50 times at most
+	// (each try waits up to 2 s for its answer).
+	poll.UntilEvery(2*time.Minute, 200*time.Millisecond, func() bool {
+		if tries == 50 {
+			return true
+		}
+		data := `{"last":` + strconv.Itoa(tries) + `}` // each try its own: one that failed may be stored all the same
+		tries++
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		seq, err := p.c.Publish(ctx, topic, []byte(data))
 		cancel()
 		p.mu.Lock()
-		if err == nil {
-			p.acked = max(p.acked, seq)
-			p.acks = append(p.acks, ack{seq: seq, data: data, sent: sent, answer: time.Now()})
-			p.mu.Unlock()
-			return seq
+		defer p.mu.Unlock()
+		if err != nil {
+			p.failed = append(p.failed, data)
+			return false
 		}
-		p.failed = append(p.failed, data)
-		p.mu.Unlock()
-		time.Sleep(200 * time.Millisecond) // real time: retries a node in another process
+		p.acked = max(p.acked, seq)
+		p.acks = append(p.acks, ack{seq: seq, data: data, sent: sent, answer: time.Now()})
+		last = seq
+		return true
+	})
+	if last == 0 {
+		t.Fatal("the last publish was never acknowledged")
 	}
-	t.Fatal("the last publish was never acknowledged")
-	return 0
+	return last
 }
 
 // eventually polls cond every 20 ms until it holds or d passes.
 func eventually(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) { // real time: other processes
-		if cond() {
-			return true
-		}
-		if time.Now().After(end) {
-			return false
-		}
-	}
+	return poll.UntilEvery(d, 20*time.Millisecond, cond)
 }
 
 // freeAddr never hands out one address twice, though the kernel offers a

@@ -222,7 +222,14 @@ func TestServeTakesJWTsAndTheirExpiryDrivesTheRefresh(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(6 * time.Second) // real time: JWTs of 1-2 s expire by the wall clock in the server's process
+	// JWTs of 1-2 s expire by the wall clock in the server's process: the
+	// client refreshes twice, each time authenticated again.
+	eventually(15*time.Second, func() bool {
+		st := c.Stats()
+		return c.State().Ready && st.TokenRefreshes >= 2 && st.Authenticated == st.TokenRefreshes+1
+	})
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wsready/wsready/internal/poll"
 )
 
 // A configuration Run cannot honour is refused with ErrConfig, before
@@ -96,15 +98,12 @@ func TestClusterOfThreeKeepsAStreamWhenOneStops(t *testing.T) {
 		}
 	}
 	var ack *jetstream.PubAck
-	for try := 0; try < 300; try++ { // within the 60 s ctx
+	poll.UntilEvery(50*time.Second, 100*time.Millisecond, func() bool { // within the 60 s ctx: the cluster elects a leader
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 		ack, err = js.Publish(pctx, "t", []byte("2"))
 		pcancel()
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil
+	})
 	if err != nil || ack.Sequence != 2 {
 		t.Fatalf("publish after the leader stopped: %+v, %v; want seq 2", ack, err)
 	}

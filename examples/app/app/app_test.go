@@ -107,18 +107,32 @@ func (u *user) dial(t *testing.T, opts native.Options) *native.Client {
 // the READY from before and return before the server has the subscribe.
 func waitSubscribed(t *testing.T, c *native.Client, topic string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !eventually(5*time.Second, func() bool {
 		for _, ts := range c.Topics() {
 			if ts.Topic == topic && ts.Subscribed {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no subscribed for %s: %+v", topic, c.Topics())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no subscribed for %s: %+v", topic, c.Topics())
 	}
+}
+
+// eventually waits up to d for cond to hold, looking every 10 ms: for what
+// the client's goroutines do and nothing announces.
+func eventually(d time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for !cond() {
+		select {
+		case <-deadline:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 func serverCode(err error) string {
@@ -221,18 +235,14 @@ func TestPrivateTopicsAndForbidden(t *testing.T) {
 	}
 	waitSubscribed(t, ca, app.CartTopic("alice"))
 	waitSubscribed(t, cb, app.CartTopic("bob"))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	code := ""
+	if !eventually(5*time.Second, func() bool {
 		mu.Lock()
-		code := topicErrs["bob "+app.CartTopic("alice")]
-		mu.Unlock()
-		if code == "forbidden" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bob's subscribe to alice's cart: %q, want forbidden", code)
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer mu.Unlock()
+		code = topicErrs["bob "+app.CartTopic("alice")]
+		return code == "forbidden"
+	}) {
+		t.Fatalf("bob's subscribe to alice's cart: %q, want forbidden", code)
 	}
 
 	res, err := ca.Request(ctx, "cart.add", []byte(`{"sku":"apple","qty":2}`))
@@ -272,7 +282,27 @@ func TestPrivateTopicsAndForbidden(t *testing.T) {
 	if !cb.State().Ready || !ca.State().Ready {
 		t.Fatalf("a refusal cost a connection: alice %+v bob %+v", ca.State(), cb.State())
 	}
-	time.Sleep(200 * time.Millisecond) // anything misrouted would have arrived
+	// Bob joins the lobby and takes an update on it: his connection writes
+	// in order, so anything misrouted to him before (alice's cart update
+	// came long before) has arrived by then.
+	lobby := make(chan struct{}, 1)
+	if _, err := cb.Subscribe(ctx, app.Lobby, nil, func(client.Update) {
+		select {
+		case lobby <- struct{}{}:
+		default:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitSubscribed(t, cb, app.Lobby)
+	if _, err := ca.Publish(ctx, app.Lobby, []byte(`{"text":"after"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lobby:
+	case <-time.After(5 * time.Second):
+		t.Fatal("bob's lobby update never came")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, topic := range got["bob"] {
@@ -433,39 +463,38 @@ func TestJWTRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSubscribed(t, c, app.Lobby)
-	// Publish across two expiries (about 5 s).
-	const n = 50
-	for i := range n {
-		if _, err := a.Server().Publish(t.Context(), app.Lobby, []byte(`{"text":"tick"}`)); err != nil {
-			t.Fatalf("publish %d: %v", i, err)
+	// Publish, one every 100 ms, across two expiries of the 2 s JWTs
+	// (about 5 s; 20 s at most).
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	n := 0
+	for ; c.Stats().TokenRefreshes < 2; n++ {
+		if n == 200 {
+			t.Fatalf("token refreshes %d over %d s of %v JWTs, want 2 or more", c.Stats().TokenRefreshes, n/10, 2*time.Second)
 		}
-		time.Sleep(100 * time.Millisecond)
+		if _, err := a.Server().Publish(t.Context(), app.Lobby, []byte(`{"text":"tick"}`)); err != nil {
+			t.Fatalf("publish %d: %v", n, err)
+		}
+		<-tick.C
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := c.WaitState(ctx, func(s client.State) bool { return s.Ready }); err != nil {
 		t.Fatal(err)
 	}
-	if st := c.Stats(); st.TokenRefreshes < 2 {
-		t.Fatalf("token refreshes %d over %d s of %v JWTs, want 2 or more", st.TokenRefreshes, n/10, 2*time.Second)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got []int64
+	if !eventually(5*time.Second, func() bool {
 		mu.Lock()
-		got := append([]int64(nil), seqs...)
-		mu.Unlock()
-		if len(got) == n {
-			for i, s := range got {
-				if s != int64(i+1) {
-					t.Fatalf("lobby seqs %v, want 1..%d once each", got, n)
-				}
-			}
-			break
+		defer mu.Unlock()
+		got = append(got[:0], seqs...)
+		return len(got) >= n
+	}) {
+		t.Fatalf("got %d of %d lobby updates: %v", len(got), n, got)
+	}
+	for i, s := range got {
+		if s != int64(i+1) || len(got) != n {
+			t.Fatalf("lobby seqs %v, want 1..%d once each", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d of %d lobby updates: %v", len(got), n, got)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
