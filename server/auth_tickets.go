@@ -190,7 +190,7 @@ func (s *Server) IssueTicket(id Identity) (token string, expires time.Time, err 
 }
 
 func (s *Server) ticketLife() time.Duration {
-	if f := s.faults(); f != nil && f.shortensTickets() {
+	if f := s.hook(); f != nil && f.ShortensTickets() {
 		return s.opts.ShortTicketLife
 	}
 	return s.opts.TicketLife

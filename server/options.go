@@ -358,8 +358,8 @@ type Options struct {
 	// is refused whatever the hooks say.
 	Publish bool
 	// NoFeed keeps this node from producing the demo's feed when a Demo is
-	// made over it (NewDemo starts the feed; a Server alone never runs
-	// one). With several demo nodes on one NATS, exactly one should
+	// made over it (server/demo's New starts the feed; a Server alone never
+	// runs one). With several demo nodes on one NATS, exactly one should
 	// produce it (wsready serve -feed-leader). Default: a Demo's server
 	// produces it.
 	NoFeed bool

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	t    *testing.T
 	srv  *Server
-	demo *Demo
+	demo TestDemo
 	hs   *httptest.Server
 	url  string
 }
@@ -78,7 +78,7 @@ func newSite(t *testing.T, o *Options, files fs.FS) *fixture {
 	}
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := mustNew(t, o)
-	demo := NewDemo(srv, files)
+	demo := NewTestDemo(srv, files)
 	hs := httptest.NewServer(demo.Handler()) // the site wsready serve serves
 	f := &fixture{t: t, srv: srv, demo: demo, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
 	t.Cleanup(func() {
@@ -564,14 +564,19 @@ func TestFaultsAPIRejectsBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got faultsView
+	var got struct {
+		Switches []struct {
+			Name string `json:"name"`
+			On   bool   `json:"on"`
+		} `json:"switches"`
+	}
 	json.NewDecoder(resp.Body).Decode(&got)
 	resp.Body.Close()
 	on := map[string]bool{}
 	for _, sw := range got.Switches {
 		on[sw.Name] = sw.On
 	}
-	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(switches) {
+	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(f.srv.Stats().Faults) {
 		t.Fatalf("faults after POST: %+v", got)
 	}
 	var st Stats
@@ -649,7 +654,7 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 			}
 		}
 	}()
-	demo := NewDemo(srv, nil)
+	demo := NewTestDemo(srv, nil)
 	if err := demo.Set("freeze", true); err != nil {
 		t.Fatal(err)
 	}

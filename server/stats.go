@@ -50,7 +50,7 @@ type Stats struct {
 	FeedSeq          int64           `json:"feedSeq"`        // the last feed seq this node produced (0 with NoFeed)
 	Node             string          `json:"node,omitempty"` // Options.Node
 	PingIntervalMs   int64           `json:"pingIntervalMs"`
-	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (demo_switches.go); nil on a Server NewDemo was not called on
+	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (server/demo/switches.go); nil on a Server without the demo
 	RestartUntil     *time.Time      `json:"restartUntil"` // while Restart refuses: when it accepts again
 	Limits           Limits          `json:"limits"`
 	PeerCloses       CloseCounts     `json:"peerCloses"` // close codes clients sent, since start
@@ -83,7 +83,7 @@ func (c *CloseCounts) add(code int) {
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
 	now := s.opts.Now()
-	f := s.faults()
+	f := s.hook()
 	frozen := s.freezeGate().isFrozen()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,7 +102,11 @@ func (s *Server) Stats() Stats {
 		Connections: make([]ConnStats, 0, len(s.conns)),
 	}
 	if f != nil {
-		f.statsLocked(&st, now)
+		fs := f.Stats(now)
+		st.Faults, st.FeedSeq = fs.Switches, fs.FeedSeq
+		if !fs.RestartUntil.IsZero() {
+			st.RestartUntil = &fs.RestartUntil
+		}
 	}
 	st.Auth = s.auth.stats(now, s.opts.Demo)
 	st.Auth.Mode = s.opts.Auth

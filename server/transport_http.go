@@ -206,7 +206,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, ref.status, ref.why, ref.after, protocol.CloseTryAgainLater, slotText(ref.after))
 		return
 	}
-	if f := s.faults(); f != nil && f.overloaded() {
+	if f := s.hook(); f != nil && f.Overloaded() {
 		s.release(ip)
 		s.count(func(k *connCounters) { k.overloaded++ })
 		s.metrics.handshakeVia(outOverload, transportSSE)

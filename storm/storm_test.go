@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 func startServer(t *testing.T, noSlots bool) string {
@@ -23,7 +24,7 @@ func startServer(t *testing.T, noSlots bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := srv.HTTPServer(server.NewDemo(srv, nil).Handler()) // storm flips Restart through /api/faults
+	hs := srv.HTTPServer(demo.New(srv, nil).Handler()) // storm flips Restart through /api/faults
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // dialAll runs n clients against url until the returned stop is called;
@@ -97,7 +98,7 @@ func newWsready(t *testing.T, o server.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server.NewDemo(srv, nil) // the feed, as the bench's server runs it
+	demo.New(srv, nil) // the feed, as the bench's server runs it
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

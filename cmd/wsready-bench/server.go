@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // serverStats is what a server child (and the centrifuge peer) answers at
@@ -142,7 +143,7 @@ func runServer(args []string) error {
 			return fmt.Errorf("server: %w", err)
 		}
 		defer srv.Close()
-		server.NewDemo(srv, nil) // the feed the bench's clients subscribe to
+		demo.New(srv, nil) // the feed the bench's clients subscribe to
 		h = srv.Handler()
 	case "lean":
 		l := newLeanServer(*ping, *updates)

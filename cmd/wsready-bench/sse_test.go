@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // readAll reads every event of a stream until it ends, and how it ended.
@@ -215,7 +216,7 @@ func TestSSEAStreamTheServerEndsCountsAsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server.NewDemo(srv, nil)
+	demo.New(srv, nil)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	var st counters

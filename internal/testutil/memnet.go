@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // memListener is an in-memory network: each dial is one net.Pipe, whose
@@ -73,9 +74,9 @@ func StartMemServer(tb testing.TB, o server.Options) (*Server, *http.Client) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	demo := server.NewDemo(srv, nil)
+	dm := demo.New(srv, nil)
 	l := &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
-	hs := &http.Server{Handler: demo.Handler()}
+	hs := &http.Server{Handler: dm.Handler()}
 	served := make(chan struct{})
 	go func() { defer close(served); hs.Serve(l) }()
 	tr := &http.Transport{DialContext: l.dial}
@@ -85,5 +86,5 @@ func StartMemServer(tb testing.TB, o server.Options) (*Server, *http.Client) {
 		tr.CloseIdleConnections()
 		<-served
 	})
-	return &Server{Server: srv, Demo: demo, Base: "http://127.0.0.1", URL: "ws://127.0.0.1/ws", tb: tb}, &http.Client{Transport: tr}
+	return &Server{Server: srv, Demo: dm, Base: "http://127.0.0.1", URL: "ws://127.0.0.1/ws", tb: tb}, &http.Client{Transport: tr}
 }

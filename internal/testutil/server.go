@@ -12,14 +12,15 @@ import (
 	"testing"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // Server is the real server behind httptest on loopback, serving the
-// demo's site as wsready serve does (server.Demo.Handler): the WebSocket at
+// demo's site as wsready serve does (demo.Demo.Handler): the WebSocket at
 // /ws, the HTTP API under /api/, /metrics, /healthz.
 type Server struct {
 	*server.Server
-	Demo *server.Demo
+	Demo *demo.Demo
 	Base string // http://127.0.0.1:PORT
 	URL  string // the WebSocket endpoint, ws://127.0.0.1:PORT/ws
 	tb   testing.TB
@@ -36,14 +37,14 @@ func StartServer(tb testing.TB, o server.Options) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	demo := server.NewDemo(srv, nil)
-	hs := httptest.NewServer(demo.Handler())
+	dm := demo.New(srv, nil)
+	hs := httptest.NewServer(dm.Handler())
 	tb.Cleanup(func() { srv.Close(); hs.Close() })
-	return &Server{Server: srv, Demo: demo, Base: hs.URL, URL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", tb: tb}
+	return &Server{Server: srv, Demo: dm, Base: hs.URL, URL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", tb: tb}
 }
 
 // Set flips a demo switch by its name in the server's table
-// (server.Demo.Set); an error fails the test. Call it from the test's own
+// (demo.Demo.Set); an error fails the test. Call it from the test's own
 // goroutine.
 func (s *Server) Set(name string, value any) {
 	s.tb.Helper()

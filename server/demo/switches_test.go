@@ -1,19 +1,21 @@
 //go:build !js
 
-package server
+package demo
 
 import (
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/server"
 )
 
 // GET /api/faults lists every switch of the table with what the page
 // needs to render it (name, label, description, kind, group) and its
 // state.
 func TestFaultsListsEverySwitchForThePage(t *testing.T) {
-	f := newFixture(t, &Options{Demo: true, Auth: AuthOptional})
+	f := newFixture(t, &server.Options{Demo: true, Auth: server.AuthOptional})
 	var v faultsView
 	getJSON(t, f.hs.URL+"/api/faults", &v)
 	if !v.Demo || !v.Auth || len(v.Switches) != len(switches) {
@@ -39,7 +41,7 @@ func TestFaultsListsEverySwitchForThePage(t *testing.T) {
 // Demo.Set takes what the entry's kind takes and refuses the rest, naming
 // the switch; an unknown name lists the known ones.
 func TestDemoSetChecksNameAndValue(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true})
+	f := newFixture(t, &server.Options{NoFeed: true})
 	for _, c := range []struct {
 		name  string
 		value any
@@ -72,13 +74,13 @@ func TestASwitchIsOneEntry(t *testing.T) {
 	saved := switches
 	switches = append(append([]faultSwitch(nil), switches...), faultSwitch{
 		name: "testSwitch", label: "Test", kind: kindToggle, group: groupServer,
-		describe: func(*Options) string { return "a switch this test added" },
-		on:       func(*demoFaults, time.Time) bool { return on },
-		set:      func(_ *demoFaults, v switchValue) error { on = v.on; return nil },
+		describe: func(*server.Options) string { return "a switch this test added" },
+		on:       func(*state, time.Time) bool { return on },
+		set:      func(_ *state, v switchValue) error { on = v.on; return nil },
 	})
 	t.Cleanup(func() { switches = saved })
-	f := newFixture(t, &Options{Demo: true, NoFeed: true})
-	if code, msg := post(t, f.hs.URL+"/api/faults", "application/json", nil, `{"testSwitch":true}`); code != http.StatusOK {
+	f := newFixture(t, &server.Options{Demo: true, NoFeed: true})
+	if code, msg := post(t, f.hs.URL+"/api/faults", "application/json", `{"testSwitch":true}`); code != http.StatusOK {
 		t.Fatalf("POST: %d %q", code, msg)
 	}
 	var v faultsView

@@ -1,0 +1,21 @@
+//go:build !js
+
+package server
+
+import (
+	"io/fs"
+	"net/http"
+)
+
+// TestDemo is the demo (server/demo's Demo) as this package's tests drive
+// it: its site, its switches, its counters' reset.
+type TestDemo interface {
+	Handler() http.Handler
+	Set(name string, value any) error
+	ResetCounters()
+}
+
+// NewTestDemo is demo.New, set by demo_new_test.go: a test of package
+// server cannot import server/demo (it imports server), a test of package
+// server_test can, and both are built into one test binary.
+var NewTestDemo func(s *Server, files fs.FS) TestDemo

@@ -1,0 +1,14 @@
+//go:build !js
+
+package server_test
+
+import (
+	"io/fs"
+
+	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
+)
+
+func init() {
+	server.NewTestDemo = func(s *server.Server, files fs.FS) server.TestDemo { return demo.New(s, files) }
+}
