@@ -661,7 +661,7 @@ func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	// another silent stream (bridge.FirstEventTimeout, 3 s).
 	t1 := time.Now().UnixMilli()
 	env.Set("restart", true)
-	accept := env.Srv.Stats().RestartUntil.UnixMilli()
+	accept := env.Demo.Stats().RestartUntil.UnixMilli()
 	waitState(t, b, "!s.ready", t1, 10*time.Second)
 	back := readySince(t, b, 25*time.Second)
 	moreUpdates(t, b, 8, 10*time.Second)

@@ -13,6 +13,8 @@ type TestDemo interface {
 	Handler() http.Handler
 	Set(name string, value any) error
 	ResetCounters()
+	// Faults is each switch's state by name (the demo's Stats.Faults).
+	Faults() map[string]bool
 }
 
 // NewTestDemo is demo.New, set by demo_new_test.go: a test of package

@@ -10,5 +10,9 @@ import (
 )
 
 func init() {
-	server.NewTestDemo = func(s *server.Server, files fs.FS) server.TestDemo { return demo.New(s, files) }
+	server.NewTestDemo = func(s *server.Server, files fs.FS) server.TestDemo { return testDemo{demo.New(s, files)} }
 }
+
+type testDemo struct{ *demo.Demo }
+
+func (d testDemo) Faults() map[string]bool { return d.Stats().Faults }

@@ -30,7 +30,7 @@ import (
 //	            (DropsService, OwnsTopic)
 //	pings       heartbeat.go (the Freeze gate, JittersPings), sweep.go (both gates)
 //	tickets     auth_tickets.go, auth_connect.go (ShortensTickets)
-//	observation stats.go, metrics.go (Stats)
+//	observation metrics.go (FeedSeq)
 
 // faultState is what the demo's attach sets: its hook, and the two gates
 // the server's own I/O paths wait at.

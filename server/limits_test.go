@@ -297,7 +297,7 @@ func TestAFrozenConnectionEndsWhenItsPeerGoes(t *testing.T) {
 		st := f.srv.Stats()
 		return st.Open == 0 && st.Limits.PeerGone == 3
 	})
-	if !f.srv.Stats().Faults["freeze"] {
+	if !f.demo.Faults()["freeze"] {
 		t.Fatal("freeze ended")
 	}
 	if n := f.srv.Stats().Limits.PeerGone; n != 3 {

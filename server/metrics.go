@@ -106,7 +106,7 @@ func (s *Server) registerGauges() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_feed_seq", Help: "The demo feed's last sequence number."},
 			func() float64 {
 				if f := s.hook(); f != nil {
-					return float64(f.Stats(s.opts.Now()).FeedSeq)
+					return float64(f.FeedSeq())
 				}
 				return 0
 			}),

@@ -295,7 +295,7 @@ func TestFreezeSilencesOpenAndNewConnectionsWithoutClosing(t *testing.T) {
 	// ... and then neither side hears anything, and nothing closes.
 	old.silentFor(400 * time.Millisecond)
 	fresh.silentFor(50 * time.Millisecond)
-	if st := f.srv.Stats(); st.Open != 2 || !st.Faults["freeze"] || !st.Connections[1].Frozen {
+	if st := f.srv.Stats(); st.Open != 2 || !f.demo.Faults()["freeze"] || !st.Connections[1].Frozen {
 		t.Fatalf("stats during freeze: %+v", st)
 	}
 	f.set("freeze", false)
@@ -422,13 +422,13 @@ func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("dial during restart: err %v resp %+v", err, resp)
 	}
-	if !f.srv.Stats().Faults["restart"] {
+	if !f.demo.Faults()["restart"] {
 		t.Fatal("stats do not show the restart")
 	}
 	clock.advance(600 * time.Millisecond)
 	c := f.dial()
 	c.next(protocol.TypePing, time.Second)
-	if st := f.srv.Stats(); st.Faults["restart"] || st.RefusedWindow != 1 {
+	if st := f.srv.Stats(); f.demo.Faults()["restart"] || st.RefusedWindow != 1 {
 		t.Fatalf("after downtime: %+v", st)
 	}
 }
@@ -557,7 +557,7 @@ func TestFaultsAPIRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: status %d error %q", body, resp.StatusCode, e.Error)
 		}
 	}
-	if f.srv.Stats().Faults["freeze"] {
+	if f.demo.Faults()["freeze"] {
 		t.Fatal("a rejected request changed a switch")
 	}
 	resp, err := http.Post(f.hs.URL+"/api/faults", "application/json", strings.NewReader(`{"slowReplies":true,"serviceDown":true}`))
@@ -576,10 +576,13 @@ func TestFaultsAPIRejectsBadInput(t *testing.T) {
 	for _, sw := range got.Switches {
 		on[sw.Name] = sw.On
 	}
-	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(f.srv.Stats().Faults) {
+	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(f.demo.Faults()) {
 		t.Fatalf("faults after POST: %+v", got)
 	}
-	var st Stats
+	var st struct {
+		Stats
+		Faults map[string]bool `json:"faults"` // the demo's part
+	}
 	getJSON(t, f.hs.URL+"/api/stats", &st)
 	if !st.Faults["slowReplies"] || st.PingIntervalMs != 100 {
 		t.Fatalf("stats %+v", st)

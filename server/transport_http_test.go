@@ -571,7 +571,7 @@ func TestHTTPTransportSwitches(t *testing.T) {
 	if a := f.post(t, "/session", "application/json", `{}`); a.status != http.StatusServiceUnavailable || a.Close.Code != protocol.CloseTryAgainLater || a.retryAfter == "" {
 		t.Fatalf("during restart: %+v", a)
 	}
-	waitFor(t, 2*time.Second, "restart over", func() bool { return !f.srv.Stats().Faults["restart"] })
+	waitFor(t, 2*time.Second, "restart over", func() bool { return !f.demo.Faults()["restart"] })
 	if a := f.post(t, "/send?session="+p.session, "application/json", `{"type":"probe","id":1}`); a.status != http.StatusNotFound || a.Close.Code != closeUnknownSession {
 		t.Fatalf("send to a closed session: %+v", a)
 	}

@@ -50,7 +50,7 @@ func New(s *server.Server, files fs.FS) *Demo {
 //
 //	/ws                 Server.Handler (and /ws/..., its HTTP transport)
 //	/api/token          Server.TicketHandler
-//	/api/stats          Server.StatsHandler
+//	/api/stats          Server.StatsHandler's Stats with the demo's part (Demo.Stats)
 //	/metrics            Server.MetricsHandler
 //	/healthz            Server.HealthHandler
 //	/api/faults         GET: the switches (switches.go); POST: flip them
@@ -66,7 +66,7 @@ func (d *Demo) Handler() http.Handler {
 	mux.Handle("/ws", s.Handler())
 	mux.Handle("/ws/", s.Handler()) // the HTTP transport: /ws/probe, /ws/session, /ws/sse, /ws/send
 	mux.Handle("/api/token", s.TicketHandler())
-	mux.Handle("/api/stats", s.StatsHandler())
+	mux.Handle("/api/stats", ctl.Guard(http.HandlerFunc(d.serveStats), http.MethodGet, http.MethodHead))
 	mux.Handle("/metrics", s.MetricsHandler())
 	mux.Handle("/healthz", s.HealthHandler())
 	mux.Handle("/api/faults", ctl.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +103,7 @@ func (d *Demo) ResetCounters() { d.f.ctl.ResetCounters() }
 // resetCounters is POST /api/reset: it answers with the stats after.
 func (d *Demo) resetCounters(w http.ResponseWriter, r *http.Request) {
 	d.ResetCounters()
-	d.f.ctl.WriteJSON(w, http.StatusOK, d.s.Stats())
+	d.f.ctl.WriteJSON(w, http.StatusOK, d.Stats())
 }
 
 // logger is the server's (Options.Logger), never nil after New.

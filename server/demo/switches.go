@@ -62,7 +62,7 @@ type faultSwitch struct {
 	// Options.Auth is off.
 	needsAuth bool
 	describe  func(o *server.Options) string     // the page's tooltip
-	on        func(d *state, now time.Time) bool // its state; asked on the server's paths (Stats), so without a lock
+	on        func(d *state, now time.Time) bool // its state
 	set       func(d *state, v switchValue) error
 }
 
@@ -238,13 +238,7 @@ func (d *state) RefusingUntil() time.Time {
 	return time.Time{}
 }
 
-func (d *state) Stats(now time.Time) faults.Stats {
-	st := faults.Stats{Switches: d.switchStates(now), FeedSeq: d.feedSeq.Load()}
-	if until := d.RefusingUntil(); now.Before(until) {
-		st.RestartUntil = until
-	}
-	return st
-}
+func (d *state) FeedSeq() int64 { return d.feedSeq.Load() }
 
 // parsePatch reads a POST /api/faults body, {"name": value, ...}: every
 // name a switch of the table, every value what its kind takes (null: left

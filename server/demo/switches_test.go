@@ -57,12 +57,12 @@ func TestDemoSetChecksNameAndValue(t *testing.T) {
 			t.Errorf("Set(%q, %v): %v, want %q", c.name, c.value, err, c.want)
 		}
 	}
-	if st := f.srv.Stats(); st.Faults["freeze"] || st.Faults["revoke"] {
+	if st := f.demo.Stats(); st.Faults["freeze"] || st.Faults["revoke"] {
 		t.Fatalf("a refused Set changed a switch: %v", st.Faults)
 	}
 	f.set("revoke", "someone")
 	f.set("restart", false) // an action: false is ignored
-	if st := f.srv.Stats(); !st.Faults["revoke"] || st.Faults["restart"] || st.Auth.Revoked != 1 {
+	if st := f.demo.Stats(); !st.Faults["revoke"] || st.Faults["restart"] || st.Auth.Revoked != 1 {
 		t.Fatalf("after revoke: %v, %d revoked", st.Faults, st.Auth.Revoked)
 	}
 }
@@ -86,8 +86,8 @@ func TestASwitchIsOneEntry(t *testing.T) {
 	var v faultsView
 	getJSON(t, f.hs.URL+"/api/faults", &v)
 	last := v.Switches[len(v.Switches)-1]
-	if !on || last.Name != "testSwitch" || !last.On || last.Description != "a switch this test added" || !f.srv.Stats().Faults["testSwitch"] {
-		t.Fatalf("the new switch: on %v, listed %+v, stats %v", on, last, f.srv.Stats().Faults)
+	if !on || last.Name != "testSwitch" || !last.On || last.Description != "a switch this test added" || !f.demo.Stats().Faults["testSwitch"] {
+		t.Fatalf("the new switch: on %v, listed %+v, stats %v", on, last, f.demo.Stats().Faults)
 	}
 	f.set("testSwitch", false)
 	if on {

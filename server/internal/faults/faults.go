@@ -47,16 +47,9 @@ type Hook interface {
 	// ShortensTickets: tickets live, and are good for,
 	// Options.ShortTicketLife at most (Short tokens).
 	ShortensTickets() bool
-	// Stats is the demo's part of the server's Stats at now; Control.Revoked
-	// is the only Control method it may call.
-	Stats(now time.Time) Stats
-}
-
-// Stats is the demo's part of server.Stats.
-type Stats struct {
-	Switches     map[string]bool // each switch's state by name
-	RestartUntil time.Time       // while Restart refuses: when it accepts again; zero otherwise
-	FeedSeq      int64           // the feed's last seq on this node (0 with NoFeed)
+	// FeedSeq is the demo feed's last seq on this node, 0 before its first
+	// update or with NoFeed (the wsready_feed_seq metric).
+	FeedSeq() int64
 }
 
 // Control is what the demo does to the server. A Server implements it;
