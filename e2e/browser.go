@@ -50,6 +50,12 @@ func startServer(opts *server.Options, publish bool) (*Env, error) {
 // startServerOn is startServer on ln, which it owns from here on (closed
 // on failure and by Close); nil: a random loopback port.
 func startServerOn(opts *server.Options, publish bool, ln net.Listener) (*Env, error) {
+	return startDemoServer(opts, nil, publish, ln)
+}
+
+// startDemoServer is startServerOn with the demo's options d (nil: its
+// defaults).
+func startDemoServer(opts *server.Options, d *demo.Options, publish bool, ln net.Listener) (*Env, error) {
 	if _, err := fs.Stat(web.FS(), "wsready.wasm"); err != nil {
 		if ln != nil {
 			ln.Close()
@@ -89,7 +95,12 @@ func startServerOn(opts *server.Options, publish bool, ln net.Listener) (*Env, e
 		ln.Close()
 		return nil, err
 	}
-	dm := demo.New(srv, web.FS())
+	dm, err := demo.New(srv, web.FS(), d)
+	if err != nil {
+		srv.Close()
+		ln.Close()
+		return nil, err
+	}
 	hs := srv.HTTPServer(dm.Handler())
 	go hs.Serve(ln)
 	return &Env{Srv: srv, Demo: dm, Base: "http://" + ln.Addr().String(), hs: hs}, nil

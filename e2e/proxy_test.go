@@ -50,6 +50,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // proxySource is the address nginx and HAProxy connect to the server from,
@@ -326,12 +327,18 @@ func startProxy(t *testing.T, bin string, env *Env, edit func(string) string) *p
 // accepts the proxies' self-signed certificates.
 func proxyEnv(t *testing.T, opts *server.Options) (*Env, *Browser) {
 	t.Helper()
+	return proxyDemoEnv(t, opts, nil)
+}
+
+// proxyDemoEnv is proxyEnv with the demo's options d (nil: its defaults).
+func proxyDemoEnv(t *testing.T, opts *server.Options, d *demo.Options) (*Env, *Browser) {
+	t.Helper()
 	var o server.Options
 	if opts != nil {
 		o = *opts
 	}
 	o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(proxySource + "/32")}
-	env, err := StartServer(&o)
+	env, err := startDemoServer(&o, d, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +570,7 @@ func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 	}
 	idle := func(t *testing.T, bin, via string, ping, sweep time.Duration) (dials, handshakes float64, left bool) {
 		// No feed: its updates would keep the connection busy.
-		env, b := proxyEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: sweep / 2, NoFeed: true})
+		env, b := proxyDemoEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: sweep / 2}, &demo.Options{NoFeed: true})
 		p := startProxy(t, bin, env, shorten[bin])
 		if via == "http" {
 			env.Set("blockWebSocket", true)

@@ -94,7 +94,7 @@ func (c *conn) identified() {
 // Short tokens on at most ShortTicketLife after it was issued.
 func (s *Server) effectiveExpiry(t ticket) time.Time {
 	if f := s.hook(); f != nil && f.ShortensTickets() {
-		if e := t.issued.Add(s.opts.ShortTicketLife); e.Before(t.expires) {
+		if e := t.issued.Add(s.faultSettings().ShortTicketLife); e.Before(t.expires) {
 			return e
 		}
 	}

@@ -10,7 +10,14 @@ import (
 )
 
 func init() {
-	server.NewTestDemo = func(s *server.Server, files fs.FS) server.TestDemo { return testDemo{demo.New(s, files)} }
+	server.NewTestDemo = func(s *server.Server, files fs.FS, o server.DemoOptions) (server.TestDemo, error) {
+		do := demo.Options(o)
+		d, err := demo.New(s, files, &do)
+		if err != nil {
+			return nil, err
+		}
+		return testDemo{d}, nil
+	}
 }
 
 type testDemo struct{ *demo.Demo }

@@ -36,8 +36,9 @@ import (
 // the server's own I/O paths wait at.
 type faultState struct {
 	hook   faults.Hook
-	freeze gate // Freeze: connections carry nothing, both ways
-	deaf   gate // Deaf: what clients send goes unread
+	set    faults.Settings // the hook's, asked once
+	freeze gate            // Freeze: connections carry nothing, both ways
+	deaf   gate            // Deaf: what clients send goes unread
 }
 
 func init() { faults.Attach = attachFaults }
@@ -48,6 +49,7 @@ func attachFaults(srv any, make func(faults.Control) faults.Hook) faults.Hook {
 	s.fxOnce.Do(func() {
 		fs := &faultState{}
 		fs.hook = make(faultControl{s: s, fs: fs})
+		fs.set = fs.hook.Settings()
 		s.fx.Store(fs)
 	})
 	return s.hook()
@@ -59,6 +61,15 @@ func (s *Server) hook() faults.Hook {
 		return fs.hook
 	}
 	return nil
+}
+
+// faultSettings are the switches' durations; zero without the demo (no
+// switch is on then, so none is asked for).
+func (s *Server) faultSettings() faults.Settings {
+	if fs := s.fx.Load(); fs != nil {
+		return fs.set
+	}
+	return faults.Settings{}
 }
 
 // freezeGate is the Freeze gate; nil (never held) without the demo.
@@ -97,7 +108,7 @@ func (c *conn) startFlap() {
 	if c.timersOff || c.flapT != nil {
 		return
 	}
-	c.flapT = time.AfterFunc(c.s.opts.FlapAfter, func() {
+	c.flapT = time.AfterFunc(c.s.faultSettings().FlapAfter, func() {
 		c.timerMu.Lock()
 		c.flapT = nil
 		c.timerMu.Unlock()
@@ -118,7 +129,7 @@ func (c *conn) jitterPing() {
 	if c.jitterT != nil && c.jitterT.Stop() {
 		c.offer(c.s.ping)
 	}
-	c.jitterT = time.AfterFunc(time.Duration(rand.Int64N(int64(c.s.opts.JitterMax))), func() {
+	c.jitterT = time.AfterFunc(time.Duration(rand.Int64N(int64(max(c.s.faultSettings().JitterMax, 1)))), func() {
 		if !c.s.freezeGate().isFrozen() {
 			c.offer(c.s.ping)
 		}

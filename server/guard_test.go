@@ -141,7 +141,11 @@ func TestHostMustBeAllowed(t *testing.T) {
 func serveHardened(t *testing.T, o *Options) string {
 	t.Helper()
 	srv := mustNew(t, o)
-	hs := srv.HTTPServer(NewTestDemo(srv, nil).Handler())
+	demo, err := NewTestDemo(srv, nil, DemoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer(demo.Handler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

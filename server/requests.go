@@ -417,7 +417,7 @@ func (c *conn) delayLocked(frame []byte) {
 		c.slow = map[*time.Timer]struct{}{}
 	}
 	var t *time.Timer
-	t = time.AfterFunc(c.s.opts.SlowReplyDelay, func() {
+	t = time.AfterFunc(c.s.faultSettings().SlowReplyDelay, func() {
 		// Offered under slowMu, so once stopSlowReplies returns no
 		// callback is still at work on this connection.
 		c.slowMu.Lock()

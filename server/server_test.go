@@ -58,14 +58,15 @@ type fixture struct {
 }
 
 // newFixture serves the demo's site over a server with o (nil: the
-// fixture's defaults), as wsready serve does, without files.
-func newFixture(t *testing.T, o *Options) *fixture {
+// fixture's defaults), as wsready serve does, without files; d (at most
+// one) are the demo's options.
+func newFixture(t *testing.T, o *Options, d ...DemoOptions) *fixture {
 	t.Helper()
-	return newSite(t, o, nil)
+	return newSite(t, o, nil, d...)
 }
 
 // newSite is newFixture with files served at /.
-func newSite(t *testing.T, o *Options, files fs.FS) *fixture {
+func newSite(t *testing.T, o *Options, files fs.FS, d ...DemoOptions) *fixture {
 	t.Helper()
 	if o == nil {
 		o = &Options{}
@@ -73,12 +74,24 @@ func newSite(t *testing.T, o *Options, files fs.FS) *fixture {
 	if o.PingInterval == 0 {
 		o.PingInterval = 100 * time.Millisecond
 	}
-	if o.FeedInterval == 0 {
-		o.FeedInterval = 20 * time.Millisecond
+	var do DemoOptions
+	switch len(d) {
+	case 0:
+	case 1:
+		do = d[0]
+	default:
+		t.Fatalf("newSite: %d DemoOptions, want at most one", len(d))
+	}
+	if do.FeedInterval == 0 {
+		do.FeedInterval = 20 * time.Millisecond
 	}
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := mustNew(t, o)
-	demo := NewTestDemo(srv, files)
+	demo, err := NewTestDemo(srv, files, do)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(demo.Handler()) // the site wsready serve serves
 	f := &fixture{t: t, srv: srv, demo: demo, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
 	t.Cleanup(func() {
@@ -364,7 +377,7 @@ func TestServiceDownDropsSubscriptionsButKeepsPinging(t *testing.T) {
 }
 
 func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
-	f := newFixture(t, &Options{SlowReplyDelay: 400 * time.Millisecond})
+	f := newFixture(t, &Options{}, DemoOptions{SlowReplyDelay: 400 * time.Millisecond})
 	p := f.dial()
 	f.set("slowReplies", true)
 	start := time.Now()
@@ -384,7 +397,7 @@ func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
 }
 
 func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
-	f := newFixture(t, &Options{FlapAfter: 150 * time.Millisecond})
+	f := newFixture(t, &Options{}, DemoOptions{FlapAfter: 150 * time.Millisecond})
 	open := f.dial()
 	f.set("flapping", true)
 	if code := open.closeCode(2 * time.Second); code != protocol.CloseFlapping {
@@ -410,7 +423,7 @@ func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 
 func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
 	clock := newTestClock() // the downtime ends by Options.Now
-	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond, RefuseWith: RefuseHTTP, Now: clock.now})
+	f := newFixture(t, &Options{RefuseWith: RefuseHTTP, Now: clock.now}, DemoOptions{RestartDowntime: 500 * time.Millisecond})
 	a, b := f.dial(), f.dial()
 	f.set("restart", true)
 	for _, p := range []*peer{a, b} {
@@ -657,7 +670,10 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 			}
 		}
 	}()
-	demo := NewTestDemo(srv, nil)
+	demo, err := NewTestDemo(srv, nil, DemoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := demo.Set("freeze", true); err != nil {
 		t.Fatal(err)
 	}

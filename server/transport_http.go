@@ -210,7 +210,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		s.release(ip)
 		s.count(func(k *connCounters) { k.overloaded++ })
 		s.metrics.handshakeVia(outOverload, transportSSE)
-		d := s.opts.OverloadRetryAfter
+		d := s.faultSettings().OverloadRetryAfter
 		writeRefusal(w, http.StatusServiceUnavailable, "overloaded: try again later", d, protocol.CloseTryAgainLater, protocol.RetryAfterReason(d))
 		return
 	}

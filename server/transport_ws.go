@@ -397,7 +397,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.release(ip)
 		s.count(func(k *connCounters) { k.overloaded++ })
 		s.metrics.handshake(outOverload)
-		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
+		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.faultSettings().OverloadRetryAfter))
 		return
 	}
 	if refuseCode != 0 {

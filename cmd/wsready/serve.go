@@ -208,8 +208,8 @@ func serve(args []string) error {
 	// Every option the server would refuse is refused here, before a
 	// store is opened or anything listens (the flags' usage error).
 	opts := &server.Options{
-		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
-		Demo: *demoMode, AllowedHosts: allowed, OriginPatterns: split(*origins),
+		PingInterval: *ping,
+		Demo:         *demoMode, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
 		TrustedProxies: proxies, MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
@@ -218,11 +218,15 @@ func serve(args []string) error {
 		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
 		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
-		Publish: *publish, NoFeed: !*feedLeader, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
+		Publish: *publish, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
 		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs,
 		Logger: log,
 	}
 	if err := opts.Validate(); err != nil {
+		return &usageError{fmt.Errorf("serve: %w", err)}
+	}
+	demoOpts := &demo.Options{FeedInterval: *feed, NoFeed: !*feedLeader, SlowReplyDelay: *slow, RestartDowntime: *downtime}
+	if err := demoOpts.Validate(); err != nil {
 		return &usageError{fmt.Errorf("serve: %w", err)}
 	}
 	lim := server.Retention{MaxMsgs: *histMsgs, MaxBytes: *histBytes, MaxAge: *histAge}
@@ -275,7 +279,13 @@ func serve(args []string) error {
 	// The demo's site: the server's handlers mounted at /ws, /api/token,
 	// /api/stats, /metrics and /healthz, the switches under /api/, and the
 	// page at / (demo.Demo.Handler).
-	hs := srv.HTTPServer(demo.New(srv, web.FS()).Handler())
+	dm, err := demo.New(srv, web.FS(), demoOpts)
+	if err != nil { // Validate saw the options: not reached
+		srv.Close()
+		ln.Close()
+		return &usageError{fmt.Errorf("serve: %w", err)}
+	}
+	hs := srv.HTTPServer(dm.Handler())
 	scheme := "http"
 	if tlsConf != nil {
 		// HTTPS and WSS on the same port; HTTP/2 for plain requests, while

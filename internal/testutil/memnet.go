@@ -65,7 +65,7 @@ func (memAddr) String() string  { return "mem" }
 // the native client's websocket.DialOptions.HTTPClient, and for the API);
 // Base and URL name it (http://127.0.0.1, ws://127.0.0.1/ws: a loopback
 // name, which the server allows; no packet reaches the loopback). tb's cleanup closes it.
-func StartMemServer(tb testing.TB, o server.Options) (*Server, *http.Client) {
+func StartMemServer(tb testing.TB, o server.Options, d ...demo.Options) (*Server, *http.Client) {
 	tb.Helper()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -74,7 +74,7 @@ func StartMemServer(tb testing.TB, o server.Options) (*Server, *http.Client) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dm := demo.New(srv, nil)
+	dm := newDemo(tb, srv, d)
 	l := &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	hs := &http.Server{Handler: dm.Handler()}
 	served := make(chan struct{})

@@ -27,8 +27,10 @@ type Server struct {
 }
 
 // StartServer starts a server with o (its logs discarded unless o.Logger
-// is set); tb's cleanup closes it. An error from server.New fails tb.
-func StartServer(tb testing.TB, o server.Options) *Server {
+// is set) and the demo over it with d (at most one; none: the demo's
+// defaults); tb's cleanup closes it. An error from server.New or demo.New
+// fails tb.
+func StartServer(tb testing.TB, o server.Options, d ...demo.Options) *Server {
 	tb.Helper()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -37,7 +39,7 @@ func StartServer(tb testing.TB, o server.Options) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dm := demo.New(srv, nil)
+	dm := newDemo(tb, srv, d)
 	hs := httptest.NewServer(dm.Handler())
 	tb.Cleanup(func() { srv.Close(); hs.Close() })
 	return &Server{Server: srv, Demo: dm, Base: hs.URL, URL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", tb: tb}
@@ -51,4 +53,24 @@ func (s *Server) Set(name string, value any) {
 	if err := s.Demo.Set(name, value); err != nil {
 		s.tb.Fatal(err)
 	}
+}
+
+// newDemo attaches the demo to srv with d (at most one); an error fails tb
+// and closes srv.
+func newDemo(tb testing.TB, srv *server.Server, d []demo.Options) *demo.Demo {
+	tb.Helper()
+	if len(d) > 1 {
+		srv.Close()
+		tb.Fatalf("testutil: %d demo.Options, want at most one", len(d))
+	}
+	var o *demo.Options
+	if len(d) == 1 {
+		o = &d[0]
+	}
+	dm, err := demo.New(srv, nil, o)
+	if err != nil {
+		srv.Close()
+		tb.Fatal(err)
+	}
+	return dm
 }

@@ -9,6 +9,7 @@
 package demo
 
 import (
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -29,20 +30,25 @@ type Demo struct {
 	files fs.FS
 }
 
-// New attaches the demo to s, and makes s the demo's server: it answers
-// the demo's methods, echo (its params back) and time ({"unixMs": N}),
-// unless Options.Methods has its own of that name, and, unless
-// Options.NoFeed, produces the demo's feed topic (an update per
-// FeedInterval) until s closes. files (the page, the JS and the wasm:
-// web.FS()) are served at / by Handler; nil serves none. A second New
-// over the same s shares the first one's switches.
-func New(s *server.Server, files fs.FS) *Demo {
+// New attaches the demo to s with o (nil: the defaults), and makes s the
+// demo's server: it answers the demo's methods, echo (its params back)
+// and time ({"unixMs": N}), unless s's Options.Methods has its own of
+// that name, and, unless o.NoFeed, produces the demo's feed topic (an
+// update per FeedInterval) until s closes. files (the page, the JS and
+// the wasm: web.FS()) are served at / by Handler; nil serves none. It
+// fails on options Validate refuses. A second New over the same s shares
+// the first one's switches and options.
+func New(s *server.Server, files fs.FS, o *Options) (*Demo, error) {
+	c, err := o.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("failed to make the demo: %w", err)
+	}
 	h := faults.Attach(s, func(ctl faults.Control) faults.Hook {
-		st := newState(ctl)
+		st := newState(ctl, c)
 		st.start()
 		return st
 	})
-	return &Demo{s: s, f: h.(*state), files: files}
+	return &Demo{s: s, f: h.(*state), files: files}, nil
 }
 
 // Handler serves the demo's site, the Server's handlers mounted as

@@ -31,7 +31,7 @@ func (d *state) start() {
 	d.ctl.AddMethod("time", func(context.Context, json.RawMessage) (any, error) {
 		return json.RawMessage(`{"unixMs":` + itoa64(d.opts.Now().UnixMilli()) + `}`), nil
 	})
-	if d.opts.NoFeed {
+	if d.do.NoFeed {
 		return
 	}
 	// The feed exists from the start, so a subscribe before its first
@@ -50,7 +50,7 @@ func (d *state) start() {
 // (the server's) ends; the hub delivers it to the subscribers (of every
 // node, on JetStream).
 func (d *state) runFeed(ctx context.Context) {
-	t := time.NewTicker(d.opts.FeedInterval)
+	t := time.NewTicker(d.do.FeedInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -27,21 +27,26 @@ type fixture struct {
 }
 
 // newFixture serves the demo's site over a server with o (nil: the
-// fixture's defaults), without files.
-func newFixture(t *testing.T, o *server.Options) *fixture {
+// fixture's defaults) and the demo with do (nil: a feed every 20ms),
+// without files.
+func newFixture(t *testing.T, o *server.Options, do *Options) *fixture {
 	t.Helper()
 	if o == nil {
 		o = &server.Options{}
 	}
-	if o.FeedInterval == 0 {
-		o.FeedInterval = 20 * time.Millisecond
+	if do == nil {
+		do = &Options{FeedInterval: 20 * time.Millisecond}
 	}
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := server.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := New(srv, nil)
+	d, err := New(srv, nil, do)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(d.Handler())
 	t.Cleanup(func() {
 		srv.Close()

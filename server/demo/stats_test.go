@@ -14,7 +14,7 @@ import (
 // demo's part (faults, restartUntil, feedSeq); the server's own
 // StatsHandler carries none of the demo's part.
 func TestStatsAddTheDemosPartToTheServers(t *testing.T) {
-	f := newFixture(t, &server.Options{Demo: true, RestartDowntime: time.Hour})
+	f := newFixture(t, &server.Options{Demo: true}, &Options{RestartDowntime: time.Hour})
 	f.set("restart", true)
 	var st map[string]any
 	getJSON(t, f.hs.URL+"/api/stats", &st)

@@ -61,7 +61,7 @@ type faultSwitch struct {
 	// needsAuth: it acts on tickets, so the page disables it while
 	// Options.Auth is off.
 	needsAuth bool
-	describe  func(o *server.Options) string     // the page's tooltip
+	describe  func(o *Options) string            // the page's tooltip
 	on        func(d *state, now time.Time) bool // its state
 	set       func(d *state, v switchValue) error
 }
@@ -76,35 +76,35 @@ type switchValue struct {
 // switches are the demo's failure switches, in the page's order.
 var switches = []faultSwitch{
 	{name: "freeze", label: "Freeze", kind: kindToggle, group: groupServer,
-		describe: func(*server.Options) string {
+		describe: func(*Options) string {
 			return "every connection stays open at the TCP level and carries nothing, both ways, new ones included (a hung server, a dead NAT)"
 		},
 		on:  func(d *state, _ time.Time) bool { return d.ctl.Frozen() },
 		set: func(d *state, v switchValue) error { d.setFreeze(v.on); return nil }},
 	{name: "serviceDown", label: "Service down", kind: kindToggle, group: groupServer,
-		describe: func(*server.Options) string {
+		describe: func(*Options) string {
 			return "pings go on; subscriptions are dropped with unsubscribed, subscribes, publishes and requests are ignored"
 		},
 		on:  func(d *state, _ time.Time) bool { return d.serviceDown.Load() },
 		set: func(d *state, v switchValue) error { d.setServiceDown(v.on); return nil }},
 	{name: "slowReplies", label: "Slow replies", kind: kindToggle, group: groupServer,
-		describe: func(o *server.Options) string { return "responses arrive " + o.SlowReplyDelay.String() + " late" },
+		describe: func(o *Options) string { return "responses arrive " + o.SlowReplyDelay.String() + " late" },
 		on:       func(d *state, _ time.Time) bool { return d.slowReplies.Load() },
 		set:      func(d *state, v switchValue) error { d.setSlowReplies(v.on); return nil }},
 	{name: "flapping", label: "Flapping", kind: kindToggle, group: groupServer,
-		describe: func(o *server.Options) string {
+		describe: func(o *Options) string {
 			return "every connection, open or new, is closed " + o.FlapAfter.String() + " after it is accepted"
 		},
 		on:  func(d *state, _ time.Time) bool { return d.flapping.Load() },
 		set: func(d *state, v switchValue) error { d.setFlapping(v.on); return nil }},
 	{name: "jitter", label: "Jitter", kind: kindToggle, group: groupServer,
-		describe: func(o *server.Options) string {
+		describe: func(o *Options) string {
 			return "each ping delayed by a random 0 to " + o.JitterMax.String() + " (a loaded server, not a dead one)"
 		},
 		on:  func(d *state, _ time.Time) bool { return d.jitter.Load() },
 		set: func(d *state, v switchValue) error { d.setJitter(v.on); return nil }},
 	{name: "restart", label: "Restart", activeLabel: "Restarting…", kind: kindAction, group: groupServer,
-		describe: func(o *server.Options) string {
+		describe: func(o *Options) string {
 			return "every connection dropped with 1012, new ones refused for " + o.RestartDowntime.String() + ", as a redeploy would"
 		},
 		on: func(d *state, now time.Time) bool { return now.Before(d.RefusingUntil()) },
@@ -115,37 +115,37 @@ var switches = []faultSwitch{
 			return nil
 		}},
 	{name: "shortTokens", label: "Short tokens", kind: kindToggle, group: groupSession, needsAuth: true,
-		describe: func(o *server.Options) string {
+		describe: func(o *Options) string {
 			return "tickets live " + o.ShortTicketLife.String() + ", old ones included: connections past it close with 4001"
 		},
 		on:  func(d *state, _ time.Time) bool { return d.shortTokens.Load() },
 		set: func(d *state, v switchValue) error { d.setShortTokens(v.on); return nil }},
 	{name: "overload", label: "Overload", kind: kindToggle, group: groupSession,
-		describe: func(o *server.Options) string {
+		describe: func(o *Options) string {
 			return "every connection, open or new, is closed with 1013 and retry-after-ms=" + itoa64(o.OverloadRetryAfter.Milliseconds())
 		},
 		on:  func(d *state, _ time.Time) bool { return d.overload.Load() },
 		set: func(d *state, v switchValue) error { d.setOverload(v.on); return nil }},
 	{name: "revoke", label: "Revoke", activeLabel: "Unrevoke", kind: kindClientID, group: groupSession, needsAuth: true,
-		describe: func(*server.Options) string {
+		describe: func(*Options) string {
 			return "the client id is refused with 4003 for a day, on every node, its open connections closed (Server.Revoke); pressed again, the list is cleared"
 		},
 		on:  func(d *state, now time.Time) bool { return d.ctl.Revoked(now) > 0 },
 		set: func(d *state, v switchValue) error { return d.demoRevoke(v.id) }},
 	{name: "blockWebSocket", label: "Block WebSocket", kind: kindToggle, group: groupServer,
-		describe: func(*server.Options) string {
+		describe: func(*Options) string {
 			return "every WebSocket upgrade refused with 403, as by a proxy that strips upgrades; plain HTTP, the probe and the HTTP transport keep working (stage 8 falls back to it)"
 		},
 		on:  func(d *state, _ time.Time) bool { return d.blockWS.Load() },
 		set: func(d *state, v switchValue) error { d.setBlockWebSocket(v.on); return nil }},
 	{name: "deaf", label: "Deaf", kind: kindToggle, group: groupServer,
-		describe: func(*server.Options) string {
+		describe: func(*Options) string {
 			return "the server stops reading what clients send (WebSocket frames, HTTP transport POSTs wait) while pings go on: the client's sends pile up unsent (stage 8 notices the stall)"
 		},
 		on:  func(d *state, _ time.Time) bool { return d.ctl.Deaf() },
 		set: func(d *state, v switchValue) error { d.setDeaf(v.on); return nil }},
 	{name: "endSession", label: "End session", kind: kindAction, group: groupSession,
-		describe: func(*server.Options) string {
+		describe: func(*Options) string {
 			return "every connection closed with 1000: the server ends the sessions for good"
 		},
 		set: func(d *state, v switchValue) error {
@@ -192,7 +192,8 @@ func (d *state) switchStates(now time.Time) map[string]bool {
 // list (Server.Revoke).
 type state struct {
 	ctl  faults.Control
-	opts *server.Options // in effect, defaults filled in
+	opts *server.Options // the server's, in effect, defaults filled in
+	do   Options         // the demo's, defaults filled in
 	log  *slog.Logger
 
 	serviceDown  atomic.Bool
@@ -211,9 +212,9 @@ type state struct {
 	feedFailing bool         // the last feed update failed (runFeed's)
 }
 
-func newState(ctl faults.Control) *state {
+func newState(ctl faults.Control, do Options) *state {
 	o := ctl.Options().(*server.Options)
-	return &state{ctl: ctl, opts: o, log: logger(o)}
+	return &state{ctl: ctl, opts: o, do: do, log: logger(o)}
 }
 
 // The hook's points (server/faults.go).
@@ -238,7 +239,8 @@ func (d *state) RefusingUntil() time.Time {
 	return time.Time{}
 }
 
-func (d *state) FeedSeq() int64 { return d.feedSeq.Load() }
+func (d *state) FeedSeq() int64            { return d.feedSeq.Load() }
+func (d *state) Settings() faults.Settings { return d.do.settings() }
 
 // parsePatch reads a POST /api/faults body, {"name": value, ...}: every
 // name a switch of the table, every value what its kind takes (null: left
@@ -340,7 +342,7 @@ func (d *state) faultsView() faultsView {
 	state := d.switchStates(o.Now())
 	v := faultsView{Demo: o.Demo, Auth: o.Auth != server.AuthOff, Switches: make([]switchView, len(switches))}
 	for i, sw := range switches {
-		v.Switches[i] = switchView{Name: sw.name, Label: sw.label, ActiveLabel: sw.activeLabel, Description: sw.describe(o),
+		v.Switches[i] = switchView{Name: sw.name, Label: sw.label, ActiveLabel: sw.activeLabel, Description: sw.describe(&d.do),
 			Kind: sw.kind, Group: sw.group, NeedsAuth: sw.needsAuth, On: state[sw.name]}
 	}
 	return v
@@ -426,10 +428,10 @@ func (d *state) setJitter(on bool) {
 // restart drops every connection with 1012 and refuses new ones for
 // RestartDowntime, as a redeploy would.
 func (d *state) restart() {
-	until := d.opts.Now().Add(d.opts.RestartDowntime)
+	until := d.opts.Now().Add(d.do.RestartDowntime)
 	d.restartUntil.Store(until.UnixNano()) // before the closes: their reconnects are refused
 	d.ctl.Restart(until)
-	d.log.Info("switch", "restart", true, "downtime", d.opts.RestartDowntime)
+	d.log.Info("switch", "restart", true, "downtime", d.do.RestartDowntime)
 }
 
 // setShortTokens on makes new tickets live ShortTicketLife, and every
@@ -476,7 +478,7 @@ func (d *state) endSession() {
 func (d *state) setOverload(on bool) {
 	d.overload.Store(on)
 	if on {
-		d.ctl.CloseAll(protocol.CloseTryAgainLater, protocol.RetryAfterReason(d.opts.OverloadRetryAfter))
+		d.ctl.CloseAll(protocol.CloseTryAgainLater, protocol.RetryAfterReason(d.do.OverloadRetryAfter))
 	}
 	d.log.Info("switch", "overload", on)
 }

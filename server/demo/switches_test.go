@@ -15,7 +15,7 @@ import (
 // needs to render it (name, label, description, kind, group) and its
 // state.
 func TestFaultsListsEverySwitchForThePage(t *testing.T) {
-	f := newFixture(t, &server.Options{Demo: true, Auth: server.AuthOptional})
+	f := newFixture(t, &server.Options{Demo: true, Auth: server.AuthOptional}, nil)
 	var v faultsView
 	getJSON(t, f.hs.URL+"/api/faults", &v)
 	if !v.Demo || !v.Auth || len(v.Switches) != len(switches) {
@@ -41,7 +41,7 @@ func TestFaultsListsEverySwitchForThePage(t *testing.T) {
 // Demo.Set takes what the entry's kind takes and refuses the rest, naming
 // the switch; an unknown name lists the known ones.
 func TestDemoSetChecksNameAndValue(t *testing.T) {
-	f := newFixture(t, &server.Options{NoFeed: true})
+	f := newFixture(t, nil, &Options{NoFeed: true})
 	for _, c := range []struct {
 		name  string
 		value any
@@ -74,12 +74,12 @@ func TestASwitchIsOneEntry(t *testing.T) {
 	saved := switches
 	switches = append(append([]faultSwitch(nil), switches...), faultSwitch{
 		name: "testSwitch", label: "Test", kind: kindToggle, group: groupServer,
-		describe: func(*server.Options) string { return "a switch this test added" },
+		describe: func(*Options) string { return "a switch this test added" },
 		on:       func(*state, time.Time) bool { return on },
 		set:      func(_ *state, v switchValue) error { on = v.on; return nil },
 	})
 	t.Cleanup(func() { switches = saved })
-	f := newFixture(t, &server.Options{Demo: true, NoFeed: true})
+	f := newFixture(t, &server.Options{Demo: true}, &Options{NoFeed: true})
 	if code, msg := post(t, f.hs.URL+"/api/faults", "application/json", `{"testSwitch":true}`); code != http.StatusOK {
 		t.Fatalf("POST: %d %q", code, msg)
 	}

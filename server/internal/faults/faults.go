@@ -26,30 +26,43 @@ type Hook interface {
 	// anything else (Block WebSocket).
 	UpgradeBlocked() bool
 	// Overloaded: an accepted connection (WebSocket or HTTP session) is
-	// closed at once with 1013 and Options.OverloadRetryAfter (Overload).
+	// closed at once with 1013 and Settings.OverloadRetryAfter (Overload).
 	Overloaded() bool
 	// RefusingUntil: admission refuses new connections until then
 	// (Restart); zero: it does not.
 	RefusingUntil() time.Time
-	// Flapping: every connection is closed Options.FlapAfter after it is
+	// Flapping: every connection is closed Settings.FlapAfter after it is
 	// accepted; asked again when that timer fires.
 	Flapping() bool
 	// DropsService: requests, subscribes and publishes are ignored
 	// (Service down).
 	DropsService() bool
-	// DelaysReplies: replies go Options.SlowReplyDelay late (Slow replies).
+	// DelaysReplies: replies go Settings.SlowReplyDelay late (Slow replies).
 	DelaysReplies() bool
 	// OwnsTopic: a client's publish to topic is refused (the feed's).
 	OwnsTopic(topic string) bool
-	// JittersPings: each ping goes a random 0 to Options.JitterMax late
+	// JittersPings: each ping goes a random 0 to Settings.JitterMax late
 	// (Jitter).
 	JittersPings() bool
 	// ShortensTickets: tickets live, and are good for,
-	// Options.ShortTicketLife at most (Short tokens).
+	// Settings.ShortTicketLife at most (Short tokens).
 	ShortensTickets() bool
 	// FeedSeq is the demo feed's last seq on this node, 0 before its first
 	// update or with NoFeed (the wsready_feed_seq metric).
 	FeedSeq() int64
+	// Settings are the switches' durations; asked once, when the hook is
+	// set.
+	Settings() Settings
+}
+
+// Settings are the durations the server's side of the switches uses, the
+// demo's options (server/demo's Options, defaults filled in).
+type Settings struct {
+	SlowReplyDelay     time.Duration // how late a reply goes while Slow replies is on
+	FlapAfter          time.Duration // how long a connection lives while Flapping is on
+	JitterMax          time.Duration // the most a ping is delayed while Jitter is on
+	ShortTicketLife    time.Duration // a ticket's life while Short tokens is on
+	OverloadRetryAfter time.Duration // the retry-after Overload's closes give
 }
 
 // Control is what the demo does to the server. A Server implements it;
