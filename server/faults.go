@@ -255,11 +255,24 @@ func (fc faultControl) ResetCounters() {
 	s.auth.forgetRejections() // a demo that looped on Revoke starts clean
 }
 
+// Revoke and ClearRevocations end with ctx or with the server (Close).
 func (fc faultControl) Revoke(ctx context.Context, user string, d time.Duration) error {
+	ctx, cancel := fc.serverBound(ctx)
+	defer cancel()
 	return fc.s.Revoke(ctx, user, d)
 }
+
 func (fc faultControl) ClearRevocations(ctx context.Context) error {
+	ctx, cancel := fc.serverBound(ctx)
+	defer cancel()
 	return fc.s.clearRevocations(ctx)
+}
+
+// serverBound is ctx, also ended when the server's context is (Close).
+func (fc faultControl) serverBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(fc.s.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 func (fc faultControl) Revoked(now time.Time) int    { return fc.s.revocations.count(now) }
 func (fc faultControl) ValidClientID(id string) bool { return validClientID(id) }

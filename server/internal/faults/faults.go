@@ -98,8 +98,9 @@ type Control interface {
 	// rejection windows.
 	ResetCounters()
 	// Revoke refuses user for d on every node (Server.Revoke);
-	// ClearRevocations lifts every revocation on every node; Revoked
-	// counts the users refused at now (without the server's mutex).
+	// ClearRevocations lifts every revocation on every node; both end
+	// with ctx or when the server closes. Revoked counts the users refused
+	// at now (without the server's mutex).
 	Revoke(ctx context.Context, user string, d time.Duration) error
 	ClearRevocations(ctx context.Context) error
 	Revoked(now time.Time) int
