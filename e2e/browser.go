@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 	"github.com/wsready/wsready/web"
 )
 
@@ -30,8 +31,8 @@ import (
 // site as wsready serve does.
 type Env struct {
 	Srv  *server.Server
-	Demo *server.Demo // the switches
-	Base string       // http://127.0.0.1:port
+	Demo *demo.Demo // the switches
+	Base string     // http://127.0.0.1:port
 	hs   *http.Server
 }
 
@@ -49,6 +50,12 @@ func startServer(opts *server.Options, publish bool) (*Env, error) {
 // startServerOn is startServer on ln, which it owns from here on (closed
 // on failure and by Close); nil: a random loopback port.
 func startServerOn(opts *server.Options, publish bool, ln net.Listener) (*Env, error) {
+	return startDemoServer(opts, nil, publish, ln)
+}
+
+// startDemoServer is startServerOn with the demo's options d (nil: its
+// defaults).
+func startDemoServer(opts *server.Options, d *demo.Options, publish bool, ln net.Listener) (*Env, error) {
 	if _, err := fs.Stat(web.FS(), "wsready.wasm"); err != nil {
 		if ln != nil {
 			ln.Close()
@@ -88,14 +95,19 @@ func startServerOn(opts *server.Options, publish bool, ln net.Listener) (*Env, e
 		ln.Close()
 		return nil, err
 	}
-	demo := server.NewDemo(srv, web.FS())
-	hs := srv.HTTPServer(demo.Handler())
+	dm, err := demo.New(srv, web.FS(), d)
+	if err != nil {
+		srv.Close()
+		ln.Close()
+		return nil, err
+	}
+	hs := srv.HTTPServer(dm.Handler())
 	go hs.Serve(ln)
-	return &Env{Srv: srv, Demo: demo, Base: "http://" + ln.Addr().String(), hs: hs}, nil
+	return &Env{Srv: srv, Demo: dm, Base: "http://" + ln.Addr().String(), hs: hs}, nil
 }
 
 // Set flips a demo switch by its name in the server's table
-// (server.Demo.Set): true or false for a toggle, true for an action, a
+// (demo.Demo.Set): true or false for a toggle, true for an action, a
 // client id for revoke. A name or value the table refuses is a mistake in
 // the suite itself, so it panics with the server's error.
 func (e *Env) Set(name string, value any) {

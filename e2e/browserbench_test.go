@@ -25,7 +25,7 @@ import (
 	"github.com/chromedp/cdproto/heapprofiler"
 	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/chromedp"
-	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // The browser bench (make bench-browser): wsready's browser client beside
@@ -210,7 +210,7 @@ func benchRate(t *testing.T, rate, runs int, window time.Duration, clients []str
 	interval := time.Second / time.Duration(rate)
 	base := map[string]string{}
 	if slices.Contains(clients, "wsready") {
-		env, err := startServer(&server.Options{FeedInterval: interval}, true)
+		env, err := startDemoServer(nil, &demo.Options{FeedInterval: interval}, true, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -51,6 +51,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // proxySource is the address nginx and HAProxy connect to the server from,
@@ -325,12 +326,18 @@ func startProxy(t *testing.T, bin string, env *Env, edit func(string) string) *p
 // accepts the proxies' self-signed certificates.
 func proxyEnv(t *testing.T, opts *server.Options) (*Env, *Browser) {
 	t.Helper()
+	return proxyDemoEnv(t, opts, nil)
+}
+
+// proxyDemoEnv is proxyEnv with the demo's options d (nil: its defaults).
+func proxyDemoEnv(t *testing.T, opts *server.Options, d *demo.Options) (*Env, *Browser) {
+	t.Helper()
 	var o server.Options
 	if opts != nil {
 		o = *opts
 	}
 	o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(proxySource + "/32")}
-	env, err := StartServer(&o)
+	env, err := startDemoServer(&o, d, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +565,7 @@ func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 	}
 	idle := func(t *testing.T, bin, via string, ping, sweep time.Duration) (dials, handshakes float64, left bool) {
 		// No feed: its updates would keep the connection busy.
-		env, b := proxyEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: sweep / 2, NoFeed: true})
+		env, b := proxyDemoEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: sweep / 2}, &demo.Options{NoFeed: true})
 		p := startProxy(t, bin, env, shorten[bin])
 		if via == "http" {
 			env.Set("blockWebSocket", true)
@@ -653,7 +660,7 @@ func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	// another silent stream (bridge.FirstEventTimeout, 3 s).
 	t1 := time.Now().UnixMilli()
 	env.Set("restart", true)
-	accept := env.Srv.Stats().RestartUntil.UnixMilli()
+	accept := env.Demo.Stats().RestartUntil.UnixMilli()
 	waitState(t, b, "!s.ready", t1, 10*time.Second)
 	back := readySince(t, b, 25*time.Second)
 	moreUpdates(t, b, 8, 10*time.Second)

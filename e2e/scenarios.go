@@ -420,13 +420,12 @@ func (r *stageRun) flapping() error {
 
 // restart: time from the server accepting again until the page is READY.
 func (r *stageRun) restart() error {
-	srv := r.env.Srv
 	mark, err := r.markLoss()
 	if err != nil {
 		return err
 	}
 	r.env.Set("restart", true)
-	st := srv.Stats()
+	st := r.env.Demo.Stats()
 	if st.RestartUntil == nil {
 		return fmt.Errorf("restart did not start")
 	}

@@ -133,7 +133,7 @@ func TestSmokeSwitchFromThePage(t *testing.T) {
 	if err := WaitJS(b, "wsreadyDemo.state.service !== 'up' && !wsreadyDemo.state.ready", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !env.Srv.Stats().Faults["serviceDown"] {
+	if !env.Demo.Stats().Faults["serviceDown"] {
 		t.Fatal("the click did not reach the server")
 	}
 	Eval[bool](b, "(document.querySelector('[data-switch=serviceDown]').click(), true)")

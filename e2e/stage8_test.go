@@ -230,7 +230,7 @@ func TestStage8BlockedWebSocketFallsBackToHTTP(t *testing.T) {
 	// Restart: every session dropped with 1012, refused for 4 s.
 	t0 := time.Now().UnixMilli()
 	env.Set("restart", true)
-	accept := env.Srv.Stats().RestartUntil.UnixMilli()
+	accept := env.Demo.Stats().RestartUntil.UnixMilli()
 	left := waitState(t, b, "!s.ready", t0, 5*time.Second)
 	back := readySince(t, b, 20*time.Second)
 	moreUpdates(t, b, 2, 15*time.Second)

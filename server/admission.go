@@ -174,7 +174,7 @@ func (s *Server) admit(r *http.Request, ip string) *refusal {
 		ref = &refusal{why: "server shutting down: try again later", kind: outShutdown, status: http.StatusServiceUnavailable}
 	case s.restartingLocked(now):
 		ref = &refusal{why: "restarting: try again later", kind: outRestart, status: http.StatusServiceUnavailable}
-		ref.after = s.slotAfter(now, s.faults().refusingUntilLocked())
+		ref.after = s.slotAfter(now, s.hook().RefusingUntil())
 	case s.drainingLocked():
 		ref = &refusal{why: "draining: try again later", kind: outDrain, status: http.StatusServiceUnavailable}
 		ref.after = s.slotAfter(now, s.drainEndsLocked())
@@ -263,16 +263,16 @@ const (
 // restartingLocked reports whether the demo's Restart refuses new
 // connections at now. Called with s.mu held.
 func (s *Server) restartingLocked(now time.Time) bool {
-	f := s.faults()
-	return f != nil && now.Before(f.refusingUntilLocked())
+	f := s.hook()
+	return f != nil && now.Before(f.RefusingUntil())
 }
 
 // restartEnd is when the demo's Restart accepts again (zero: none).
 func (s *Server) restartEnd() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.faults(); f != nil {
-		return f.refusingUntilLocked()
+	if f := s.hook(); f != nil {
+		return f.RefusingUntil()
 	}
 	return time.Time{}
 }

@@ -93,8 +93,8 @@ func (c *conn) identified() {
 // effectiveExpiry is when a token stops being good: its expiry, or with
 // Short tokens on at most ShortTicketLife after it was issued.
 func (s *Server) effectiveExpiry(t ticket) time.Time {
-	if f := s.faults(); f != nil && f.shortensTickets() {
-		if e := t.issued.Add(s.opts.ShortTicketLife); e.Before(t.expires) {
+	if f := s.hook(); f != nil && f.ShortensTickets() {
+		if e := t.issued.Add(s.faultSettings().ShortTicketLife); e.Before(t.expires) {
 			return e
 		}
 	}

@@ -99,7 +99,7 @@ func TestTicketsAreCheckedAndExpireMidConnection(t *testing.T) {
 }
 
 func TestRevokeShortTokensEndSessionAndOverload(t *testing.T) {
-	f := newFixture(t, &Options{Auth: AuthOptional, Demo: true, ShortTicketLife: 300 * time.Millisecond, OverloadRetryAfter: 1500 * time.Millisecond})
+	f := newFixture(t, &Options{Auth: AuthOptional, Demo: true}, DemoOptions{ShortTicketLife: 300 * time.Millisecond, OverloadRetryAfter: 1500 * time.Millisecond})
 	authed := func(id string) *peer {
 		tok, _ := f.token(t, id)
 		p := f.dial()

@@ -178,8 +178,8 @@ func decodeTicket(b []byte) (ticket, bool) {
 	return ticket{identity: id, issued: time.UnixMilli(iat), expires: time.UnixMilli(exp)}, true
 }
 
-// IssueTicket signs a ticket for id, living TicketLife (ShortTicketLife
-// while the demo's Short tokens switch is on), for an application that
+// IssueTicket signs a ticket for id, living TicketLife (the demo's
+// ShortTicketLife while the demo's Short tokens switch is on), for an application that
 // hands tickets out itself (in its login response, say) rather than
 // through TicketHandler. id must name a user and be within its bounds
 // (errors.Is(err, ErrBadIdentity) otherwise). It works whatever turns
@@ -190,8 +190,8 @@ func (s *Server) IssueTicket(id Identity) (token string, expires time.Time, err 
 }
 
 func (s *Server) ticketLife() time.Duration {
-	if f := s.faults(); f != nil && f.shortensTickets() {
-		return s.opts.ShortTicketLife
+	if f := s.hook(); f != nil && f.ShortensTickets() {
+		return s.faultSettings().ShortTicketLife
 	}
 	return s.opts.TicketLife
 }

@@ -169,7 +169,7 @@ func TestDisconnectAndRevokeReachEveryNode(t *testing.T) {
 	if code, _ := carol.closeOf(2 * time.Second); code != protocol.CloseForbidden {
 		t.Fatalf("the demo's Revoke on a, carol on b: %d", code)
 	}
-	if !b.srv.Stats().Faults["revoke"] {
+	if !b.demo.Faults()["revoke"] {
 		t.Fatal("node b's Revoke switch does not show the revocation")
 	}
 	a.set("revoke", "")

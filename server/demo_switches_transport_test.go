@@ -37,8 +37,8 @@ func TestBlockWebSocketRefusesUpgradesOnly(t *testing.T) {
 	p := f.httpDial(t)
 	p.next(protocol.TypeWelcome, time.Second)
 	open.next(protocol.TypePing, time.Second) // the open WebSocket stays
-	if st := f.srv.Stats(); st.Handshakes != before+1 || !st.Faults["blockWebSocket"] {
-		t.Fatalf("handshakes %d (before %d: the session's only), faults %v", st.Handshakes, before, st.Faults)
+	if st, faults := f.srv.Stats(), f.demo.Faults(); st.Handshakes != before+1 || !faults["blockWebSocket"] {
+		t.Fatalf("handshakes %d (before %d: the session's only), faults %v", st.Handshakes, before, faults)
 	}
 	if !strings.Contains(getText(t, f.hs.URL+"/metrics"), `wsready_handshakes_total{outcome="blocked",transport="ws"} 1`) {
 		t.Fatal("the blocked upgrade is not in the metrics")

@@ -7,11 +7,11 @@
 // code (Publish), answers requests, guards its admission, drains, and
 // counts what it sees (Stats, MetricsHandler). The ticket endpoint, stats,
 // metrics, health and files are handlers of their own (http.go lists
-// them). The demo's failure switches and its site are a Demo (NewDemo),
-// which wsready serve uses; an application does not need it, and a Server
-// without one consults no switch (demo_hook.go).
+// them). The demo's failure switches and its site are package
+// server/demo (demo.New), which wsready serve uses; an application does
+// not import it, and a Server without it consults no switch (faults.go).
 //
-// Where each rule lives (files are named by family: auth_*, demo_*,
+// Where each rule lives (files are named by family: auth_*, faults*,
 // history_*, transport_ws*, transport_http and sse*):
 //
 //	server.go               the Server, New, Close; a connection registered and unregistered
@@ -49,11 +49,14 @@
 //	reports.go              clients' readiness reports: checked, rate-limited, counted into the metrics
 //	lograte.go              log lines a peer can repeat, rate limited
 //	static.go               StaticHandler: the demo's files, compressed, with ETags
-//	demo_api.go             the Demo: its site, /api/faults, /api/reset, /api/drain
-//	demo_hook.go            the fault hook: the named points where the server consults the demo
-//	demo_switches.go        the switches' table and what each does
-//	demo_freeze.go          the Freeze and Deaf gates, and a frozen socket's reads
-//	demo_feed.go            the demo's feed topic and methods
+//	faults.go               the fault hook's named points, and the Control the demo acts through
+//	faults_gate.go          the Freeze and Deaf gates, and a frozen socket's reads
+//
+// The demo, in package server/demo: demo.go (the Demo: its site,
+// /api/faults, /api/reset, /api/drain), switches.go (the switches' table
+// and what each does), feed.go (the feed topic and the demo's methods).
+// The seam between the two is server/internal/faults (the Hook and
+// Control interfaces).
 //
 // What the server does with a publish, step by step:
 //
@@ -64,7 +67,7 @@
 //     window is answered from the cache, not appended again.
 //  3. topics.go (publishOnce): Options.Authorize allows it
 //     (auth_permissions.go); a topic the demo's feed owns is refused, and
-//     the Service down switch leaves it unanswered (demo_hook.go).
+//     the Service down switch leaves it unanswered (faults.go).
 //  4. history_memory.go or history_jetstream.go: History.Append stores the
 //     update and numbers it; Server.Publish (topics.go) enters here.
 //  5. topics.go: the topic's watch (History.Watch) hands the update to

@@ -73,7 +73,7 @@ func TestAdmissionCeilingAndProbe(t *testing.T) {
 // Restart closes every connection with its own reconnect slot: slots start
 // when the server accepts again and are spread at 90% of the admission rate.
 func TestRestartHandsOutSpreadSlots(t *testing.T) {
-	f := newFixture(t, &Options{RestartDowntime: 2 * time.Second, AdmitRate: 100, AdmitBurst: 100, TenantRate: 1000, TenantBurst: 1000})
+	f := newFixture(t, &Options{AdmitRate: 100, AdmitBurst: 100, TenantRate: 1000, TenantBurst: 1000}, DemoOptions{RestartDowntime: 2 * time.Second})
 	var peers []*peer
 	for range 50 {
 		peers = append(peers, f.dial())

@@ -51,7 +51,7 @@ func TestSwitchesNeedDemoMode(t *testing.T) {
 			t.Errorf("POST %s without -demo: %d %q", path, code, msg)
 		}
 	}
-	if f.srv.Stats().Faults["freeze"] {
+	if f.demo.Faults()["freeze"] {
 		t.Fatal("a switch changed without -demo")
 	}
 	body := getText(t, f.hs.URL+"/api/stats")
@@ -97,7 +97,7 @@ func TestStateChangingRequestsAreGuarded(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d", c.name, code, msg, c.want)
 		}
 	}
-	if f.srv.Stats().Faults["freeze"] {
+	if f.demo.Faults()["freeze"] {
 		t.Fatal("a refused request changed a switch")
 	}
 	// Same origin, and no Origin at all (curl), are fine.
@@ -141,7 +141,11 @@ func TestHostMustBeAllowed(t *testing.T) {
 func serveHardened(t *testing.T, o *Options) string {
 	t.Helper()
 	srv := mustNew(t, o)
-	hs := srv.HTTPServer(NewDemo(srv, nil).Handler())
+	demo, err := NewTestDemo(srv, nil, DemoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer(demo.Handler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

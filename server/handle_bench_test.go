@@ -22,11 +22,11 @@ import (
 //
 //	go test ./server -run '^$' -bench 'Handshake|Frame' -count 6
 
-// benchServer starts a server whose feed and pings stay out of the way
-// (an hour apart) and returns its WebSocket URL.
+// benchServer starts a server whose pings stay out of the way (an hour
+// apart; a Server alone runs no feed) and returns its WebSocket URL.
 func benchServer(b *testing.B) string {
 	b.Helper()
-	srv := mustNew(b, &Options{PingInterval: time.Hour, FeedInterval: time.Hour, SweepInterval: time.Hour,
+	srv := mustNew(b, &Options{PingInterval: time.Hour, SweepInterval: time.Hour,
 		AdmitRate: 1e9, AdmitBurst: 1e9, TenantRate: 1e9, TenantBurst: 1e9, Logger: discard()})
 	hs := httptest.NewServer(srv.Handler())
 	b.Cleanup(func() { srv.Close(); hs.Close() })
@@ -162,7 +162,7 @@ func BenchmarkFramePipelined(b *testing.B) {
 //
 //	go test ./server -run '^$' -bench Handle -count 10
 func benchHandle(b *testing.B, frames ...string) {
-	s := mustNew(b, &Options{NoFeed: true, Logger: discard()})
+	s := mustNew(b, &Options{Logger: discard()})
 	b.Cleanup(func() { s.Close() })
 	if _, err := s.Publish(context.Background(), "news", []byte(`{"text":"hi"}`)); err != nil {
 		b.Fatal(err)

@@ -33,11 +33,11 @@ func (s *Server) runHeartbeat() {
 		case <-s.ctx.Done():
 			return
 		case <-ping.C:
-			f := s.faults()
-			if f != nil && f.freezeGate().isFrozen() {
+			if s.freezeGate().isFrozen() {
 				continue
 			}
-			jitter := f != nil && f.jittersPings()
+			f := s.hook()
+			jitter := f != nil && f.JittersPings()
 			for _, c := range snapshot() {
 				if jitter {
 					c.jitterPing()

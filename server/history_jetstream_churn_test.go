@@ -50,7 +50,7 @@ func consumersOf(t *testing.T, s *dataStore, topic string) int {
 func TestJetStreamChurnSharesOneConsumerPerTopic(t *testing.T) {
 	s := openDataStore(t, t.TempDir())
 	s.publish("room", 3)
-	f := newFixture(t, &Options{History: s.h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
+	f := newFixture(t, &Options{History: s.h, Publish: true, HistoryTimeout: 5 * time.Second}, DemoOptions{NoFeed: true})
 	p := f.dial()
 	const churn = 30 // within the default SubscribeBurst (64)
 	for range churn {
@@ -107,7 +107,7 @@ func TestJetStreamChurnSharesOneConsumerPerTopic(t *testing.T) {
 // node's cap: a new topic at the cap lets them go at once.
 func TestJetStreamLingeringTopicsMakeRoomAtTheCap(t *testing.T) {
 	s := openDataStore(t, t.TempDir())
-	f := newFixture(t, &Options{History: s.h, NoFeed: true, MaxTopics: 2, HistoryTimeout: 5 * time.Second})
+	f := newFixture(t, &Options{History: s.h, MaxTopics: 2, HistoryTimeout: 5 * time.Second}, DemoOptions{NoFeed: true})
 	p := f.dial()
 	for _, topic := range []string{"room1", "room2"} {
 		p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: topic})

@@ -138,7 +138,7 @@ func resumeOnProtocol(t *testing.T, h History, topic string, since int64, stream
 // subscription is live, before it waits for the n updates.
 func resumeThen(t *testing.T, h History, topic string, since int64, stream string, n int, then func()) (protocol.Message, []int64) {
 	t.Helper()
-	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
+	f := newFixture(t, &Options{History: h, Publish: true, HistoryTimeout: 5 * time.Second}, DemoOptions{NoFeed: true})
 	p := f.dial()
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: topic, HasSince: true, Since: since, Stream: stream})
 	sub := p.next(protocol.TypeSubscribed, 10*time.Second)
@@ -223,7 +223,7 @@ func TestJetStreamTruncatedStoreTellsANativeClientContinuityLost(t *testing.T) {
 	s = openDataStore(t, dir)
 	now := s.info("chat")
 
-	f := newFixture(t, &Options{History: s.h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
+	f := newFixture(t, &Options{History: s.h, Publish: true, HistoryTimeout: 5 * time.Second}, DemoOptions{NoFeed: true})
 	lost := make(chan client.ContinuityLost, 4)
 	got := make(chan int64, 2*n)
 	cfg := stages.Must(7)
@@ -690,7 +690,7 @@ func TestJetStreamResetReachesTheSubscribersOfARunningNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
+	f := newFixture(t, &Options{History: h, Publish: true, HistoryTimeout: 5 * time.Second}, DemoOptions{NoFeed: true})
 	resuming, live := f.dial(), f.dial()
 	resuming.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat", HasSince: true, Since: 400, Stream: old.Stream})
 	if sub := resuming.next(protocol.TypeSubscribed, 10*time.Second); sub.Stream != old.Stream || sub.From != 401 {

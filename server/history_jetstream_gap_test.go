@@ -60,7 +60,7 @@ func TestJetStreamTruncatedBlockIsALossSaidAtOnce(t *testing.T) {
 		t.Fatalf("want one ERROR line saying the missing updates, got %d; log:\n%s", len(l), s.log)
 	}
 
-	f := newFixture(t, &Options{History: s.h, NoFeed: true, Publish: true, HistoryTimeout: 5 * time.Second})
+	f := newFixture(t, &Options{History: s.h, Publish: true, HistoryTimeout: 5 * time.Second}, DemoOptions{NoFeed: true})
 	p := f.dial()
 	start := time.Now()
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "chat", HasSince: true, Since: 1320, Stream: old.Stream})

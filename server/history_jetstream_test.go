@@ -31,7 +31,7 @@ func TestJetStreamNodesShareTopicsAndSurviveANATSRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newFixture(t, &Options{History: h, NoFeed: true, Publish: true, HistoryTimeout: time.Second})
+		return newFixture(t, &Options{History: h, Publish: true, HistoryTimeout: time.Second}, DemoOptions{NoFeed: true})
 	}
 	a, b := node(), node()
 	ctx := context.Background()

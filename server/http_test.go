@@ -29,7 +29,7 @@ func mounted(t *testing.T, mux *http.ServeMux) string {
 // path the application chose; a request that is not an upgrade gets 426
 // and is not counted as a handshake.
 func TestHandlerIsTheWebSocketEndpointOnly(t *testing.T) {
-	srv := mustNew(t, &Options{NoFeed: true, Logger: discard()})
+	srv := mustNew(t, &Options{Logger: discard()})
 	t.Cleanup(func() { srv.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/realtime", srv.Handler())
@@ -80,7 +80,7 @@ func TestHandlerIsTheWebSocketEndpointOnly(t *testing.T) {
 // mounted: the Host check for all, the method, and for the ticket
 // endpoint (it issues credentials) same origin and JSON only.
 func TestSeparateHandlersGuardThemselves(t *testing.T) {
-	srv := mustNew(t, &Options{NoFeed: true, Auth: AuthOptional, IssueTickets: true, Logger: discard()})
+	srv := mustNew(t, &Options{Auth: AuthOptional, IssueTickets: true, Logger: discard()})
 	t.Cleanup(func() { srv.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/auth/ticket", srv.TicketHandler())
@@ -131,13 +131,13 @@ func TestSeparateHandlersGuardThemselves(t *testing.T) {
 // (it replaced them before); "*" allows any host.
 func TestAllowedHostsAddToLoopback(t *testing.T) {
 	status := func(f *fixture, host string) int { t.Helper(); return getStatus(t, f.hs.URL+"/healthz", host) }
-	f := newFixture(t, &Options{NoFeed: true, AllowedHosts: []string{"demo.example"}})
+	f := newFixture(t, &Options{AllowedHosts: []string{"demo.example"}}, DemoOptions{NoFeed: true})
 	for host, want := range map[string]int{"demo.example:8080": 200, "DEMO.example": 200, "localhost:1234": 200, "127.0.0.1": 200, "[::1]:80": 200, "other.example": 421} {
 		if got := status(f, host); got != want {
 			t.Errorf("AllowedHosts demo.example, Host %q: %d, want %d", host, got, want)
 		}
 	}
-	star := newFixture(t, &Options{NoFeed: true, AllowedHosts: []string{"*"}})
+	star := newFixture(t, &Options{AllowedHosts: []string{"*"}}, DemoOptions{NoFeed: true})
 	if got := status(star, "anything.example"); got != 200 {
 		t.Errorf(`AllowedHosts "*": %d`, got)
 	}

@@ -75,7 +75,7 @@ func publishWait(p *peer, id uint64, topic, data, key string) protocol.Message {
 // twice. Keys are now kept per scope (a user, or an anonymous session),
 // each with its own bound, so another scope's flood evicts only its own.
 func TestAnotherScopesKeyFloodDoesNotEvictYourKey(t *testing.T) {
-	f := newFixture(t, &Options{Publish: true, NoFeed: true})
+	f := newFixture(t, &Options{Publish: true}, DemoOptions{NoFeed: true})
 	a := f.dial() // 127.0.0.1, anonymous: its session is its scope
 	a.next(protocol.TypeWelcome, time.Second)
 	if r := publishWait(a, 1, "room", `{"text":"pay"}`, "a-0123456789abcdef"); string(r.Result) != `{"seq":1}` {
@@ -98,7 +98,7 @@ func TestAnotherScopesKeyFloodDoesNotEvictYourKey(t *testing.T) {
 // params) returned the first call's result and ran nothing. It is now
 // refused with idempotency_key_reused, and runs nothing.
 func TestAKeyReusedForOtherContentIsRefused(t *testing.T) {
-	f := newFixture(t, &Options{Publish: true, NoFeed: true})
+	f := newFixture(t, &Options{Publish: true}, DemoOptions{NoFeed: true})
 	p := f.dial()
 	p.next(protocol.TypeWelcome, time.Second)
 	const reused = "idempotency_key_reused"

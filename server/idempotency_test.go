@@ -57,7 +57,7 @@ func keyed(id uint64, key string) protocol.Message {
 // run and gets its answer under its own id.
 func TestAKeyedPublishResentAcrossAReconnectRunsOnce(t *testing.T) {
 	h := newSlowHistory(300 * time.Millisecond)
-	f := newFixture(t, &Options{Publish: true, NoFeed: true, History: h, Auth: AuthOptional, IssueTickets: true})
+	f := newFixture(t, &Options{Publish: true, History: h, Auth: AuthOptional, IssueTickets: true}, DemoOptions{NoFeed: true})
 	tok, _ := f.token(t, "alice")
 	a := f.dial()
 	a.send(protocol.Message{Type: protocol.TypeAuth, Token: tok})
@@ -100,7 +100,7 @@ func TestAKeyedPublishResentAcrossAReconnectRunsOnce(t *testing.T) {
 // once; both get the answer.
 func TestARepeatWhileTheFirstRunsWaitsForIt(t *testing.T) {
 	h := newSlowHistory(200 * time.Millisecond)
-	f := newFixture(t, &Options{Publish: true, NoFeed: true, History: h, Auth: AuthOptional, IssueTickets: true})
+	f := newFixture(t, &Options{Publish: true, History: h, Auth: AuthOptional, IssueTickets: true}, DemoOptions{NoFeed: true})
 	tok, _ := f.token(t, "alice")
 	a, b := f.dial(), f.dial()
 	for _, p := range []*peer{a, b} {
@@ -121,8 +121,8 @@ func TestIdempotencyScopeWindowAndBounds(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	f := newFixture(t, &Options{Publish: true, NoFeed: true, Auth: AuthOptional, IssueTickets: true, Now: now,
-		IdempotencyWindow: time.Minute, MaxIdempotencyKeys: 3})
+	f := newFixture(t, &Options{Publish: true, Auth: AuthOptional, IssueTickets: true, Now: now,
+		IdempotencyWindow: time.Minute, MaxIdempotencyKeys: 3}, DemoOptions{NoFeed: true})
 	timeOf := func(p *peer, id uint64, key string) string {
 		t.Helper()
 		p.send(protocol.Message{Type: protocol.TypeRequest, ID: id, Method: "time", Key: key})
@@ -196,7 +196,7 @@ func TestIdempotencyScopeWindowAndBounds(t *testing.T) {
 // refuses a new key (too_many_pending) and runs nothing. The bound per
 // scope is at most the node's.
 func TestIdempotencyNodeBoundTakesFromTheLargestScope(t *testing.T) {
-	f := newFixture(t, &Options{Publish: true, NoFeed: true, MaxIdempotencyKeys: 40, MaxIdempotencyKeysPerScope: 10})
+	f := newFixture(t, &Options{Publish: true, MaxIdempotencyKeys: 40, MaxIdempotencyKeysPerScope: 10}, DemoOptions{NoFeed: true})
 	a := f.dial()
 	aScope := "s:" + a.next(protocol.TypeWelcome, time.Second).Session
 	seqs := map[string]string{}
@@ -230,7 +230,7 @@ func TestIdempotencyNodeBoundTakesFromTheLargestScope(t *testing.T) {
 	// One key per scope, and alice's one is still running on another
 	// connection: her second key is refused, and does not run.
 	h := newSlowHistory(300 * time.Millisecond)
-	g := newFixture(t, &Options{Publish: true, NoFeed: true, History: h, Auth: AuthOptional, IssueTickets: true, MaxIdempotencyKeysPerScope: 1})
+	g := newFixture(t, &Options{Publish: true, History: h, Auth: AuthOptional, IssueTickets: true, MaxIdempotencyKeysPerScope: 1}, DemoOptions{NoFeed: true})
 	tok, _ := g.token(t, "alice")
 	b, c := g.dial(), g.dial()
 	for _, p := range []*peer{b, c} {

@@ -135,7 +135,7 @@ func TestAStalledConnectionIsCountedOnce(t *testing.T) {
 // A slow consumer is closed once, by one goroutine, however many frames
 // overflow its queue meanwhile.
 func TestASlowConsumerIsClosedOnceWithoutAGoroutinePerFrame(t *testing.T) {
-	f := newFixture(t, &Options{FeedInterval: time.Millisecond, MaxQueuedBytes: 256 << 10, WriteTimeout: 5 * time.Second})
+	f := newFixture(t, &Options{MaxQueuedBytes: 256 << 10, WriteTimeout: 5 * time.Second}, DemoOptions{FeedInterval: time.Millisecond})
 	ws, _, err := rawDial(t, f.url, "")
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestAFastClientIsPacedNotClosed(t *testing.T) {
 // Slow replies wait on timers, not goroutines, and a connection may have
 // at most MaxPendingReplies waiting; the rest are refused at once, by id.
 func TestPendingSlowRepliesAreCapped(t *testing.T) {
-	f := newFixture(t, &Options{SlowReplyDelay: time.Second, MaxPendingReplies: 10})
+	f := newFixture(t, &Options{MaxPendingReplies: 10}, DemoOptions{SlowReplyDelay: time.Second})
 	f.set("slowReplies", true)
 	p := f.dial()
 	before := runtime.NumGoroutine()
@@ -297,7 +297,7 @@ func TestAFrozenConnectionEndsWhenItsPeerGoes(t *testing.T) {
 		st := f.srv.Stats()
 		return st.Open == 0 && st.Limits.PeerGone == 3
 	})
-	if !f.srv.Stats().Faults["freeze"] {
+	if !f.demo.Faults()["freeze"] {
 		t.Fatal("freeze ended")
 	}
 	if n := f.srv.Stats().Limits.PeerGone; n != 3 {
@@ -355,7 +355,7 @@ func TestConnectionsAreNotLoggedAtInfo(t *testing.T) {
 
 // Flapping switched off before a connection's time is up leaves it open.
 func TestFlappingOffSparesPendingConnections(t *testing.T) {
-	f := newFixture(t, &Options{FlapAfter: 300 * time.Millisecond})
+	f := newFixture(t, &Options{}, DemoOptions{FlapAfter: 300 * time.Millisecond})
 	f.set("flapping", true)
 	p := f.dial()
 	f.set("flapping", false)
@@ -369,7 +369,7 @@ func TestFlappingOffSparesPendingConnections(t *testing.T) {
 // After shutdown a handshake is refused with a positive Retry-After.
 func TestRetryAfterIsPositiveAfterShutdown(t *testing.T) {
 	clock := newTestClock() // the downtime ends by Options.Now
-	f := newFixture(t, &Options{RestartDowntime: 100 * time.Millisecond, RefuseWith: RefuseHTTP, Now: clock.now})
+	f := newFixture(t, &Options{RefuseWith: RefuseHTTP, Now: clock.now}, DemoOptions{RestartDowntime: 100 * time.Millisecond})
 	f.set("restart", true)
 	clock.advance(200 * time.Millisecond)
 	f.srv.Close()

@@ -29,8 +29,8 @@ func TestOversizedResultsLogAHandfulOfLinesAndACount(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
 	big := json.RawMessage(params)
-	f := newFixture(t, &Options{NoFeed: true, Now: func() time.Time { return time.Unix(0, clock.Load()) },
-		Methods: map[string]Method{"big": func(context.Context, *Call) (any, error) { return big, nil }}})
+	f := newFixture(t, &Options{Now: func() time.Time { return time.Unix(0, clock.Load()) },
+		Methods: map[string]Method{"big": func(context.Context, *Call) (any, error) { return big, nil }}}, DemoOptions{NoFeed: true})
 	var logs logBuf
 	f.srv.log = logs.logger()
 	p := f.dial()
@@ -99,7 +99,7 @@ func (h *stuckHistory) Info(ctx context.Context, topic string) (TopicInfo, error
 // not start a run of failures.
 func TestASubscribeItsClientCancelledIsNotAWarning(t *testing.T) {
 	h := &stuckHistory{History: NewMemoryHistory(Retention{MaxMsgs: 10, MaxBytes: 1 << 20, MaxAge: time.Hour}, 16, time.Now), entered: make(chan struct{}, 1)}
-	f := newFixture(t, &Options{History: h, NoFeed: true, HistoryTimeout: time.Minute})
+	f := newFixture(t, &Options{History: h, HistoryTimeout: time.Minute}, DemoOptions{NoFeed: true})
 	var logs logBuf
 	f.srv.log = logs.logger() // debug
 	for i := range 3 {
@@ -144,7 +144,7 @@ func TestJetStreamDownLogsOneLineWhenItFailsAndOneWhenItRecovers(t *testing.T) {
 	}
 	// SubscribeRate high: the test counts the backend's refusals, not the
 	// rate limiter's (its own test is TestSubscribeChurnIsRateLimitedPerConnection).
-	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true, MaxTopics: 256, HistoryTimeout: time.Second, SubscribeRate: 1e6, SubscribeBurst: 1000})
+	f := newFixture(t, &Options{History: h, Publish: true, MaxTopics: 256, HistoryTimeout: time.Second, SubscribeRate: 1e6, SubscribeBurst: 1000}, DemoOptions{NoFeed: true})
 	var logs logBuf
 	f.srv.log = logs.logger()
 	p := f.dial()

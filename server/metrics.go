@@ -108,8 +108,8 @@ func (s *Server) registerGauges() {
 	s.metrics.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_feed_seq", Help: "The demo feed's last sequence number."},
 			func() float64 {
-				if f := s.faults(); f != nil {
-					return float64(f.lastFeedSeq())
+				if f := s.hook(); f != nil {
+					return float64(f.FeedSeq())
 				}
 				return 0
 			}),

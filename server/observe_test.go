@@ -47,7 +47,7 @@ func scrapeMetrics(t *testing.T, f *fixture) string {
 // clients and Server.Publish alike, and /metrics counts every failure.
 func TestPublishFailuresLogOnceAndAreCounted(t *testing.T) {
 	h := &failingHistory{History: NewMemoryHistory(Retention{MaxMsgs: 100, MaxBytes: 1 << 20, MaxAge: time.Hour}, 16, time.Now)}
-	f := newFixture(t, &Options{History: h, NoFeed: true, Publish: true})
+	f := newFixture(t, &Options{History: h, Publish: true}, DemoOptions{NoFeed: true})
 	var logs logBuf
 	f.srv.log = slog.New(slog.NewTextHandler(&logs, nil)) // info, as without -v
 	p := f.dial()

@@ -32,25 +32,13 @@ type Options struct {
 	// idle connection. The demo runs at 1s so a dead link shows within
 	// seconds.
 	PingInterval time.Duration
-	// FeedInterval is the time between two feed updates. Default 250ms.
-	FeedInterval time.Duration
-	// SlowReplyDelay is how late responses arrive while Slow replies is on.
-	// Default 8s (beyond the client's 5s request timeout).
-	SlowReplyDelay time.Duration
-	// FlapAfter is how long a connection lives while Flapping is on. Default 300ms.
-	FlapAfter time.Duration
-	// JitterMax is the most a ping is delayed while Jitter is on (each by
-	// a random 0 to JitterMax). Default 800ms.
-	JitterMax time.Duration
-	// RestartDowntime is how long new connections are refused after Restart.
-	// Default 4s.
-	RestartDowntime time.Duration
 
 	// Demo turns on the demo's control surface over HTTP: a Demo's POST
 	// /api/faults (the failure switches), /api/reset and /api/drain, the
 	// remote addresses and per-id rejections in Stats, and TicketHandler.
 	// Off by default: a server anyone can reach must not be freezable by
-	// anyone.
+	// anyone. The demo's own settings (its feed, the switches' durations)
+	// are server/demo's Options.
 	Demo bool
 	// AllowedHosts are host names (without port) a request's Host header
 	// may carry besides localhost, 127.0.0.1 and ::1, which are always
@@ -238,9 +226,6 @@ type Options struct {
 	// per lifetime, and wsready storm's clients use none.
 	TicketRate  float64
 	TicketBurst int
-	// ShortTicketLife is their life while the Short tokens switch is on.
-	// Default 5s.
-	ShortTicketLife time.Duration
 	// AuthTimeout is how long AuthRequired waits for the auth frame before
 	// closing with 4003. Default 10s.
 	AuthTimeout time.Duration
@@ -262,9 +247,6 @@ type Options struct {
 	// address are still accepted. Default 20. At most 10,000 addresses
 	// are tracked.
 	BadTicketThreshold int
-	// OverloadRetryAfter is the retry-after the Overload switch gives.
-	// Default 5s.
-	OverloadRetryAfter time.Duration
 
 	// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes harden the HTTP
 	// server HTTPServer returns: a request's headers must arrive within
@@ -357,12 +339,6 @@ type Options struct {
 	// allows. Off by default: it changes server state. Off, every publish
 	// is refused whatever the hooks say.
 	Publish bool
-	// NoFeed keeps this node from producing the demo's feed when a Demo is
-	// made over it (NewDemo starts the feed; a Server alone never runs
-	// one). With several demo nodes on one NATS, exactly one should
-	// produce it (wsready serve -feed-leader). Default: a Demo's server
-	// produces it.
-	NoFeed bool
 	// History keeps the topics' updates. Default: in memory
 	// (NewMemoryHistory with the limits below), lost with the process.
 	// The Server closes it.
@@ -463,21 +439,14 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	// One line a field: its name, where it is, its default.
 	withDefaults([]numField[time.Duration]{
 		{"PingInterval", &c.PingInterval, 25 * time.Second},
-		{"FeedInterval", &c.FeedInterval, 250 * time.Millisecond},
-		{"SlowReplyDelay", &c.SlowReplyDelay, 8 * time.Second},
-		{"FlapAfter", &c.FlapAfter, 300 * time.Millisecond},
-		{"JitterMax", &c.JitterMax, 800 * time.Millisecond},
-		{"RestartDowntime", &c.RestartDowntime, 4 * time.Second},
 		{"WriteTimeout", &c.WriteTimeout, 10 * time.Second},
 		{"MessageTimeout", &c.MessageTimeout, 10 * time.Second},
 		{"SweepInterval", &c.SweepInterval, 10 * time.Second},
 		{"SweepGrace", &c.SweepGrace, 5 * time.Second},
 		{"DrainWindow", &c.DrainWindow, 10 * time.Second},
 		{"TicketLife", &c.TicketLife, 10 * time.Minute},
-		{"ShortTicketLife", &c.ShortTicketLife, 5 * time.Second},
 		{"AuthTimeout", &c.AuthTimeout, 10 * time.Second},
 		{"RejectionWindow", &c.RejectionWindow, 5 * time.Minute},
-		{"OverloadRetryAfter", &c.OverloadRetryAfter, 5 * time.Second},
 		{"ReadHeaderTimeout", &c.ReadHeaderTimeout, 10 * time.Second},
 		{"RequestTimeout", &c.RequestTimeout, 30 * time.Second},
 		{"IdleTimeout", &c.IdleTimeout, 60 * time.Second},

@@ -63,8 +63,8 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		t.Errorf("valid options: Validate says %v", err)
 	}
 	// Every problem is named at once.
-	_, err := New(&Options{MaxConns: -1, FeedInterval: -1, Logger: discard()})
-	if err == nil || !strings.Contains(err.Error(), "MaxConns") || !strings.Contains(err.Error(), "FeedInterval") {
+	_, err := New(&Options{MaxConns: -1, WriteTimeout: -1, Logger: discard()})
+	if err == nil || !strings.Contains(err.Error(), "MaxConns") || !strings.Contains(err.Error(), "WriteTimeout") {
 		t.Fatalf("two bad fields: %v", err)
 	}
 }

@@ -307,7 +307,7 @@ func TestPresenceRidesAJetStreamHistorysConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newFixture(t, presenceOpts(Options{History: h, NoFeed: true}))
+		return newFixture(t, presenceOpts(Options{History: h}), DemoOptions{NoFeed: true})
 	}
 	a, b := node(), node()
 	a.dialAs(t, "alice").join("room", false)

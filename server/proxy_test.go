@@ -22,7 +22,7 @@ import (
 // a trusted peer's headers are read, right to left to the first address
 // that is not a trusted proxy; anything malformed is the peer's address.
 func TestClientIPBehindTrustedProxies(t *testing.T) {
-	s := mustNew(t, &Options{Logger: discard(), NoFeed: true,
+	s := mustNew(t, &Options{Logger: discard(),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}})
 	defer s.Close()
 	for _, c := range []struct {
@@ -79,7 +79,7 @@ func TestNewRefusesBadTrustedProxies(t *testing.T) {
 			t.Errorf("%v: %v", p, err)
 		}
 	}
-	s := mustNew(t, &Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.1.2.3/8")}, Logger: discard(), NoFeed: true})
+	s := mustNew(t, &Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.1.2.3/8")}, Logger: discard()})
 	defer s.Close()
 	if s.opts.TrustedProxies[0] != netip.MustParsePrefix("10.0.0.0/8") {
 		t.Fatalf("prefix kept as %v", s.opts.TrustedProxies[0])

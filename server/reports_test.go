@@ -46,7 +46,7 @@ func waitMetric(t *testing.T, f *fixture, sample string, want float64) string {
 // the client measured them: the histograms' observations, the attempts,
 // the cause, the refusal, the transport and the READY gauge.
 func TestReportsOfARecoveringClientReachTheMetrics(t *testing.T) {
-	f := newFixture(t, &Options{RestartDowntime: 300 * time.Millisecond})
+	f := newFixture(t, &Options{}, DemoOptions{RestartDowntime: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, err := native.Dial(ctx, f.url, nil)

@@ -128,23 +128,6 @@ func (t *methodTable) addMissing(extra map[string]Method) {
 	}
 }
 
-// demoMethods are the demo's methods, registered by NewDemo: echo answers
-// with its params (null without), time with the server's clock,
-// {"unixMs": N}.
-func demoMethods(s *Server) map[string]Method {
-	return map[string]Method{
-		"echo": func(_ context.Context, call *Call) (any, error) {
-			if call.Params == nil {
-				return json.RawMessage("null"), nil
-			}
-			return call.Params, nil
-		},
-		"time": func(context.Context, *Call) (any, error) {
-			return json.RawMessage(`{"unixMs":` + itoa64(s.opts.Now().UnixMilli()) + `}`), nil
-		},
-	}
-}
-
 // errUnknownMethod answers a request for a method the server does not
 // have. It names none of the ones it has: they are the application's.
 var errUnknownMethod = &protocol.ErrorBody{Code: protocol.ErrUnknownMethod, Message: "unknown method"}
@@ -160,8 +143,8 @@ func (c *conn) request(m protocol.Message) {
 	s := c.s
 	start := time.Now()
 	var down, slow bool
-	if f := s.faults(); f != nil {
-		down, slow = f.dropsService(), f.delaysReplies()
+	if f := s.hook(); f != nil {
+		down, slow = f.DropsService(), f.DelaysReplies()
 	}
 	if down {
 		return // the service is down: requests go unanswered
@@ -434,7 +417,7 @@ func (c *conn) delayLocked(frame []byte) {
 		c.slow = map[*time.Timer]struct{}{}
 	}
 	var t *time.Timer
-	t = time.AfterFunc(c.s.opts.SlowReplyDelay, func() {
+	t = time.AfterFunc(c.s.faultSettings().SlowReplyDelay, func() {
 		// Offered under slowMu, so once stopSlowReplies returns no
 		// callback is still at work on this connection.
 		c.slowMu.Lock()

@@ -31,7 +31,7 @@ type Server struct {
 	open         [2]int           // open connections by transportKind
 	nextID       uint64
 	closed       bool
-	fx           atomic.Pointer[faultHook] // the demo's switches (demo_hook.go); nil without NewDemo
+	fx           atomic.Pointer[faultState] // the demo's switches (faults.go); nil without the demo
 	auth         *authority
 	adm          *admission
 	tenants      *tenants // per-tenant limits (tenants.go)
@@ -45,7 +45,7 @@ type Server struct {
 	admitted     int            // handshakes admitted and not yet unregistered (open + in progress)
 	perIP        map[string]int // the same, per remote IP; entries at zero are deleted
 	methods      methodTable    // the request methods (requests.go)
-	demoOnce     sync.Once      // NewDemo's additions, once (demo_feed.go)
+	fxOnce       sync.Once      // the fault hook is set once (faults.go)
 	presence     *presence      // who is subscribed, cluster-wide (presence.go)
 	revocations  revocationSet  // users refused for a while (control.go)
 	logs         *rateLog       // log lines a peer can repeat, rate limited (lograte.go)
@@ -139,8 +139,8 @@ func (s *Server) Close() error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	if f := s.faults(); f != nil {
-		f.closing() // frozen close handshakes must be able to complete
+	if fs := s.fx.Load(); fs != nil {
+		fs.freeze.set(false) // frozen close handshakes must be able to complete
 	}
 	var closing sync.WaitGroup
 	for _, c := range conns {
@@ -212,9 +212,9 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string, id Ide
 	if s.opts.Auth != AuthRequired && !c.byRequest {
 		c.authed() // served from the first frame (identified: by c.identified)
 	}
-	f := s.faults()
+	f := s.hook()
 	if f != nil {
-		f.acceptedLocked(c)
+		s.acceptedLocked(c, f)
 	}
 	s.conns[c.id] = c
 	s.open[c.tr.kind()]++
@@ -223,7 +223,7 @@ func (s *Server) register(newTr func(*conn) transport, remote, ip string, id Ide
 	}
 	open := len(s.conns)
 	switch {
-	case f != nil && s.opts.Now().Before(f.refusingUntilLocked()):
+	case f != nil && s.opts.Now().Before(f.RefusingUntil()):
 		late = lateRestart
 	case s.drain.active:
 		late = lateDrain

@@ -54,20 +54,21 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	t    *testing.T
 	srv  *Server
-	demo *Demo
+	demo TestDemo
 	hs   *httptest.Server
 	url  string
 }
 
 // newFixture serves the demo's site over a server with o (nil: the
-// fixture's defaults), as wsready serve does, without files.
-func newFixture(t *testing.T, o *Options) *fixture {
+// fixture's defaults), as wsready serve does, without files; d (at most
+// one) are the demo's options.
+func newFixture(t *testing.T, o *Options, d ...DemoOptions) *fixture {
 	t.Helper()
-	return newSite(t, o, nil)
+	return newSite(t, o, nil, d...)
 }
 
 // newSite is newFixture with files served at /.
-func newSite(t *testing.T, o *Options, files fs.FS) *fixture {
+func newSite(t *testing.T, o *Options, files fs.FS, d ...DemoOptions) *fixture {
 	t.Helper()
 	if o == nil {
 		o = &Options{}
@@ -75,12 +76,24 @@ func newSite(t *testing.T, o *Options, files fs.FS) *fixture {
 	if o.PingInterval == 0 {
 		o.PingInterval = 100 * time.Millisecond
 	}
-	if o.FeedInterval == 0 {
-		o.FeedInterval = 20 * time.Millisecond
+	var do DemoOptions
+	switch len(d) {
+	case 0:
+	case 1:
+		do = d[0]
+	default:
+		t.Fatalf("newSite: %d DemoOptions, want at most one", len(d))
+	}
+	if do.FeedInterval == 0 {
+		do.FeedInterval = 20 * time.Millisecond
 	}
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := mustNew(t, o)
-	demo := NewDemo(srv, files)
+	demo, err := NewTestDemo(srv, files, do)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(demo.Handler()) // the site wsready serve serves
 	f := &fixture{t: t, srv: srv, demo: demo, hs: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
 	t.Cleanup(func() {
@@ -321,7 +334,7 @@ func TestFreezeSilencesOpenAndNewConnectionsWithoutClosing(t *testing.T) {
 	// ... and then neither side hears anything, and nothing closes.
 	old.silentFor(400 * time.Millisecond)
 	fresh.silentFor(50 * time.Millisecond)
-	if st := f.srv.Stats(); st.Open != 2 || !st.Faults["freeze"] || !st.Connections[1].Frozen {
+	if st := f.srv.Stats(); st.Open != 2 || !f.demo.Faults()["freeze"] || !st.Connections[1].Frozen {
 		t.Fatalf("stats during freeze: %+v", st)
 	}
 	f.set("freeze", false)
@@ -390,7 +403,7 @@ func TestServiceDownDropsSubscriptionsButKeepsPinging(t *testing.T) {
 }
 
 func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
-	f := newFixture(t, &Options{SlowReplyDelay: 400 * time.Millisecond})
+	f := newFixture(t, &Options{}, DemoOptions{SlowReplyDelay: 400 * time.Millisecond})
 	p := f.dial()
 	f.set("slowReplies", true)
 	start := time.Now()
@@ -410,7 +423,7 @@ func TestSlowRepliesArriveAfterTheDelay(t *testing.T) {
 }
 
 func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
-	f := newFixture(t, &Options{FlapAfter: 150 * time.Millisecond})
+	f := newFixture(t, &Options{}, DemoOptions{FlapAfter: 150 * time.Millisecond})
 	open := f.dial()
 	f.set("flapping", true)
 	if code := open.closeCode(2 * time.Second); code != protocol.CloseFlapping {
@@ -436,7 +449,7 @@ func TestFlappingClosesEveryConnectionSoonAfterAccept(t *testing.T) {
 
 func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
 	clock := newTestClock() // the downtime ends by Options.Now
-	f := newFixture(t, &Options{RestartDowntime: 500 * time.Millisecond, RefuseWith: RefuseHTTP, Now: clock.now})
+	f := newFixture(t, &Options{RefuseWith: RefuseHTTP, Now: clock.now}, DemoOptions{RestartDowntime: 500 * time.Millisecond})
 	a, b := f.dial(), f.dial()
 	f.set("restart", true)
 	for _, p := range []*peer{a, b} {
@@ -448,13 +461,13 @@ func TestRestartDropsAllAndRefusesForTheDowntime(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("dial during restart: err %v resp %+v", err, resp)
 	}
-	if !f.srv.Stats().Faults["restart"] {
+	if !f.demo.Faults()["restart"] {
 		t.Fatal("stats do not show the restart")
 	}
 	clock.advance(600 * time.Millisecond)
 	c := f.dial()
 	c.next(protocol.TypePing, time.Second)
-	if st := f.srv.Stats(); st.Faults["restart"] || st.RefusedWindow != 1 {
+	if st := f.srv.Stats(); f.demo.Faults()["restart"] || st.RefusedWindow != 1 {
 		t.Fatalf("after downtime: %+v", st)
 	}
 }
@@ -583,24 +596,32 @@ func TestFaultsAPIRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: status %d error %q", body, resp.StatusCode, e.Error)
 		}
 	}
-	if f.srv.Stats().Faults["freeze"] {
+	if f.demo.Faults()["freeze"] {
 		t.Fatal("a rejected request changed a switch")
 	}
 	resp, err := http.Post(f.hs.URL+"/api/faults", "application/json", strings.NewReader(`{"slowReplies":true,"serviceDown":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got faultsView
+	var got struct {
+		Switches []struct {
+			Name string `json:"name"`
+			On   bool   `json:"on"`
+		} `json:"switches"`
+	}
 	json.NewDecoder(resp.Body).Decode(&got)
 	resp.Body.Close()
 	on := map[string]bool{}
 	for _, sw := range got.Switches {
 		on[sw.Name] = sw.On
 	}
-	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(switches) {
+	if !on["slowReplies"] || !on["serviceDown"] || on["freeze"] || len(got.Switches) != len(f.demo.Faults()) {
 		t.Fatalf("faults after POST: %+v", got)
 	}
-	var st Stats
+	var st struct {
+		Stats
+		Faults map[string]bool `json:"faults"` // the demo's part
+	}
 	getJSON(t, f.hs.URL+"/api/stats", &st)
 	if !st.Faults["slowReplies"] || st.PingIntervalMs != 100 {
 		t.Fatalf("stats %+v", st)
@@ -675,7 +696,10 @@ func TestCloseEndsEveryGoroutineEvenWhileFrozen(t *testing.T) {
 			}
 		}
 	}()
-	demo := NewDemo(srv, nil)
+	demo, err := NewTestDemo(srv, nil, DemoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := demo.Set("freeze", true); err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func openRawStream(t *testing.T, f *fixture, id string) (net.Conn, *bufio.Reader
 // a frame it failed to write parked for the next stream, did). Here Freeze
 // holds the reply in the backlog, and the client leaves meanwhile.
 func TestHTTPStreamLostWithAReplyInItsBacklogPassesItOn(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second, SlowReplyDelay: 300 * time.Millisecond})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second}, DemoOptions{NoFeed: true, SlowReplyDelay: 300 * time.Millisecond})
 	id := f.newSession(t, `{}`)
 	nc, _ := rawStream(t, f, id)
 	f.srv.mu.Lock()
@@ -87,7 +87,7 @@ func TestHTTPStreamLostWithAReplyInItsBacklogPassesItOn(t *testing.T) {
 // stream's Connection: close head, without chunking, is a body the proxy
 // streams as it comes.
 func TestHTTPStreamThroughAReverseProxy(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second}, DemoOptions{NoFeed: true})
 	backend, _ := url.Parse(f.hs.URL)
 	px := httptest.NewServer(httputil.NewSingleHostReverseProxy(backend))
 	t.Cleanup(px.Close)
@@ -136,8 +136,8 @@ func TestHTTPStreamGoingLiveWithFramesWaitingKeepsOneInTheBacklog(t *testing.T) 
 	// Connections that are not a syscall.Conn (as behind a listener that
 	// wraps them, netutil.LimitListener's): every event goes through the
 	// backlog, and the client, reading nothing, holds it there.
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second, MaxQueuedBytes: 64 << 20,
-		Methods: map[string]Method{"big": func(context.Context, *Call) (any, error) { return big, nil }}})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second, MaxQueuedBytes: 64 << 20,
+		Methods: map[string]Method{"big": func(context.Context, *Call) (any, error) { return big, nil }}}, DemoOptions{NoFeed: true})
 	f.hs.Close()
 	f.hs = httptest.NewUnstartedServer(f.demo.Handler())
 	f.hs.Listener = wrappedListener{f.hs.Listener}
@@ -279,7 +279,7 @@ func (l wrappedListener) Accept() (net.Conn, error) {
 // socket kept until the client left, even past Server.Close (net/http no
 // longer owns a hijacked connection).
 func TestHTTPStreamAttachingAsItsSessionEndsIsClosed(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second}, DemoOptions{NoFeed: true})
 	id := f.newSession(t, `{}`)
 	nc, br := rawStream(t, f, id)
 	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)

@@ -35,27 +35,25 @@ type Limits struct {
 	SweepClosed     uint64 `json:"sweepClosed"`     // connections closed by the liveness sweep
 }
 
-// Stats is the server's own accounting, as GET /api/stats returns it.
+// Stats is the server's own accounting, as StatsHandler returns it (the
+// demo's GET /api/stats adds the demo's part: server/demo's Stats).
 type Stats struct {
-	Now              time.Time       `json:"now"`
-	Demo             bool            `json:"demo"`    // Options.Demo: the demo's switches can be changed over HTTP
-	Slots            bool            `json:"slots"`   // refusals, Restart and drains carry reconnect slots
-	Publish          bool            `json:"publish"` // Options.Publish: clients may publish (where Authorize allows)
-	Open             int             `json:"open"`
-	Subscribed       int             `json:"subscribed"`
-	Handshakes       uint64          `json:"handshakes"`       // since start
-	HandshakesWindow uint64          `json:"handshakesWindow"` // since ResetAt
-	RefusedWindow    uint64          `json:"refusedWindow"`    // since ResetAt
-	ResetAt          time.Time       `json:"resetAt"`
-	FeedSeq          int64           `json:"feedSeq"`        // the last feed seq this node produced (0 with NoFeed)
-	Node             string          `json:"node,omitempty"` // Options.Node
-	PingIntervalMs   int64           `json:"pingIntervalMs"`
-	Faults           map[string]bool `json:"faults"`       // each demo switch's state by name (demo_switches.go); nil on a Server NewDemo was not called on
-	RestartUntil     *time.Time      `json:"restartUntil"` // while Restart refuses: when it accepts again
-	Limits           Limits          `json:"limits"`
-	PeerCloses       CloseCounts     `json:"peerCloses"` // close codes clients sent, since start
-	Auth             AuthStats       `json:"auth"`
-	Connections      []ConnStats     `json:"connections"`
+	Now              time.Time   `json:"now"`
+	Demo             bool        `json:"demo"`    // Options.Demo: the demo's switches can be changed over HTTP
+	Slots            bool        `json:"slots"`   // refusals, Restart and drains carry reconnect slots
+	Publish          bool        `json:"publish"` // Options.Publish: clients may publish (where Authorize allows)
+	Open             int         `json:"open"`
+	Subscribed       int         `json:"subscribed"`
+	Handshakes       uint64      `json:"handshakes"`       // since start
+	HandshakesWindow uint64      `json:"handshakesWindow"` // since ResetAt
+	RefusedWindow    uint64      `json:"refusedWindow"`    // since ResetAt
+	ResetAt          time.Time   `json:"resetAt"`
+	Node             string      `json:"node,omitempty"` // Options.Node
+	PingIntervalMs   int64       `json:"pingIntervalMs"`
+	Limits           Limits      `json:"limits"`
+	PeerCloses       CloseCounts `json:"peerCloses"` // close codes clients sent, since start
+	Auth             AuthStats   `json:"auth"`
+	Connections      []ConnStats `json:"connections"`
 }
 
 // CloseCounts counts close frames received from clients by code. Codes a
@@ -83,7 +81,6 @@ func (c *CloseCounts) add(code int) {
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
 	now := s.opts.Now()
-	f := s.faults()
 	frozen := s.freezeGate().isFrozen()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,9 +97,6 @@ func (s *Server) Stats() Stats {
 			RefusedRate: k.refusedRate, SweepClosed: cc.sweepClosed},
 		PeerCloses:  cc.peerCloses,
 		Connections: make([]ConnStats, 0, len(s.conns)),
-	}
-	if f != nil {
-		f.statsLocked(&st, now)
 	}
 	st.Auth = s.auth.stats(now, s.opts.Demo)
 	st.Auth.Mode = s.opts.Auth

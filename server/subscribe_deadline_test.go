@@ -28,7 +28,7 @@ func (h aheadHistory) Info(ctx context.Context, topic string) (TopicInfo, error)
 func TestAWaitingSubscribeIsAnsweredWithinHistoryTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	h := aheadHistory{NewMemoryHistory(Retention{MaxMsgs: 10, MaxBytes: 1 << 10, MaxAge: time.Hour}, 4, nil)}
-	f := newFixture(t, &Options{History: h, NoFeed: true, HistoryTimeout: timeout})
+	f := newFixture(t, &Options{History: h, HistoryTimeout: timeout}, DemoOptions{NoFeed: true})
 	if _, err := f.srv.Publish(context.Background(), "news", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // (on JetStream a consumer per subscribe: hundreds of MB in seconds).
 func TestSubscribeChurnIsRateLimitedPerConnection(t *testing.T) {
 	clock := newTestClock() // the bucket refills by Options.Now
-	f := newFixture(t, &Options{NoFeed: true, Now: clock.now})
+	f := newFixture(t, &Options{Now: clock.now}, DemoOptions{NoFeed: true})
 	p := f.dial()
 	const n = 100
 	for range n {

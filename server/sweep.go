@@ -39,17 +39,13 @@ func (c *conn) livenessPing() { c.tr.liveness() }
 // or Deaf, which leaves a WebSocket's pongs unread): the sweep does not
 // blame a peer for it.
 func (s *Server) holding() bool {
-	f := s.faults()
-	return f != nil && (f.freezeGate().isFrozen() || f.deafGate().isFrozen())
+	return s.freezeGate().isFrozen() || s.deafGate().isFrozen()
 }
 
 // holds counts the times a switch began holding traffic: a watcher can
 // tell one came and went.
 func (s *Server) holds() uint64 {
-	if f := s.faults(); f != nil {
-		return f.freezeGate().count() + f.deafGate().count()
-	}
-	return 0
+	return s.freezeGate().count() + s.deafGate().count()
 }
 
 func (c *conn) sweepClose() {

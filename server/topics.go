@@ -548,7 +548,7 @@ func (t *topic) expire(c *conn, w *waiter) {
 // subscribe serves a subscribe frame (on c's reader).
 func (c *conn) subscribe(m protocol.Message) {
 	s := c.s
-	if f := s.faults(); f != nil && f.dropsService() {
+	if f := s.hook(); f != nil && f.DropsService() {
 		return // the service is down: subscribes are ignored, not refused
 	}
 	if c.overSubscribeRate(m) {
@@ -718,11 +718,11 @@ func (c *conn) publishOnce(pctx context.Context, m protocol.Message) (protocol.R
 	if e := c.authorize(pctx, Action{Kind: ActPublish, Topic: m.Topic}); e != nil {
 		return fail(e.Code, e.Message)
 	}
-	f := s.faults()
-	if f != nil && f.ownsTopic(m.Topic) {
+	f := s.hook()
+	if f != nil && f.OwnsTopic(m.Topic) {
 		return fail(protocol.ErrForbidden, "the "+protocol.DefaultTopic+" topic is the demo feed's own")
 	}
-	if f != nil && f.dropsService() {
+	if f != nil && f.DropsService() {
 		return protocol.ResponseFrame{}, false // the service is down: publishes go unanswered, like requests
 	}
 	ctx, cancel := context.WithTimeout(pctx, s.opts.HistoryTimeout)

@@ -27,7 +27,7 @@ func (p *peer) updatesOf(topic string, n int, d time.Duration) []int64 {
 }
 
 func TestSubscribeWithSinceReplaysThenGoesLiveWithoutASeam(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, Publish: true})
+	f := newFixture(t, &Options{Publish: true}, DemoOptions{NoFeed: true})
 	ctx := context.Background()
 	for range 5 {
 		if _, err := f.srv.Publish(ctx, "news", []byte(`{}`)); err != nil {
@@ -68,7 +68,7 @@ func TestSubscribeWithSinceReplaysThenGoesLiveWithoutASeam(t *testing.T) {
 }
 
 func TestTopicBoundsAndRefusals(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, Publish: true, MaxTopics: 2, MaxSubscriptions: 1, HistoryMsgs: 3})
+	f := newFixture(t, &Options{Publish: true, MaxTopics: 2, MaxSubscriptions: 1, HistoryMsgs: 3}, DemoOptions{NoFeed: true})
 	p := f.dial()
 	pub := func(id uint64, topic string) protocol.Message {
 		p.send(protocol.Message{Type: protocol.TypePublish, ID: id, Topic: topic, Data: []byte(`1`)})
@@ -114,7 +114,7 @@ func TestTopicBoundsAndRefusals(t *testing.T) {
 		t.Fatalf("replay %v", got)
 	}
 	// Publishing off: forbidden.
-	g := newFixture(t, &Options{NoFeed: true})
+	g := newFixture(t, &Options{}, DemoOptions{NoFeed: true})
 	q := g.dial()
 	q.send(protocol.Message{Type: protocol.TypePublish, ID: 1, Topic: "a", Data: []byte(`1`)})
 	if m := q.next(protocol.TypeResponse, time.Second); m.Error == nil || m.Error.Code != protocol.ErrForbidden {
@@ -224,7 +224,7 @@ func TestMemoryHistoryForgetsIdleTopicsAtTheCap(t *testing.T) {
 // with Subscribed 4 of 5 when the frame went first. The queue's start
 // hook runs the moment the first frame, "subscribed", is queued.
 func TestASubscriptionIsRecordedBeforeItsSubscribedIsQueued(t *testing.T) {
-	srv := mustNew(t, &Options{NoFeed: true, Logger: discard()})
+	srv := mustNew(t, &Options{Logger: discard()})
 	t.Cleanup(func() { srv.Close() })
 	ctx := context.Background()
 	if _, err := srv.Publish(ctx, "news", []byte(`{}`)); err != nil {
@@ -295,7 +295,7 @@ func (h *renamedHistory) Watch(ctx context.Context, topic string, from int64, fn
 // ever made counted for the process's life: with MaxTopics 2 the third room
 // was refused for good.)
 func TestTopicsComeAndGoAtTheCap(t *testing.T) {
-	f := newFixture(t, &Options{MaxTopics: 2, HistoryAge: 100 * time.Millisecond, NoFeed: true})
+	f := newFixture(t, &Options{MaxTopics: 2, HistoryAge: 100 * time.Millisecond}, DemoOptions{NoFeed: true})
 	ctx := context.Background()
 	for _, topic := range []string{"room1", "room2"} {
 		if _, err := f.srv.Publish(ctx, topic, []byte(`{}`)); err != nil {
@@ -328,7 +328,7 @@ func TestTopicsComeAndGoAtTheCap(t *testing.T) {
 // leaves, by unsubscribing or by closing, so the memory history can forget
 // it once its updates expire; a room joined again is attached afresh.
 func TestTopicsJoinedAndLeftAreFreedAtTheCap(t *testing.T) {
-	f := newFixture(t, &Options{MaxTopics: 2, HistoryAge: 100 * time.Millisecond, NoFeed: true})
+	f := newFixture(t, &Options{MaxTopics: 2, HistoryAge: 100 * time.Millisecond}, DemoOptions{NoFeed: true})
 	ctx := context.Background()
 	p := f.dial()
 	for _, topic := range []string{"room1", "room2"} {
@@ -364,7 +364,7 @@ func TestTopicsJoinedAndLeftAreFreedAtTheCap(t *testing.T) {
 // topic again: subscribers get the new id, never the one it replaced.
 func TestATopicRenamedWhileLoadingIsLoadedAgain(t *testing.T) {
 	h := &renamedHistory{History: NewMemoryHistory(Retention{MaxMsgs: 10, MaxBytes: 1 << 10, MaxAge: time.Hour}, 4, nil)}
-	f := newFixture(t, &Options{History: h, NoFeed: true})
+	f := newFixture(t, &Options{History: h}, DemoOptions{NoFeed: true})
 	if _, err := f.srv.Publish(context.Background(), "news", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -206,11 +206,11 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, ref.status, ref.why, ref.after, protocol.CloseTryAgainLater, slotText(ref.after))
 		return
 	}
-	if f := s.faults(); f != nil && f.overloaded() {
+	if f := s.hook(); f != nil && f.Overloaded() {
 		s.release(ip)
 		s.count(func(k *connCounters) { k.overloaded++ })
 		s.metrics.handshakeVia(outOverload, transportSSE)
-		d := s.opts.OverloadRetryAfter
+		d := s.faultSettings().OverloadRetryAfter
 		writeRefusal(w, http.StatusServiceUnavailable, "overloaded: try again later", d, protocol.CloseTryAgainLater, protocol.RetryAfterReason(d))
 		return
 	}

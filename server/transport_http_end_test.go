@@ -19,7 +19,7 @@ import (
 // write's first look at the context, while the session ends and its
 // releaseParked runs.
 func TestHTTPWriterFailingAsTheSessionEndsIsReleased(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second}, DemoOptions{NoFeed: true})
 	p := f.httpDial(t)
 	p.next(protocol.TypeWelcome, time.Second)
 	c := f.srv.sessionConn(p.session)

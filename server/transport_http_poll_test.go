@@ -54,7 +54,7 @@ func (f *fixture) poll(t *testing.T, session, lastID string, welcome bool) ([]ss
 // client got, and the updates published throughout arrive once each, in
 // order, none lost. An idle poll answers within a ping interval.
 func TestHTTPLongPollTakesOverAStreamThatDeliveredNothing(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: 300 * time.Millisecond, SweepGrace: 2 * time.Second})
+	f := newFixture(t, &Options{PingInterval: 300 * time.Millisecond, SweepGrace: 2 * time.Second}, DemoOptions{NoFeed: true})
 	id := f.newSession(t, "{}")
 	// The stream a buffering proxy would hold: the server writes the ping
 	// and the welcome into it, the client sees none of them.
@@ -186,7 +186,7 @@ func sendFrames(t *testing.T, f *fixture, id string, ms ...protocol.Message) {
 // the welcome once, from the session's queue, and no X-Wsready-Stream:
 // held, so the client keeps streaming its next sessions.
 func TestHTTPLongPollAfterAFreezeIsNotHeld(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: 300 * time.Millisecond, SweepGrace: 2 * time.Second})
+	f := newFixture(t, &Options{PingInterval: 300 * time.Millisecond, SweepGrace: 2 * time.Second}, DemoOptions{NoFeed: true})
 	f.set("freeze", true)
 	id := f.newSession(t, "{}")
 	ctx, cancel := context.WithCancel(context.Background())

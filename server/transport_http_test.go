@@ -392,7 +392,7 @@ func TestHTTPTransportRoundTrip(t *testing.T) {
 // A stream that is lost and resumed with Last-Event-ID misses nothing and
 // repeats nothing, whatever was written to the lost stream and never read.
 func TestHTTPLastEventIDResumesWithNoGapAndNoDuplicate(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: 50 * time.Millisecond, SweepGrace: 2 * time.Second})
+	f := newFixture(t, &Options{PingInterval: 50 * time.Millisecond, SweepGrace: 2 * time.Second}, DemoOptions{NoFeed: true})
 	p := f.httpDial(t)
 	p.send(http.StatusNoContent, protocol.Message{Type: protocol.TypeSubscribe, Topic: "room"}, protocol.Message{Type: protocol.TypeSubscribe, Topic: "hall"})
 	p.next(protocol.TypeSubscribed, time.Second)
@@ -476,7 +476,7 @@ func TestHTTPLastEventIDResumesWithNoGapAndNoDuplicate(t *testing.T) {
 // A session refused at the door answers what a WebSocket would be closed
 // with, readable by a fetch: status, Retry-After and the close.
 func TestHTTPSessionRefusalsAreClassified(t *testing.T) {
-	f := newFixture(t, &Options{MaxConnsPerIP: 1, RestartDowntime: 300 * time.Millisecond})
+	f := newFixture(t, &Options{MaxConnsPerIP: 1}, DemoOptions{RestartDowntime: 300 * time.Millisecond})
 	f.newSession(t, `{}`)
 	a := f.post(t, "/session", "application/json", `{}`)
 	if a.status != http.StatusServiceUnavailable || a.retryAfter == "" || a.Close == nil || a.Close.Code != protocol.CloseTryAgainLater ||
@@ -490,7 +490,7 @@ func TestHTTPSessionRefusalsAreClassified(t *testing.T) {
 		t.Fatalf("over the handshake ceiling: %+v", a)
 	}
 
-	h := newFixture(t, &Options{OverloadRetryAfter: 3 * time.Second})
+	h := newFixture(t, &Options{}, DemoOptions{OverloadRetryAfter: 3 * time.Second})
 	h.set("overload", true)
 	if a := h.post(t, "/session", "application/json", `{}`); a.status != http.StatusServiceUnavailable || a.retryAfter != "3" ||
 		a.Close.Reason != "retry-after-ms=3000" {
@@ -505,8 +505,8 @@ func TestHTTPSessionRefusalsAreClassified(t *testing.T) {
 
 func TestHTTPSessionAuth(t *testing.T) {
 	var ahead atomic.Int64 // the server's clock runs this far ahead of the wall clock
-	f := newFixture(t, &Options{Auth: AuthRequired, IssueTickets: true, ShortTicketLife: time.Millisecond,
-		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	f := newFixture(t, &Options{Auth: AuthRequired, IssueTickets: true,
+		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }}, DemoOptions{ShortTicketLife: time.Millisecond})
 	if a := f.post(t, "/session", "application/json", `{}`); a.status != http.StatusForbidden || a.Close == nil ||
 		a.Close.Code != protocol.CloseForbidden || a.Close.Reason != "auth required" || a.Session != "" {
 		t.Fatalf("no ticket: %+v", a)
@@ -542,7 +542,7 @@ func TestHTTPSessionAuth(t *testing.T) {
 // closes a session with 1012 and its slot and refuses new ones; Flapping
 // closes each soon after it is made.
 func TestHTTPTransportSwitches(t *testing.T) {
-	f := newFixture(t, &Options{RestartDowntime: 400 * time.Millisecond, FlapAfter: 150 * time.Millisecond, SweepGrace: 5 * time.Second})
+	f := newFixture(t, &Options{SweepGrace: 5 * time.Second}, DemoOptions{RestartDowntime: 400 * time.Millisecond, FlapAfter: 150 * time.Millisecond})
 	p := f.httpDial(t)
 	p.next(protocol.TypePing, time.Second)
 	f.set("freeze", true)
@@ -583,7 +583,7 @@ func TestHTTPTransportSwitches(t *testing.T) {
 	if a := f.post(t, "/session", "application/json", `{}`); a.status != http.StatusServiceUnavailable || a.Close.Code != protocol.CloseTryAgainLater || a.retryAfter == "" {
 		t.Fatalf("during restart: %+v", a)
 	}
-	waitFor(t, 2*time.Second, "restart over", func() bool { return !f.srv.Stats().Faults["restart"] })
+	waitFor(t, 2*time.Second, "restart over", func() bool { return !f.demo.Faults()["restart"] })
 	if a := f.post(t, "/send?session="+p.session, "application/json", `{"type":"probe","id":1}`); a.status != http.StatusNotFound || a.Close.Code != closeUnknownSession {
 		t.Fatalf("send to a closed session: %+v", a)
 	}
@@ -749,8 +749,8 @@ func TestHTTPTransportOrigins(t *testing.T) {
 // progress within WriteTimeout; its session, left without a stream, is
 // dropped after two ping intervals and the grace.
 func TestHTTPAStalledStreamIsDroppedByTheWriteDeadline(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, WriteTimeout: 300 * time.Millisecond, MaxQueuedBytes: 256 << 20,
-		PingInterval: 100 * time.Millisecond, SweepGrace: 300 * time.Millisecond})
+	f := newFixture(t, &Options{WriteTimeout: 300 * time.Millisecond, MaxQueuedBytes: 256 << 20,
+		PingInterval: 100 * time.Millisecond, SweepGrace: 300 * time.Millisecond}, DemoOptions{NoFeed: true})
 	id := f.newSession(t, `{}`)
 	u, _ := url.Parse(f.hs.URL)
 	nc, err := net.Dial("tcp", u.Host)
@@ -789,7 +789,7 @@ func TestHTTPAStalledStreamIsDroppedByTheWriteDeadline(t *testing.T) {
 // handler, was the cost before); once it lifts, every update arrives, in
 // order.
 func TestHTTPFramesWaitingForTheStreamCostNoGoroutine(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second}, DemoOptions{NoFeed: true})
 	const sessions, updates = 16, 5
 	peers := make([]*httpPeer, sessions)
 	for i := range peers {
@@ -870,7 +870,7 @@ func readRawUntil(t *testing.T, br *bufio.Reader, want string) {
 // is noticed at once (the stream detaches, its goroutine ends), and the
 // head carries the stream's headers, CORS among them.
 func TestHTTPStreamHoldsOneGoroutineAndNoHandler(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second}, DemoOptions{NoFeed: true})
 	const streams = 24
 	ids := make([]string, streams)
 	for i := range ids {
@@ -921,7 +921,7 @@ func TestHTTPStreamHoldsOneGoroutineAndNoHandler(t *testing.T) {
 // Over HTTP/2 (TLS) the stream cannot be hijacked: it keeps the handler
 // path, and works the same (events, the subscribe's answer, an update).
 func TestHTTPStreamOverHTTP2KeepsTheHandlerPath(t *testing.T) {
-	srv := mustNew(t, &Options{NoFeed: true, PingInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := mustNew(t, &Options{PingInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	hs.EnableHTTP2 = true
 	hs.StartTLS()
@@ -975,7 +975,7 @@ func TestHTTPStreamOverHTTP2KeepsTheHandlerPath(t *testing.T) {
 // stream's goroutine writes it, and the send queue's writer goes on after
 // it (nothing is lost, nothing stalls within WriteTimeout).
 func TestHTTPStreamBacklogIsWrittenInOrder(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second, MaxQueuedBytes: 64 << 20})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second, MaxQueuedBytes: 64 << 20}, DemoOptions{NoFeed: true})
 	id := f.newSession(t, `{}`)
 	u, _ := url.Parse(f.hs.URL)
 	// A small receive buffer set before the connect (set after it, Linux
@@ -1044,7 +1044,7 @@ func TestHTTPStreamBacklogIsWrittenInOrder(t *testing.T) {
 // it holds a backlog): the stream detaches, and the session waits for
 // another, as the sweep's rule for HTTP sessions says.
 func TestHTTPStreamLeftDuringAFreezeDetaches(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true, PingInterval: time.Hour, SweepGrace: 5 * time.Second})
+	f := newFixture(t, &Options{PingInterval: time.Hour, SweepGrace: 5 * time.Second}, DemoOptions{NoFeed: true})
 	id := f.newSession(t, `{}`)
 	nc, br := rawStream(t, f, id)
 	f.post(t, "/send?session="+id, "application/json", `{"type":"subscribe","topic":"room"}`)

@@ -352,8 +352,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			"error": "this is a WebSocket endpoint: open it with a WebSocket client (Connection: Upgrade, Upgrade: websocket)"})
 		return
 	}
-	f := s.faults()
-	if f != nil && f.upgradeBlocked() {
+	f := s.hook()
+	if f != nil && f.UpgradeBlocked() {
 		// The Block WebSocket switch: refused as a proxy that strips
 		// upgrades would, before anything else (not counted as a
 		// handshake: the server would never see it).
@@ -391,13 +391,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(protocol.MaxFrameBytes)
-	if f != nil && f.overloaded() {
+	if f != nil && f.Overloaded() {
 		// Accepted and closed at once: a browser cannot read an HTTP
 		// refusal's status, but it reads a close code and reason.
 		s.release(ip)
 		s.count(func(k *connCounters) { k.overloaded++ })
 		s.metrics.handshake(outOverload)
-		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.opts.OverloadRetryAfter))
+		ws.Close(protocol.CloseTryAgainLater, protocol.RetryAfterReason(s.faultSettings().OverloadRetryAfter))
 		return
 	}
 	if refuseCode != 0 {

@@ -17,8 +17,8 @@ import (
 // wsConn is the hijacked connection of a WebSocket: the server's write
 // path. Each write must make progress within writeTimeout.
 //
-// hold is the demo's Freeze (demo_freeze.go), set only when a fault hook
-// is (demo_hook.go): while it is frozen the connection neither delivers
+// hold is the demo's Freeze (faults_gate.go), set only when a fault hook
+// is (faults.go): while it is frozen the connection neither delivers
 // reads nor writes, and time frozen does not count against writeTimeout.
 // nil (a server without the demo): reads and writes go straight to the
 // socket.

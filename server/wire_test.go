@@ -54,7 +54,7 @@ func TestBadFramesGetStableCodesThroughEncodingJSON(t *testing.T) {
 // goes through the send queue, and the answer to the next frame comes
 // after all of it, whether it was queued behind or written at once.
 func TestAReplyComesAfterTheReplayBeforeIt(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true})
+	f := newFixture(t, &Options{}, DemoOptions{NoFeed: true})
 	ctx := context.Background()
 	for range 200 {
 		if _, err := f.srv.Publish(ctx, "news", []byte(`{"text":"`+strings.Repeat("x", 200)+`"}`)); err != nil {

@@ -27,8 +27,8 @@ import (
 // per connection waiting for its pong.
 func TestTicksStartNoGoroutinePerConnection(t *testing.T) {
 	const n = 100
-	f := newFixture(t, &Options{FeedInterval: 5 * time.Millisecond, PingInterval: 10 * time.Millisecond,
-		SweepInterval: 20 * time.Millisecond, SweepGrace: time.Second, AdmitRate: 1e6, AdmitBurst: 1e6, TenantRate: 1e6, TenantBurst: 1e6})
+	f := newFixture(t, &Options{PingInterval: 10 * time.Millisecond,
+		SweepInterval: 20 * time.Millisecond, SweepGrace: time.Second, AdmitRate: 1e6, AdmitBurst: 1e6, TenantRate: 1e6, TenantBurst: 1e6}, DemoOptions{FeedInterval: 5 * time.Millisecond})
 	var updates, pings atomic.Int64
 	sub := protocol.Encode(protocol.Message{Type: protocol.TypeSubscribe, Topic: "feed"})
 	for range n {

@@ -11,19 +11,24 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 func startServer(t *testing.T, noSlots bool) string {
 	t.Helper()
 	srv, err := server.New(&server.Options{
-		Demo: true, PingInterval: time.Second, FeedInterval: 5 * time.Second, RestartDowntime: 2 * time.Second,
+		Demo: true, PingInterval: time.Second,
 		AdmitRate: 100, AdmitBurst: 20, TenantRate: 10000, TenantBurst: 10000, MaxConnsPerIP: 10000, NoSlots: noSlots,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := srv.HTTPServer(server.NewDemo(srv, nil).Handler()) // storm flips Restart through /api/faults
+	dm, err := demo.New(srv, nil, &demo.Options{FeedInterval: 5 * time.Second, RestartDowntime: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer(dm.Handler()) // storm flips Restart through /api/faults
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // Errors that name their cause, against the real server on loopback.
@@ -17,7 +18,7 @@ import (
 // A token hook's own error is wrapped in WaitReady's: errors.Is finds it
 // and the message carries it (it read "could not get a token").
 func TestWaitReadyWrapsTheTokenHooksError(t *testing.T) {
-	_, _, url := authServer(t, server.Options{NoFeed: true})
+	_, _, url := authServer(t, server.Options{}, demo.Options{NoFeed: true})
 	errHook := errors.New("the identity provider said 503")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -39,7 +40,7 @@ func TestWaitReadyWrapsTheTokenHooksError(t *testing.T) {
 // sends nothing until a token comes, and the error says so rather than
 // "the server stopped answering".
 func TestNoTokenHookOnAnAuthServerSaysSo(t *testing.T) {
-	_, _, url := authServer(t, server.Options{NoFeed: true})
+	_, _, url := authServer(t, server.Options{}, demo.Options{NoFeed: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, url, &Options{Config: fastStage7(32)})
@@ -59,7 +60,7 @@ func TestNoTokenHookOnAnAuthServerSaysSo(t *testing.T) {
 // A token the server refuses ends the session (forbidden): the error
 // carries the server's reason ("bad ticket"), not only the close code.
 func TestABadTokenSaysSo(t *testing.T) {
-	_, _, url := authServer(t, server.Options{NoFeed: true})
+	_, _, url := authServer(t, server.Options{}, demo.Options{NoFeed: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, url, &Options{Config: fastStage7(33), Token: func(context.Context, bool) (string, error) { return "not.a-ticket", nil }})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsready/wsready/client/native"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 func Example() {
@@ -21,7 +22,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	server.NewDemo(srv, nil) // the demo's methods: echo and time
+	if _, err := demo.New(srv, nil, nil); err != nil { // the demo's methods: echo and time
+		panic(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { srv.Close(); hs.Close() }()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
@@ -60,7 +63,11 @@ func ExampleClient_Reconnect() {
 	}
 	defer c.Close()
 	c.WaitReady(ctx)
-	server.NewDemo(srv, nil).Set("endSession", true) // the demo's End session switch
+	dm, err := demo.New(srv, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	dm.Set("endSession", true) // the demo's End session switch
 	c.WaitState(ctx, func(s native.State) bool { return s.Ended != native.NotEnded })
 	var ended *native.EndedError
 	if err := c.WaitReady(ctx); errors.As(err, &ended) {

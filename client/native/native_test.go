@@ -19,6 +19,7 @@ import (
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 	"go.uber.org/goleak"
 )
 
@@ -29,9 +30,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // synctest.Test, where those seconds are the bubble's fake time.
 func startServer(t *testing.T) *memServer {
 	t.Helper()
-	srv, hc := testutil.StartMemServer(t, server.Options{
-		PingInterval: 100 * time.Millisecond, FeedInterval: 50 * time.Millisecond,
-		SlowReplyDelay: time.Second, FlapAfter: 100 * time.Millisecond, RestartDowntime: 500 * time.Millisecond,
+	srv, hc := testutil.StartMemServer(t, server.Options{PingInterval: 100 * time.Millisecond}, demo.Options{
+		FeedInterval: 50 * time.Millisecond, SlowReplyDelay: time.Second, FlapAfter: 100 * time.Millisecond,
+		RestartDowntime: 500 * time.Millisecond,
 	})
 	return &memServer{Server: srv, hc: hc}
 }

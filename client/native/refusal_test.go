@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // The walkthrough's case, against the real server: the app's only topic
@@ -19,12 +20,12 @@ import (
 // server's code and its message; once the app gives the topic up the
 // client is READY on the same connection.
 func TestWaitReadyFailsFastOnARefusedTopic(t *testing.T) {
-	_, url := topicServer(t, server.Options{NoFeed: true, Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
+	_, url := topicServer(t, server.Options{Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
 		if a.Kind == server.ActSubscribe && a.Topic == "user.alice" {
 			return &server.Error{Code: "forbidden", Message: "user.alice is private to alice"}
 		}
 		return nil
-	}})
+	}}, demo.Options{NoFeed: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, url, &Options{Config: fastStage7(21)})

@@ -19,6 +19,7 @@ import (
 	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // seqRecorder keeps every update one topic delivered, for exact checks.
@@ -59,17 +60,17 @@ func eventually(d time.Duration, cond func() bool) error {
 	return nil
 }
 
-func topicServer(t *testing.T, o server.Options) (*testutil.Server, string) {
+func topicServer(t *testing.T, o server.Options, d ...demo.Options) (*testutil.Server, string) {
 	t.Helper()
-	srv := testutil.StartServer(t, o)
+	srv := testutil.StartServer(t, o, d...)
 	return srv, srv.URL
 }
 
 // memTopicServer is the real server on an in-memory network, for a test
 // inside synctest.Test (fake time).
-func memTopicServer(t *testing.T, o server.Options) *memServer {
+func memTopicServer(t *testing.T, o server.Options, d ...demo.Options) *memServer {
 	t.Helper()
-	srv, hc := testutil.StartMemServer(t, o)
+	srv, hc := testutil.StartMemServer(t, o, d...)
 	return &memServer{Server: srv, hc: hc}
 }
 
@@ -94,10 +95,8 @@ func TestResumeThrough100ReconnectsLosesAndRepeatsNothing(t *testing.T) {
 }
 
 func testResumeThrough100Reconnects(t *testing.T) {
-	srv := memTopicServer(t, server.Options{
-		PingInterval: 100 * time.Millisecond, FlapAfter: 100 * time.Millisecond,
-		RestartDowntime: 150 * time.Millisecond, NoFeed: true, NoSlots: true,
-	})
+	srv := memTopicServer(t, server.Options{PingInterval: 100 * time.Millisecond, NoSlots: true},
+		demo.Options{FlapAfter: 100 * time.Millisecond, RestartDowntime: 150 * time.Millisecond, NoFeed: true})
 	ctx := context.Background()
 	if _, err := srv.Publish(ctx, "ticks", []byte(`{"n":0}`)); err != nil {
 		t.Fatal(err)
@@ -220,7 +219,7 @@ func TestAGapPastRetentionIsOneContinuityLostWithItsRange(t *testing.T) {
 }
 
 func testAGapPastRetention(t *testing.T) {
-	srv := memTopicServer(t, server.Options{NoFeed: true, HistoryMsgs: 20})
+	srv := memTopicServer(t, server.Options{HistoryMsgs: 20}, demo.Options{NoFeed: true})
 	ctx := context.Background()
 	for range 10 {
 		if _, err := srv.Publish(ctx, "news", []byte(`1`)); err != nil {
@@ -286,7 +285,7 @@ func testAGapPastRetention(t *testing.T) {
 // when joined (its first update arrives); the server's own topic and a
 // publish with publishing off are refused with their codes.
 func TestPublishReachesSubscribersAndRefusalsHaveCodes(t *testing.T) {
-	_, url := topicServer(t, server.Options{Publish: true, FeedInterval: 50 * time.Millisecond})
+	_, url := topicServer(t, server.Options{Publish: true}, demo.Options{FeedInterval: 50 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var topicErrs sync.Map
@@ -422,12 +421,12 @@ func TestSubscribeRefusedReturnsTheCode(t *testing.T) {
 // (too_many_topics) holds READY too, and WaitReady's error at ctx's end
 // names each topic the server has not taken, with its last answer.
 func TestWaitReadyNamesTheTopicsItWaitsFor(t *testing.T) {
-	_, url := topicServer(t, server.Options{NoFeed: true, MaxTopics: 1, Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
+	_, url := topicServer(t, server.Options{MaxTopics: 1, Authorize: func(_ context.Context, _ server.Identity, a server.Action) error {
 		if a.Kind == server.ActSubscribe && a.Topic == "room2" {
 			return &server.Error{Code: "not_a_member", Message: "no"}
 		}
 		return nil
-	}})
+	}}, demo.Options{NoFeed: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, url, &Options{Config: fastStage7(12)})
@@ -485,7 +484,7 @@ func TestWaitReadyNamesTheTopicsItWaitsFor(t *testing.T) {
 // loop: with a ctx that has ended it returns at once. (Its error asked the
 // loop for the topics once, and hung there.)
 func TestWaitReadyFromACallbackReturns(t *testing.T) {
-	_, url := topicServer(t, server.Options{NoFeed: true})
+	_, url := topicServer(t, server.Options{}, demo.Options{NoFeed: true})
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	var cp atomic.Pointer[Client]

@@ -19,13 +19,14 @@ import (
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
-func authServer(t *testing.T, o server.Options) (*testutil.Server, string, string) {
+func authServer(t *testing.T, o server.Options, d ...demo.Options) (*testutil.Server, string, string) {
 	t.Helper()
 	o.Auth = server.AuthRequired
 	o.IssueTickets = true // the tests fetch tickets from POST /api/token, as a page does from its app
-	srv := testutil.StartServer(t, o)
+	srv := testutil.StartServer(t, o, d...)
 	return srv, srv.Base, srv.URL
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // dialAll runs n clients against url until the returned stop is called;
@@ -91,21 +92,23 @@ func TestLeanServerPingsConnectionsAtRestAndSendsNoUpdates(t *testing.T) {
 	}
 }
 
-func newWsready(t *testing.T, o server.Options) string {
+func newWsready(t *testing.T, o server.Options, d demo.Options) string {
 	t.Helper()
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := server.New(&o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server.NewDemo(srv, nil) // the feed, as the bench's server runs it
+	if _, err := demo.New(srv, nil, &d); err != nil { // the feed, as the bench's server runs it
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
 }
 
 func TestClientsCountWsreadysPingsAndUpdates(t *testing.T) {
-	url := newWsready(t, server.Options{PingInterval: 100 * time.Millisecond, FeedInterval: 50 * time.Millisecond})
+	url := newWsready(t, server.Options{PingInterval: 100 * time.Millisecond}, demo.Options{FeedInterval: 50 * time.Millisecond})
 	var st counters
 	stop := dialAll(t, url, protoWsready, 3, true, &st)
 	waitFor(t, &st, "3 subscribed with updates and pings", func(s clientStats) bool {
@@ -119,9 +122,9 @@ func TestClientsCountWsreadysPingsAndUpdates(t *testing.T) {
 
 func TestARefusedSubscribeCountsAsFailed(t *testing.T) {
 	// A topic exists when joined: the refusal is the application's.
-	url := newWsready(t, server.Options{NoFeed: true, Authorize: func(context.Context, server.Identity, server.Action) error {
+	url := newWsready(t, server.Options{Authorize: func(context.Context, server.Identity, server.Action) error {
 		return errors.New("not this one")
-	}})
+	}}, demo.Options{NoFeed: true})
 	var st counters
 	dialAll(t, url, protoWsready, 1, true, &st)
 	s := waitFor(t, &st, "the refusal", func(s clientStats) bool { return s.Failed == 1 })

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // serverStats is what a server child (and the centrifuge peer) answers at
@@ -134,15 +135,18 @@ func runServer(args []string) error {
 			feed = silentFeed
 		}
 		srv, err := server.New(&server.Options{
-			PingInterval: *ping, FeedInterval: feed,
-			MaxConns: 30000, MaxConnsPerIP: 30000, AdmitRate: 1e6, AdmitBurst: 1e6, TenantRate: 1e6, TenantBurst: 1e6,
+			PingInterval: *ping,
+			MaxConns:     30000, MaxConnsPerIP: 30000, AdmitRate: 1e6, AdmitBurst: 1e6, TenantRate: 1e6, TenantBurst: 1e6,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
 		if err != nil {
 			return fmt.Errorf("server: %w", err)
 		}
 		defer srv.Close()
-		server.NewDemo(srv, nil) // the feed the bench's clients subscribe to
+		// The feed the bench's clients subscribe to.
+		if _, err := demo.New(srv, nil, &demo.Options{FeedInterval: feed}); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 		h = srv.Handler()
 	case "lean":
 		l := newLeanServer(*ping, *updates)

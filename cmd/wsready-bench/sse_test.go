@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // readAll reads every event of a stream until it ends, and how it ended.
@@ -170,7 +171,7 @@ func sseAll(t *testing.T, base string, n int, st *counters, tm *sseTiming) (stop
 func httpBase(ws string) string { return "http" + strings.TrimPrefix(ws, "ws") }
 
 func TestSSEClientsCountWsreadysPingsAndUpdates(t *testing.T) {
-	base := httpBase(newWsready(t, server.Options{PingInterval: 100 * time.Millisecond, FeedInterval: 50 * time.Millisecond}))
+	base := httpBase(newWsready(t, server.Options{PingInterval: 100 * time.Millisecond}, demo.Options{FeedInterval: 50 * time.Millisecond}))
 	var st counters
 	var tm sseTiming
 	before := time.Now().UnixNano()
@@ -189,9 +190,9 @@ func TestSSEClientsCountWsreadysPingsAndUpdates(t *testing.T) {
 }
 
 func TestSSEARefusedSubscribeCountsAsFailed(t *testing.T) {
-	base := httpBase(newWsready(t, server.Options{NoFeed: true, Authorize: func(context.Context, server.Identity, server.Action) error {
+	base := httpBase(newWsready(t, server.Options{Authorize: func(context.Context, server.Identity, server.Action) error {
 		return errors.New("not this one")
-	}}))
+	}}, demo.Options{NoFeed: true}))
 	var st counters
 	sseAll(t, base, 1, &st, &sseTiming{})
 	s := waitFor(t, &st, "the refusal", func(s clientStats) bool { return s.Failed == 1 })
@@ -201,7 +202,7 @@ func TestSSEARefusedSubscribeCountsAsFailed(t *testing.T) {
 }
 
 func TestSSEARefusedSessionCountsAsFailed(t *testing.T) {
-	base := httpBase(newWsready(t, server.Options{MaxConns: 1, PingInterval: 100 * time.Millisecond}))
+	base := httpBase(newWsready(t, server.Options{MaxConns: 1, PingInterval: 100 * time.Millisecond}, demo.Options{}))
 	var st counters
 	sseAll(t, base, 2, &st, &sseTiming{})
 	s := waitFor(t, &st, "one in, one refused", func(s clientStats) bool { return s.Failed == 1 && s.Subscribed == 1 })
@@ -211,11 +212,13 @@ func TestSSEARefusedSessionCountsAsFailed(t *testing.T) {
 }
 
 func TestSSEAStreamTheServerEndsCountsAsDropped(t *testing.T) {
-	srv, err := server.New(&server.Options{PingInterval: 100 * time.Millisecond, FeedInterval: 50 * time.Millisecond})
+	srv, err := server.New(&server.Options{PingInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	server.NewDemo(srv, nil)
+	if _, err := demo.New(srv, nil, &demo.Options{FeedInterval: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	var st counters
@@ -382,7 +385,7 @@ func pollAll(t *testing.T, base string, n int, st *counters) (stop func()) {
 // update arrives, in order, none lost or repeated (each update's seq is
 // the last one's next, across polls), each poll a request of its own.
 func TestPollClientsGetEveryUpdateInOrder(t *testing.T) {
-	base := httpBase(newWsready(t, server.Options{PingInterval: 200 * time.Millisecond, FeedInterval: 20 * time.Millisecond}))
+	base := httpBase(newWsready(t, server.Options{PingInterval: 200 * time.Millisecond}, demo.Options{FeedInterval: 20 * time.Millisecond}))
 	var st counters
 	stop := pollAll(t, base, 20, &st)
 	waitFor(t, &st, "20 subscribed", func(s clientStats) bool { return s.Subscribed == 20 })

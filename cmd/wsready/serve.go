@@ -22,6 +22,7 @@ import (
 
 	"github.com/wsready/wsready/internal/natsembed"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 	"github.com/wsready/wsready/web"
 )
 
@@ -30,7 +31,7 @@ func serve(args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use 0.0.0.0:8080 or :8080 to listen on every interface)")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS and WSS with the PEM certificate (chain) in this file; needs -tls-key")
 	tlsKey := fs.String("tls-key", "", "the PEM private key of -tls-cert (never logged)")
-	demo := fs.Bool("demo", false, "demo mode: the failure switches (POST /api/faults, /api/reset) and remote addresses in /api/stats; never on a server others can reach")
+	demoMode := fs.Bool("demo", false, "demo mode: the failure switches (POST /api/faults, /api/reset) and remote addresses in /api/stats; never on a server others can reach")
 	hosts := fs.String("hosts", "", "comma-separated extra host names the server answers for (the Host header); localhost, 127.0.0.1, ::1 and the -addr host always are; * for any")
 	origins := fs.String("origins", "", "comma-separated extra origin patterns allowed to open a WebSocket or change state (same origin is always allowed)")
 	ping := fs.Duration("ping", 25*time.Second, "server ping interval: production heartbeats by default (a ping costs every idle connection a wake-up); make run and the browser suite pass 1s")
@@ -207,8 +208,8 @@ func serve(args []string) error {
 	// Every option the server would refuse is refused here, before a
 	// store is opened or anything listens (the flags' usage error).
 	opts := &server.Options{
-		PingInterval: *ping, FeedInterval: *feed, SlowReplyDelay: *slow, RestartDowntime: *downtime,
-		Demo: *demo, AllowedHosts: allowed, OriginPatterns: split(*origins),
+		PingInterval: *ping,
+		Demo:         *demoMode, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
 		TrustedProxies: proxies, MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
@@ -217,11 +218,15 @@ func serve(args []string) error {
 		AdmitRate: *admitRate, AdmitBurst: *admitBurst, TenantRate: *tenantRate, TenantBurst: *tenantBurst,
 		ProbeKey: *probeKey, ProbeRate: *probeRate, RefuseWith: server.RefuseMode(*refuseWith), NoSlots: !*slotsOn,
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
-		Publish: *publish, NoFeed: !*feedLeader, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
+		Publish: *publish, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
 		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs,
 		Logger: log,
 	}
 	if err := opts.Validate(); err != nil {
+		return &usageError{fmt.Errorf("serve: %w", err)}
+	}
+	demoOpts := &demo.Options{FeedInterval: *feed, NoFeed: !*feedLeader, SlowReplyDelay: *slow, RestartDowntime: *downtime}
+	if err := demoOpts.Validate(); err != nil {
 		return &usageError{fmt.Errorf("serve: %w", err)}
 	}
 	lim := server.Retention{MaxMsgs: *histMsgs, MaxBytes: *histBytes, MaxAge: *histAge}
@@ -273,8 +278,14 @@ func serve(args []string) error {
 	}
 	// The demo's site: the server's handlers mounted at /ws, /api/token,
 	// /api/stats, /metrics and /healthz, the switches under /api/, and the
-	// page at / (server.Demo.Handler).
-	hs := srv.HTTPServer(server.NewDemo(srv, web.FS()).Handler())
+	// page at / (demo.Demo.Handler).
+	dm, err := demo.New(srv, web.FS(), demoOpts)
+	if err != nil { // Validate saw the options: not reached
+		srv.Close()
+		ln.Close()
+		return &usageError{fmt.Errorf("serve: %w", err)}
+	}
+	hs := srv.HTTPServer(dm.Handler())
 	scheme := "http"
 	if tlsConf != nil {
 		// HTTPS and WSS on the same port; HTTP/2 for plain requests, while
@@ -298,8 +309,8 @@ func serve(args []string) error {
 	} else if *natsURL != "" {
 		store = "jetstream"
 	}
-	log.Info("serving", "url", scheme+"://"+displayAddr(ln.Addr()), "node", *node, "demo", *demo, "auth", string(mode),
-		"issueTickets", *demo || *issueTickets, "jwt", jwtSource,
+	log.Info("serving", "url", scheme+"://"+displayAddr(ln.Addr()), "node", *node, "demo", *demoMode, "auth", string(mode),
+		"issueTickets", *demoMode || *issueTickets, "jwt", jwtSource,
 		"history", store, "publish", *publish, "feedLeader", *feedLeader)
 	if wildcard && *hosts == "" {
 		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")

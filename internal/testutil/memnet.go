@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // memListener is an in-memory network: each dial is one net.Pipe, whose
@@ -64,7 +65,7 @@ func (memAddr) String() string  { return "mem" }
 // the native client's websocket.DialOptions.HTTPClient, and for the API);
 // Base and URL name it (http://127.0.0.1, ws://127.0.0.1/ws: a loopback
 // name, which the server allows; no packet reaches the loopback). tb's cleanup closes it.
-func StartMemServer(tb testing.TB, o server.Options) (*Server, *http.Client) {
+func StartMemServer(tb testing.TB, o server.Options, d ...demo.Options) (*Server, *http.Client) {
 	tb.Helper()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -73,9 +74,9 @@ func StartMemServer(tb testing.TB, o server.Options) (*Server, *http.Client) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	demo := server.NewDemo(srv, nil)
+	dm := newDemo(tb, srv, d)
 	l := &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
-	hs := &http.Server{Handler: demo.Handler()}
+	hs := &http.Server{Handler: dm.Handler()}
 	served := make(chan struct{})
 	go func() { defer close(served); hs.Serve(l) }()
 	tr := &http.Transport{DialContext: l.dial}
@@ -85,5 +86,5 @@ func StartMemServer(tb testing.TB, o server.Options) (*Server, *http.Client) {
 		tr.CloseIdleConnections()
 		<-served
 	})
-	return &Server{Server: srv, Demo: demo, Base: "http://127.0.0.1", URL: "ws://127.0.0.1/ws", tb: tb}, &http.Client{Transport: tr}
+	return &Server{Server: srv, Demo: dm, Base: "http://127.0.0.1", URL: "ws://127.0.0.1/ws", tb: tb}, &http.Client{Transport: tr}
 }

@@ -284,7 +284,7 @@ async function api(path, body, sent) {
   return json;
 }
 
-// The switches, as GET /api/faults lists them (server/demo_switches.go's table):
+// The switches, as GET /api/faults lists them (server/demo/switches.go's table):
 // each is rendered into its group, a checkbox for a toggle, a button for
 // an action or a client-id switch, so a new switch needs no edit here.
 // A control carries data-switch=<name>; a button also the id <kebab-name>

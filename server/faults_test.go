@@ -15,9 +15,18 @@ import (
 // while the test holds s.mu. (The demo's Service down and Slow replies
 // flags were read under s.mu on every request, publish and subscribe.)
 func TestRequestsTakeNoServerLockWithoutTheDemo(t *testing.T) {
-	f := newAppFixture(t, &Options{Publish: true, Methods: map[string]Method{
-		"ping": func(context.Context, *Call) (any, error) { return "pong", nil },
-	}})
+	testRequestsTakeNoServerLock(t, newAppFixture(t, &Options{Publish: true, Methods: pingMethod}))
+}
+
+// With the demo, its switches off, the hook's answers are its atomics: a
+// request and a publish still ask nothing of the server's mutex.
+func TestRequestsTakeNoServerLockWithTheDemo(t *testing.T) {
+	testRequestsTakeNoServerLock(t, newFixture(t, &Options{Publish: true, Methods: pingMethod}, DemoOptions{NoFeed: true}))
+}
+
+var pingMethod = map[string]Method{"ping": func(context.Context, *Call) (any, error) { return "pong", nil }}
+
+func testRequestsTakeNoServerLock(t *testing.T, f *fixture) {
 	p := f.dial()
 	p.next(protocol.TypeWelcome, 2*time.Second)
 	f.srv.mu.Lock()

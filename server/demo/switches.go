@@ -1,6 +1,6 @@
 //go:build !js
 
-package server
+package demo
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/protocol"
+	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/internal/faults"
 )
 
 // The demo's failure switches, as one table (switches): each entry is read
@@ -25,63 +27,6 @@ import (
 // switch is adding an entry (and the effect it has). What each switch does
 // lives here too: the server-wide part in the entry's set, the
 // per-connection part in the timers below.
-
-// startFlap arms the Flapping close: FlapAfter from now, if the switch is
-// still on then. One per connection at a time.
-func (d *demoFaults) startFlap(c *conn) {
-	c.timerMu.Lock()
-	defer c.timerMu.Unlock()
-	if c.timersOff || c.flapT != nil {
-		return
-	}
-	c.flapT = time.AfterFunc(c.s.opts.FlapAfter, func() {
-		c.timerMu.Lock()
-		c.flapT = nil
-		c.timerMu.Unlock()
-		s := c.s
-		s.mu.Lock()
-		on := d.flapping
-		s.mu.Unlock()
-		if on { // switched off meanwhile: the connection stays
-			c.closeAsync(protocol.CloseFlapping, "flapping")
-		}
-	})
-}
-
-// jitterPing queues the ping a random 0 to JitterMax from now (the Jitter
-// switch); a ping still held when the next is due goes at once.
-func (c *conn) jitterPing() {
-	c.timerMu.Lock()
-	defer c.timerMu.Unlock()
-	if c.timersOff {
-		return
-	}
-	if c.jitterT != nil && c.jitterT.Stop() {
-		c.offer(c.s.ping)
-	}
-	c.jitterT = time.AfterFunc(time.Duration(rand.Int64N(int64(c.s.opts.JitterMax))), func() {
-		if !c.s.freezeGate().isFrozen() {
-			c.offer(c.s.ping)
-		}
-	})
-}
-
-// stopTimers stops the connection's Flapping, Jitter and auth-wait
-// timers; none is armed after.
-func (c *conn) stopTimers() {
-	c.timerMu.Lock()
-	defer c.timerMu.Unlock()
-	c.timersOff = true
-	if c.flapT != nil {
-		c.flapT.Stop()
-	}
-	if c.jitterT != nil {
-		c.jitterT.Stop()
-	}
-	if c.authT != nil {
-		c.authT.Stop()
-	}
-}
 
 // switchKind says what a switch takes and how the page shows it.
 type switchKind string
@@ -116,9 +61,9 @@ type faultSwitch struct {
 	// needsAuth: it acts on tickets, so the page disables it while
 	// Options.Auth is off.
 	needsAuth bool
-	describe  func(o *Options) string                 // the page's tooltip
-	on        func(d *demoFaults, now time.Time) bool // its state; called with s.mu held
-	set       func(d *demoFaults, v switchValue) error
+	describe  func(o *Options) string            // the page's tooltip
+	on        func(d *state, now time.Time) bool // its state
+	set       func(d *state, v switchValue) error
 }
 
 // switchValue is what a switch is set to: on for toggles and actions, id
@@ -134,36 +79,36 @@ var switches = []faultSwitch{
 		describe: func(*Options) string {
 			return "every connection stays open at the TCP level and carries nothing, both ways, new ones included (a hung server, a dead NAT)"
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.freeze.isFrozen() },
-		set: func(d *demoFaults, v switchValue) error { d.setFreeze(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.ctl.Frozen() },
+		set: func(d *state, v switchValue) error { d.setFreeze(v.on); return nil }},
 	{name: "serviceDown", label: "Service down", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string {
 			return "pings go on; subscriptions are dropped with unsubscribed, subscribes, publishes and requests are ignored"
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.serviceDown.Load() },
-		set: func(d *demoFaults, v switchValue) error { d.setServiceDown(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.serviceDown.Load() },
+		set: func(d *state, v switchValue) error { d.setServiceDown(v.on); return nil }},
 	{name: "slowReplies", label: "Slow replies", kind: kindToggle, group: groupServer,
 		describe: func(o *Options) string { return "responses arrive " + o.SlowReplyDelay.String() + " late" },
-		on:       func(d *demoFaults, _ time.Time) bool { return d.slowReplies.Load() },
-		set:      func(d *demoFaults, v switchValue) error { d.setSlowReplies(v.on); return nil }},
+		on:       func(d *state, _ time.Time) bool { return d.slowReplies.Load() },
+		set:      func(d *state, v switchValue) error { d.setSlowReplies(v.on); return nil }},
 	{name: "flapping", label: "Flapping", kind: kindToggle, group: groupServer,
 		describe: func(o *Options) string {
 			return "every connection, open or new, is closed " + o.FlapAfter.String() + " after it is accepted"
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.flapping },
-		set: func(d *demoFaults, v switchValue) error { d.setFlapping(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.flapping.Load() },
+		set: func(d *state, v switchValue) error { d.setFlapping(v.on); return nil }},
 	{name: "jitter", label: "Jitter", kind: kindToggle, group: groupServer,
 		describe: func(o *Options) string {
 			return "each ping delayed by a random 0 to " + o.JitterMax.String() + " (a loaded server, not a dead one)"
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.jitter.Load() },
-		set: func(d *demoFaults, v switchValue) error { d.setJitter(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.jitter.Load() },
+		set: func(d *state, v switchValue) error { d.setJitter(v.on); return nil }},
 	{name: "restart", label: "Restart", activeLabel: "Restarting…", kind: kindAction, group: groupServer,
 		describe: func(o *Options) string {
 			return "every connection dropped with 1012, new ones refused for " + o.RestartDowntime.String() + ", as a redeploy would"
 		},
-		on: func(d *demoFaults, now time.Time) bool { return now.Before(d.restartUntil) },
-		set: func(d *demoFaults, v switchValue) error {
+		on: func(d *state, now time.Time) bool { return now.Before(d.RefusingUntil()) },
+		set: func(d *state, v switchValue) error {
 			if v.on {
 				d.restart()
 			}
@@ -173,37 +118,37 @@ var switches = []faultSwitch{
 		describe: func(o *Options) string {
 			return "tickets live " + o.ShortTicketLife.String() + ", old ones included: connections past it close with 4001"
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.shortTokens.Load() },
-		set: func(d *demoFaults, v switchValue) error { d.setShortTokens(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.shortTokens.Load() },
+		set: func(d *state, v switchValue) error { d.setShortTokens(v.on); return nil }},
 	{name: "overload", label: "Overload", kind: kindToggle, group: groupSession,
 		describe: func(o *Options) string {
 			return "every connection, open or new, is closed with 1013 and retry-after-ms=" + itoa64(o.OverloadRetryAfter.Milliseconds())
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.overload.Load() },
-		set: func(d *demoFaults, v switchValue) error { d.setOverload(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.overload.Load() },
+		set: func(d *state, v switchValue) error { d.setOverload(v.on); return nil }},
 	{name: "revoke", label: "Revoke", activeLabel: "Unrevoke", kind: kindClientID, group: groupSession, needsAuth: true,
 		describe: func(*Options) string {
 			return "the client id is refused with 4003 for a day, on every node, its open connections closed (Server.Revoke); pressed again, the list is cleared"
 		},
-		on:  func(d *demoFaults, now time.Time) bool { return d.s.revocations.count(now) > 0 },
-		set: func(d *demoFaults, v switchValue) error { return d.demoRevoke(v.id) }},
+		on:  func(d *state, now time.Time) bool { return d.ctl.Revoked(now) > 0 },
+		set: func(d *state, v switchValue) error { return d.demoRevoke(v.id) }},
 	{name: "blockWebSocket", label: "Block WebSocket", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string {
 			return "every WebSocket upgrade refused with 403, as by a proxy that strips upgrades; plain HTTP, the probe and the HTTP transport keep working (stage 8 falls back to it)"
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.blockWS.Load() },
-		set: func(d *demoFaults, v switchValue) error { d.setBlockWebSocket(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.blockWS.Load() },
+		set: func(d *state, v switchValue) error { d.setBlockWebSocket(v.on); return nil }},
 	{name: "deaf", label: "Deaf", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string {
 			return "the server stops reading what clients send (WebSocket frames, HTTP transport POSTs wait) while pings go on: the client's sends pile up unsent (stage 8 notices the stall)"
 		},
-		on:  func(d *demoFaults, _ time.Time) bool { return d.deaf.isFrozen() },
-		set: func(d *demoFaults, v switchValue) error { d.setDeaf(v.on); return nil }},
+		on:  func(d *state, _ time.Time) bool { return d.ctl.Deaf() },
+		set: func(d *state, v switchValue) error { d.setDeaf(v.on); return nil }},
 	{name: "endSession", label: "End session", kind: kindAction, group: groupSession,
 		describe: func(*Options) string {
 			return "every connection closed with 1000: the server ends the sessions for good"
 		},
-		set: func(d *demoFaults, v switchValue) error {
+		set: func(d *state, v switchValue) error {
 			if v.on {
 				d.endSession()
 			}
@@ -230,9 +175,8 @@ func switchNames() string {
 	return strings.Join(names, ", ")
 }
 
-// faultsLocked is every switch's state by name (Stats.Faults). Called with
-// s.mu held.
-func (d *demoFaults) faultsLocked(now time.Time) map[string]bool {
+// switchStates is every switch's state by name (Stats.Faults).
+func (d *state) switchStates(now time.Time) map[string]bool {
 	m := make(map[string]bool, len(switches))
 	for _, sw := range switches {
 		m[sw.name] = sw.on != nil && sw.on(d, now)
@@ -240,78 +184,68 @@ func (d *demoFaults) faultsLocked(now time.Time) map[string]bool {
 	return m
 }
 
-// demoFaults is the demo's fault hook (demo_hook.go): the state the
-// switches set, and what the server asks of it at the hook's points.
-// NewDemo makes it and sets it on the Server; a Server alone has none.
-// Freeze and Deaf are gates (demo_freeze.go) that reads and writes wait
-// at; Revoke is the server's own list (control.go). The flags read on a connection's or a
-// request's path are atomics, so the demo costs those paths no lock;
-// flapping and restartUntil are guarded by s.mu, as the connections they
-// act on.
-type demoFaults struct {
-	s *Server
+// state is the demo's fault hook (faults.Hook, whose points
+// server/faults.go names): the state the switches set, read by the server
+// on its connections' and requests' paths. Every field the server reads is
+// an atomic, so the demo costs those paths no lock. Freeze and Deaf are the
+// server's gates (Control.SetFrozen, SetDeaf); Revoke is the server's own
+// list (Server.Revoke).
+type state struct {
+	ctl  faults.Control
+	opts *server.Options // the server's, in effect, defaults filled in
+	do   Options         // the demo's, defaults filled in
+	log  *slog.Logger
 
 	serviceDown  atomic.Bool
 	slowReplies  atomic.Bool
 	shortTokens  atomic.Bool
 	overload     atomic.Bool
 	jitter       atomic.Bool
-	blockWS      atomic.Bool // Block WebSocket: upgrades refused with 403
-	freeze       gate        // Freeze: connections carry nothing, both ways
-	deaf         gate        // Deaf: frozen while clients' frames go unread
-	flapping     bool        // under s.mu
-	restartUntil time.Time   // Restart refuses until then; under s.mu
+	blockWS      atomic.Bool  // Block WebSocket: upgrades refused with 403
+	flapping     atomic.Bool  // Flapping: connections closed FlapAfter after they open
+	restartUntil atomic.Int64 // Restart refuses until then, Unix ns; 0: it does not
 
-	// The feed (demo_feed.go).
+	// The feed (feed.go).
 	feedOn      atomic.Bool  // this node produces the demo's feed
 	feedSeq     atomic.Int64 // the feed's last seq on this node's producer
 	feedValue   int64        // runFeed's
 	feedFailing bool         // the last feed update failed (runFeed's)
 }
 
-// The hook's points (demo_hook.go).
-
-var _ faultHook = (*demoFaults)(nil)
-
-func (d *demoFaults) upgradeBlocked() bool { return d.blockWS.Load() }
-func (d *demoFaults) overloaded() bool     { return d.overload.Load() }
-func (d *demoFaults) refusingUntilLocked() time.Time {
-	return d.restartUntil
+func newState(ctl faults.Control, do Options) *state {
+	o := ctl.Options().(*server.Options)
+	return &state{ctl: ctl, opts: o, do: do, log: logger(o)}
 }
 
-func (d *demoFaults) acceptedLocked(c *conn) {
-	if d.flapping {
-		d.startFlap(c)
-	}
-	if ws, ok := c.tr.(*wsTransport); ok && d.deaf.isFrozen() {
-		ws.deafen(true) // under s.mu: setDeaf sees it, or it sees setDeaf
-	}
-}
+// The hook's points (server/faults.go).
 
-func (d *demoFaults) freezeGate() *gate     { return &d.freeze }
-func (d *demoFaults) deafGate() *gate       { return &d.deaf }
-func (d *demoFaults) dropsService() bool    { return d.serviceDown.Load() }
-func (d *demoFaults) delaysReplies() bool   { return d.slowReplies.Load() }
-func (d *demoFaults) jittersPings() bool    { return d.jitter.Load() }
-func (d *demoFaults) shortensTickets() bool { return d.shortTokens.Load() }
-func (d *demoFaults) lastFeedSeq() int64    { return d.feedSeq.Load() }
-func (d *demoFaults) ownsTopic(topic string) bool {
+var _ faults.Hook = (*state)(nil)
+
+func (d *state) UpgradeBlocked() bool  { return d.blockWS.Load() }
+func (d *state) Overloaded() bool      { return d.overload.Load() }
+func (d *state) Flapping() bool        { return d.flapping.Load() }
+func (d *state) DropsService() bool    { return d.serviceDown.Load() }
+func (d *state) DelaysReplies() bool   { return d.slowReplies.Load() }
+func (d *state) JittersPings() bool    { return d.jitter.Load() }
+func (d *state) ShortensTickets() bool { return d.shortTokens.Load() }
+func (d *state) OwnsTopic(topic string) bool {
 	return topic == protocol.DefaultTopic && d.feedOn.Load()
 }
-func (d *demoFaults) closing() { d.freeze.set(false) }
-func (d *demoFaults) statsLocked(st *Stats, now time.Time) {
-	st.Faults = d.faultsLocked(now)
-	st.FeedSeq = d.feedSeq.Load()
-	if now.Before(d.restartUntil) {
-		until := d.restartUntil
-		st.RestartUntil = &until
+
+func (d *state) RefusingUntil() time.Time {
+	if ns := d.restartUntil.Load(); ns != 0 {
+		return time.Unix(0, ns)
 	}
+	return time.Time{}
 }
+
+func (d *state) FeedSeq() int64            { return d.feedSeq.Load() }
+func (d *state) Settings() faults.Settings { return d.do.settings() }
 
 // parsePatch reads a POST /api/faults body, {"name": value, ...}: every
 // name a switch of the table, every value what its kind takes (null: left
 // as it is). It checks all of it before anything is set.
-func parsePatch(body []byte) ([]patchEntry, error) {
+func (d *state) parsePatch(body []byte) ([]patchEntry, error) {
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&raw); err != nil {
@@ -336,7 +270,7 @@ func parsePatch(body []byte) ([]patchEntry, error) {
 		var err error
 		if sw.kind == kindClientID {
 			err = json.Unmarshal(v, &val.id)
-			if err == nil && val.id != "" && !validClientID(val.id) {
+			if err == nil && val.id != "" && !d.ctl.ValidClientID(val.id) {
 				err = errors.New("a client id is 1 to 64 of A-Z a-z 0-9 _ -")
 			}
 			if err != nil {
@@ -356,7 +290,7 @@ type patchEntry struct {
 }
 
 // apply sets each switch of a parsed patch, in the table's order.
-func (d *demoFaults) apply(p []patchEntry) error {
+func (d *state) apply(p []patchEntry) error {
 	for _, e := range p {
 		if err := e.sw.set(d, e.v); err != nil {
 			return fmt.Errorf("failed to set switch %s: %w", e.sw.name, err)
@@ -376,7 +310,7 @@ func (d *Demo) Set(name string, value any) error {
 	if err != nil {
 		return fmt.Errorf("failed to set switch %s: %w", name, err)
 	}
-	p, err := parsePatch(b)
+	p, err := d.f.parsePatch(b)
 	if err != nil {
 		return fmt.Errorf("failed to set switch %s: %w", name, err)
 	}
@@ -403,15 +337,12 @@ type faultsView struct {
 	Switches []switchView `json:"switches"`
 }
 
-func (d *demoFaults) faultsView() faultsView {
-	s := d.s
-	now := s.opts.Now()
-	s.mu.Lock()
-	state := d.faultsLocked(now)
-	s.mu.Unlock()
-	v := faultsView{Demo: s.opts.Demo, Auth: s.opts.Auth != AuthOff, Switches: make([]switchView, len(switches))}
+func (d *state) faultsView() faultsView {
+	o := d.opts
+	state := d.switchStates(o.Now())
+	v := faultsView{Demo: o.Demo, Auth: o.Auth != server.AuthOff, Switches: make([]switchView, len(switches))}
 	for i, sw := range switches {
-		v.Switches[i] = switchView{Name: sw.name, Label: sw.label, ActiveLabel: sw.activeLabel, Description: sw.describe(s.opts),
+		v.Switches[i] = switchView{Name: sw.name, Label: sw.label, ActiveLabel: sw.activeLabel, Description: sw.describe(&d.do),
 			Kind: sw.kind, Group: sw.group, NeedsAuth: sw.needsAuth, On: state[sw.name]}
 	}
 	return v
@@ -419,7 +350,7 @@ func (d *demoFaults) faultsView() faultsView {
 
 // serveFaults is GET /api/faults.
 func (d *Demo) serveFaults(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, d.f.faultsView())
+	d.f.ctl.WriteJSON(w, http.StatusOK, d.f.faultsView())
 }
 
 // setFaults is POST /api/faults: {"name": value, ...}, absent switches
@@ -427,23 +358,24 @@ func (d *Demo) serveFaults(w http.ResponseWriter, r *http.Request) {
 // a value its kind does not take (nothing is set then), or a set that
 // fails (a full revoked list); else 200 with GET's answer.
 func (d *Demo) setFaults(w http.ResponseWriter, r *http.Request) {
+	ctl := d.f.ctl
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxSwitchBody+1))
 	if err == nil && len(body) > maxSwitchBody {
 		err = errors.New("the body is over " + strconv.Itoa(maxSwitchBody) + " bytes")
 	}
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "failed to read the body: " + err.Error()})
+		ctl.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "failed to read the body: " + err.Error()})
 		return
 	}
-	p, err := parsePatch(body)
+	p, err := d.f.parsePatch(body)
 	if err == nil {
 		err = d.f.apply(p)
 	}
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		ctl.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, d.f.faultsView())
+	ctl.WriteJSON(w, http.StatusOK, d.f.faultsView())
 }
 
 // maxSwitchBody bounds a POST /api/faults body, in bytes.
@@ -451,104 +383,64 @@ const maxSwitchBody = 4096
 
 // What each switch does to the server.
 
-func (d *demoFaults) setFreeze(on bool) {
-	s := d.s
-	d.freeze.set(on)
-	s.log.Info("switch", "freeze", on)
+func (d *state) setFreeze(on bool) {
+	d.ctl.SetFrozen(on)
+	d.log.Info("switch", "freeze", on)
 }
 
 // setServiceDown on drops every subscription with an unsubscribed frame;
 // off, the service works again for clients that subscribe again.
-func (d *demoFaults) setServiceDown(on bool) {
-	s := d.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d.serviceDown.Load() == on {
+func (d *state) setServiceDown(on bool) {
+	if d.serviceDown.Swap(on) == on {
 		return
 	}
-	d.serviceDown.Store(on)
 	if on {
-		for _, c := range s.conns {
-			c.dropSubscriptions("service_unavailable")
-		}
+		// After the flag: a subscribe served meanwhile is dropped here, one
+		// after it is ignored.
+		d.ctl.DropSubscriptions("service_unavailable")
 	}
-	s.log.Info("switch", "serviceDown", on)
+	d.log.Info("switch", "serviceDown", on)
 }
 
-func (d *demoFaults) setSlowReplies(on bool) {
-	s := d.s
-	s.mu.Lock()
+func (d *state) setSlowReplies(on bool) {
 	d.slowReplies.Store(on)
-	s.mu.Unlock()
-	s.log.Info("switch", "slowReplies", on)
+	d.log.Info("switch", "slowReplies", on)
 }
 
 // setFlapping on closes every connection, open or new, FlapAfter after it
 // is accepted (or after the switch, for those already open).
-func (d *demoFaults) setFlapping(on bool) {
-	s := d.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d.flapping = on
+func (d *state) setFlapping(on bool) {
+	d.flapping.Store(on)
 	if on {
-		for _, c := range s.conns {
-			d.startFlap(c)
-		}
+		d.ctl.StartFlaps()
 	}
-	s.log.Info("switch", "flapping", on)
+	d.log.Info("switch", "flapping", on)
 }
 
 // setJitter on sends each ping a random 0 to JitterMax after its tick, so
 // pings arrive unevenly, as from a loaded server; nothing else changes. A
 // client must not take it for a dead server.
-func (d *demoFaults) setJitter(on bool) {
-	s := d.s
+func (d *state) setJitter(on bool) {
 	d.jitter.Store(on)
-	s.log.Info("switch", "jitter", on)
+	d.log.Info("switch", "jitter", on)
 }
 
 // restart drops every connection with 1012 and refuses new ones for
 // RestartDowntime, as a redeploy would.
-func (d *demoFaults) restart() {
-	s := d.s
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	d.restartUntil = s.opts.Now().Add(s.opts.RestartDowntime)
-	// Started under s.mu: each connection's handler is still counted in
-	// s.wg, so closeAsync's Add never races Close's Wait. Each carries its
-	// reconnect slot, spread under the admission rate after the downtime.
-	now := s.opts.Now()
-	for _, c := range s.conns {
-		c.closeAsync(protocol.CloseServiceRestart, slotText(s.slotAfter(now, d.restartUntil)))
-	}
-	s.mu.Unlock()
-	s.log.Info("switch", "restart", true, "downtime", s.opts.RestartDowntime)
+func (d *state) restart() {
+	until := d.opts.Now().Add(d.do.RestartDowntime)
+	d.restartUntil.Store(until.UnixNano()) // before the closes: their reconnects are refused
+	d.ctl.Restart(until)
+	d.log.Info("switch", "restart", true, "downtime", d.do.RestartDowntime)
 }
 
 // setShortTokens on makes new tickets live ShortTicketLife, and every
 // ticket, old ones included, good for at most that long after it was
 // issued; connections past it close with 4001.
-func (d *demoFaults) setShortTokens(on bool) {
-	s := d.s
-	s.mu.Lock()
+func (d *state) setShortTokens(on bool) {
 	d.shortTokens.Store(on)
-	var authed []*conn
-	for _, c := range s.conns {
-		if c.clientID != "" {
-			authed = append(authed, c)
-		}
-	}
-	s.mu.Unlock()
-	for _, c := range authed {
-		s.mu.Lock()
-		t := c.ticket
-		s.mu.Unlock()
-		c.armExpiry(s.effectiveExpiry(t))
-	}
-	s.log.Info("switch", "shortTokens", on)
+	d.ctl.RearmExpiries()
+	d.log.Info("switch", "shortTokens", on)
 }
 
 // demoRevokeFor is how long the Revoke switch refuses a client id.
@@ -561,55 +453,42 @@ const demoTimeout = 5 * time.Second
 // (Server.Revoke, on every node): client id refused with 4003 for
 // demoRevokeFor and its open connections closed; "" lifts every
 // revocation. It fails when the set is full (or NATS does not take it).
-func (d *demoFaults) demoRevoke(id string) error {
-	s := d.s
-	ctx, cancel := context.WithTimeout(s.ctx, demoTimeout)
+func (d *state) demoRevoke(id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
 	var err error
 	if id == "" {
-		err = s.clearRevocations(ctx)
+		err = d.ctl.ClearRevocations(ctx)
 	} else {
-		err = s.Revoke(ctx, id, demoRevokeFor)
+		err = d.ctl.Revoke(ctx, id, demoRevokeFor)
 	}
-	s.log.Info("switch", "revoke", id != "")
+	d.log.Info("switch", "revoke", id != "")
 	return err
 }
 
 // endSession closes every connection with 1000: the server ends the
 // sessions for good.
-func (d *demoFaults) endSession() {
-	s := d.s
-	s.mu.Lock()
-	for _, c := range s.conns {
-		c.closeAsync(protocol.CloseNormal, "session ended")
-	}
-	s.mu.Unlock()
-	s.log.Info("switch", "endSession", true)
+func (d *state) endSession() {
+	d.ctl.CloseAll(protocol.CloseNormal, "session ended")
+	d.log.Info("switch", "endSession", true)
 }
 
 // setOverload on closes every connection, open or new, with 1013 and
 // "retry-after-ms=N".
-func (d *demoFaults) setOverload(on bool) {
-	s := d.s
-	s.mu.Lock()
+func (d *state) setOverload(on bool) {
 	d.overload.Store(on)
 	if on {
-		reason := protocol.RetryAfterReason(s.opts.OverloadRetryAfter)
-		for _, c := range s.conns {
-			c.closeAsync(protocol.CloseTryAgainLater, reason)
-		}
+		d.ctl.CloseAll(protocol.CloseTryAgainLater, protocol.RetryAfterReason(d.do.OverloadRetryAfter))
 	}
-	s.mu.Unlock()
-	s.log.Info("switch", "overload", on)
+	d.log.Info("switch", "overload", on)
 }
 
 // setBlockWebSocket on refuses every WebSocket upgrade with 403 (the
 // connections open stay), as a proxy that strips upgrades would: stage 8
 // falls back to the HTTP transport, which keeps working.
-func (d *demoFaults) setBlockWebSocket(on bool) {
-	s := d.s
+func (d *state) setBlockWebSocket(on bool) {
 	d.blockWS.Store(on)
-	s.log.Info("switch", "blockWebSocket", on)
+	d.log.Info("switch", "blockWebSocket", on)
 }
 
 // setDeaf on stops reading clients' frames: each connection's reader
@@ -618,15 +497,7 @@ func (d *demoFaults) setBlockWebSocket(on bool) {
 // and an HTTP transport POST waits before its body is read. Pings and
 // everything else the server sends go on. Off: the frames held are
 // handled, in order.
-func (d *demoFaults) setDeaf(on bool) {
-	s := d.s
-	s.mu.Lock()
-	d.deaf.set(on)
-	for _, c := range s.conns {
-		if t, ok := c.tr.(*wsTransport); ok {
-			t.deafen(on)
-		}
-	}
-	s.mu.Unlock()
-	s.log.Info("switch", "deaf", on)
+func (d *state) setDeaf(on bool) {
+	d.ctl.SetDeaf(on)
+	d.log.Info("switch", "deaf", on)
 }

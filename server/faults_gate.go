@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// gate blocks connection I/O while the Freeze switch is on. The zero value
+// gate blocks connection I/O while the Freeze (or Deaf) switch is on. The zero value
 // is open.
 type gate struct {
 	frozen  atomic.Bool

@@ -1,19 +1,21 @@
 //go:build !js
 
-package server
+package demo
 
 import (
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsready/wsready/server"
 )
 
 // GET /api/faults lists every switch of the table with what the page
 // needs to render it (name, label, description, kind, group) and its
 // state.
 func TestFaultsListsEverySwitchForThePage(t *testing.T) {
-	f := newFixture(t, &Options{Demo: true, Auth: AuthOptional})
+	f := newFixture(t, &server.Options{Demo: true, Auth: server.AuthOptional}, nil)
 	var v faultsView
 	getJSON(t, f.hs.URL+"/api/faults", &v)
 	if !v.Demo || !v.Auth || len(v.Switches) != len(switches) {
@@ -39,7 +41,7 @@ func TestFaultsListsEverySwitchForThePage(t *testing.T) {
 // Demo.Set takes what the entry's kind takes and refuses the rest, naming
 // the switch; an unknown name lists the known ones.
 func TestDemoSetChecksNameAndValue(t *testing.T) {
-	f := newFixture(t, &Options{NoFeed: true})
+	f := newFixture(t, nil, &Options{NoFeed: true})
 	for _, c := range []struct {
 		name  string
 		value any
@@ -55,12 +57,12 @@ func TestDemoSetChecksNameAndValue(t *testing.T) {
 			t.Errorf("Set(%q, %v): %v, want %q", c.name, c.value, err, c.want)
 		}
 	}
-	if st := f.srv.Stats(); st.Faults["freeze"] || st.Faults["revoke"] {
+	if st := f.demo.Stats(); st.Faults["freeze"] || st.Faults["revoke"] {
 		t.Fatalf("a refused Set changed a switch: %v", st.Faults)
 	}
 	f.set("revoke", "someone")
 	f.set("restart", false) // an action: false is ignored
-	if st := f.srv.Stats(); !st.Faults["revoke"] || st.Faults["restart"] || st.Auth.Revoked != 1 {
+	if st := f.demo.Stats(); !st.Faults["revoke"] || st.Faults["restart"] || st.Auth.Revoked != 1 {
 		t.Fatalf("after revoke: %v, %d revoked", st.Faults, st.Auth.Revoked)
 	}
 }
@@ -73,19 +75,19 @@ func TestASwitchIsOneEntry(t *testing.T) {
 	switches = append(append([]faultSwitch(nil), switches...), faultSwitch{
 		name: "testSwitch", label: "Test", kind: kindToggle, group: groupServer,
 		describe: func(*Options) string { return "a switch this test added" },
-		on:       func(*demoFaults, time.Time) bool { return on },
-		set:      func(_ *demoFaults, v switchValue) error { on = v.on; return nil },
+		on:       func(*state, time.Time) bool { return on },
+		set:      func(_ *state, v switchValue) error { on = v.on; return nil },
 	})
 	t.Cleanup(func() { switches = saved })
-	f := newFixture(t, &Options{Demo: true, NoFeed: true})
-	if code, msg := post(t, f.hs.URL+"/api/faults", "application/json", nil, `{"testSwitch":true}`); code != http.StatusOK {
+	f := newFixture(t, &server.Options{Demo: true}, &Options{NoFeed: true})
+	if code, msg := post(t, f.hs.URL+"/api/faults", "application/json", `{"testSwitch":true}`); code != http.StatusOK {
 		t.Fatalf("POST: %d %q", code, msg)
 	}
 	var v faultsView
 	getJSON(t, f.hs.URL+"/api/faults", &v)
 	last := v.Switches[len(v.Switches)-1]
-	if !on || last.Name != "testSwitch" || !last.On || last.Description != "a switch this test added" || !f.srv.Stats().Faults["testSwitch"] {
-		t.Fatalf("the new switch: on %v, listed %+v, stats %v", on, last, f.srv.Stats().Faults)
+	if !on || last.Name != "testSwitch" || !last.On || last.Description != "a switch this test added" || !f.demo.Stats().Faults["testSwitch"] {
+		t.Fatalf("the new switch: on %v, listed %+v, stats %v", on, last, f.demo.Stats().Faults)
 	}
 	f.set("testSwitch", false)
 	if on {
