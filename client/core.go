@@ -441,6 +441,9 @@ func (c *Core) after(now time.Time) {
 		// What waited for READY goes now, in order (queue.go).
 		c.sendWaiting(now)
 	}
+	if len(c.waiting) > 0 && !c.lastState.Ready {
+		c.failHopeless(now)
+	}
 	var next time.Time
 	for d := range numDeadlines {
 		next = earliest(next, c.deadlineAt(d))

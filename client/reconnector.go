@@ -231,6 +231,12 @@ func (rc *Reconnector) classified(at time.Time, c Cause, r float64) Decision {
 	if rc.atOnce(c) {
 		d.Delay = 0
 	}
+	if end, ok := rc.WindowDeadline(); ok && d.Delay > 0 && !at.Add(d.Delay).Before(end) {
+		// The dial would start at or after the window's end: no attempt
+		// can finish inside it, so the session gives up now rather than
+		// holding its callers until the window's deadline.
+		return Decision{Outcome: Outcome(GaveUp), Delay: d.Delay}
+	}
 	return d
 }
 
