@@ -13,7 +13,8 @@ import (
 //	server 1000                      ended          terminal: the server ended the session
 //	4003, 1008                       forbidden      terminal: tell the app (sign in again)
 //	4001                             token_expired  fetch a fresh token (forced) and dial at once
-//	1013, or any retry-after         retry_after    wait at least the retry-after (or the backoff's draw, if longer)
+//	1013, or any retry-after         retry_after    wait at least the retry-after (or the backoff's draw, if longer);
+//	                                                without one, from OverloadFactor times the policy's base (5 to 10 s by default)
 //	anything else (1001, 1006, 1011,
 //	1012, 4000, 4408, 4429, unknown,
 //	the watchdog, a connect timeout,
