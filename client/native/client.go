@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/protocol"
@@ -31,8 +32,11 @@ type Client struct {
 	next int // index into urls of the next dial (the loop's)
 	opts *Options
 	core *client.Core
-	subs map[string]map[uint64]func(Update) // the loop's
-	subN uint64
+	// connectTimeout is the core's ConnectTimeout: the longest a dial
+	// waits for a handshake slot (socket.go).
+	connectTimeout time.Duration
+	subs           map[string]map[uint64]func(Update) // the loop's
+	subN           uint64
 	// subWait holds the answers of Subscribe calls waiting for the
 	// server to take their topic (the loop's; at most one per call in
 	// flight, so bounded by the callers): answered when the topic is
@@ -106,7 +110,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		urls: append([]string{url}, o.URLs...), opts: o, core: core,
+		urls: append([]string{url}, o.URLs...), opts: o, core: core, connectTimeout: core.Config().ConnectTimeout,
 		subs:   map[string]map[uint64]func(Update){},
 		events: make(chan event, eventQueue), ctx: cctx, cancel: cancel,
 		changed: make(chan struct{}), done: make(chan struct{}),

@@ -78,6 +78,18 @@ type Options struct {
 	// DialOptions are passed to websocket.Dial for every socket. Default
 	// nil: coder/websocket's defaults.
 	DialOptions *websocket.DialOptions
+	// Handshakes, when set, is a limiter the Client takes a slot from
+	// before every dial, shared with the other Clients of the process
+	// (NewHandshakeLimiter: a global rate, a rate per Tenant, a bounded
+	// number of waiting dials). The wait counts against the dial's
+	// ConnectTimeout, and a dial the core gives up (its connect timeout,
+	// the reconnect window, Close) stops waiting. Default nil: dials are
+	// not spaced.
+	Handshakes *HandshakeLimiter
+	// Tenant names this Client's tenant for Handshakes' rate per tenant;
+	// it is the program's label, never sent. Default "": a tenant of its
+	// own like any other.
+	Tenant string
 	// CloseTimeout bounds how long Close waits for the close handshakes of
 	// the client's sockets (1000, "client stopped") before it drops them.
 	// Zero means the default, 2s; a negative value is refused.
