@@ -81,6 +81,9 @@ type Cause struct {
 	// transport rule (stage 8) counts attempts that never did.
 	Via    Transport
 	Proven bool
+	// Opened says the lost socket opened: the server took the handshake
+	// (a refusal may still follow it, a close with 1013 or 4003).
+	Opened bool
 	// Reason is the close reason the server gave (its own text, at most
 	// 123 bytes: a close frame's bound), or "" for none: "bad token",
 	// "auth required", an app's Disconnect reason. It is shown, never

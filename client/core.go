@@ -380,7 +380,7 @@ func (c *Core) dial(now time.Time) {
 func (c *Core) connectionLost(now time.Time, cause Cause) {
 	lost := c.current
 	if lost != 0 {
-		cause.Via, cause.Proven = c.via, c.proven
+		cause.Via, cause.Proven, cause.Opened = c.via, c.proven, c.transport == Up
 	}
 	c.transport = Down
 	c.current = 0

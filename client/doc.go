@@ -47,5 +47,6 @@
 //	queue.go                the opt-in queue for requests made while not READY, with idempotency keys
 //	tabs.go                 stage 8: tab leadership (one connection for many tabs)
 //	deadlines.go            the named deadlines the one timer serves
+//	records.go              decision records an operator can replay: admission, cap in force, acked events, the run's end
 //	policy.go               the delay policies, shared with the simulator
 package client

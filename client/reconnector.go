@@ -131,6 +131,9 @@ const (
 	OutcomeWaitOnline  Outcome = "wait_online"  // offline: nothing until online
 	OutcomeWaitVisible Outcome = "wait_visible" // the page is hidden: nothing until visible
 	OutcomeWaitLeader  Outcome = "wait_leader"  // another tab holds the connection: nothing until this one leads
+	// OutcomeReady is no decision but a run's end: READY again. Only a
+	// Record carries it (records.go), never a Decision.
+	OutcomeReady Outcome = "ready"
 )
 
 // Decision is what to do after a failure. It is small on purpose (four
@@ -152,7 +155,7 @@ type Decision struct {
 // once per decision, and a Decision is too large to copy cheaply.)
 func (o Outcome) Terminal() Terminal {
 	switch o {
-	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible, OutcomeWaitLeader:
+	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible, OutcomeWaitLeader, OutcomeReady:
 		return NotEnded
 	}
 	return Terminal(o)

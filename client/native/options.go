@@ -35,8 +35,10 @@ type Options struct {
 	OnUpdate func(Update)
 	OnEvent  func(Event)
 	// OnRecord receives one sanitized record per reconnect decision (no
-	// token, payload or peer text in it); same rules as OnState. Default
-	// nil.
+	// token, payload or peer text in it), and one for the READY that ends
+	// a run of failures (setting it turns Config.RecordRecoveries on);
+	// same rules as OnState. NewRecordLog's Record writes them as JSON
+	// lines. Default nil.
 	OnRecord func(Record)
 	// Token, when set, is called before every dial for the ticket the
 	// client sends in its first frame. force asks for a fresh one (the
@@ -161,6 +163,9 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	}
 	if c.OnEvent != nil {
 		cfg.Trace = true
+	}
+	if c.OnRecord != nil {
+		cfg.RecordRecoveries = true // a run's records end in its outcome
 	}
 	if c.Token != nil {
 		cfg.Auth = true
