@@ -188,6 +188,19 @@ func (c *Client) Reconnect() {
 	}
 }
 
+// NetworkChanged tells the client the network changed under it (the
+// program saw its interface change, or a mobile binding was told of a
+// move), or that the program resumed from a sleep: a connection that is
+// up is probed at once and closed if the probe goes unanswered within its
+// timeout (a quarter to three quarters of a ping interval), rather than
+// after 1.25 intervals of silence; one lost now is redialled after the
+// small online delay (at most 500 ms), not the backoff's; a client
+// backing off dials within that delay. It returns at once; after Close it
+// does nothing. (client.Core.NetworkChanged has the rules.)
+func (c *Client) NetworkChanged() {
+	c.post(context.Background(), event{kind: evNetwork})
+}
+
 // WaitState blocks until cond holds for the client's state. Its errors are
 // ctx's and ErrClosed.
 func (c *Client) WaitState(ctx context.Context, cond func(State) bool) error {
