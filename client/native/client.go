@@ -33,10 +33,12 @@ type Client struct {
 	opts *Options
 	core *client.Core
 	// connectTimeout is the core's ConnectTimeout: the longest a dial
-	// waits for a handshake slot (socket.go).
-	connectTimeout time.Duration
-	subs           map[string]map[uint64]func(Update) // the loop's
-	subN           uint64
+	// waits for a handshake slot (socket.go). requestTimeout is its
+	// RequestTimeout, which a ctx deadline may shorten (call).
+	connectTimeout, requestTimeout time.Duration
+
+	subs map[string]map[uint64]func(Update) // the loop's
+	subN uint64
 	// subWait holds the answers of Subscribe calls waiting for the
 	// server to take their topic (the loop's; at most one per call in
 	// flight, so bounded by the callers): answered when the topic is
@@ -110,7 +112,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		urls: append([]string{url}, o.URLs...), opts: o, core: core, connectTimeout: core.Config().ConnectTimeout,
+		urls: append([]string{url}, o.URLs...), opts: o, core: core, connectTimeout: core.Config().ConnectTimeout, requestTimeout: core.Config().RequestTimeout,
 		subs:   map[string]map[uint64]func(Update){},
 		events: make(chan event, eventQueue), ctx: cctx, cancel: cancel,
 		changed: make(chan struct{}), done: make(chan struct{}),
@@ -256,8 +258,22 @@ func (c *Client) Presence(ctx context.Context, topic string) (*protocol.Presence
 	return &r, nil
 }
 
-// call posts a request or a publish and waits for its outcome.
+// call posts a request or a publish and waits for its outcome. ctx's
+// deadline, when it comes before the request's own timeout (its
+// RequestOptions.Timeout, or Config.RequestTimeout), becomes the timeout
+// the core holds it to and sends (timeoutMs): the action's deadline holds
+// in every phase, and a queued one the next dial cannot serve in time
+// fails at once with ErrNotReady.
 func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok && e.opts.Timeout >= 0 {
+		own := e.opts.Timeout
+		if own == 0 {
+			own = c.requestTimeout
+		}
+		if left := time.Until(dl); left > 0 && left < own {
+			e.opts.Timeout = left
+		}
+	}
 	reply := make(chan requestReply, 2) // the id, then the outcome: never blocks the loop
 	e.reply = reply
 	if !c.post(ctx, e) {
