@@ -120,3 +120,27 @@ func TestTenantHandshakeRateOnceTheTokenNamesTheTenant(t *testing.T) {
 		t.Fatalf("acme-corp counts %d connections, want 2 (the refused one never joined)", conns)
 	}
 }
+
+// The HTTP transport's handshake (POST /session) is held to the same
+// ceiling: Identify names the tenant, and one over its bucket is answered
+// 503 with Retry-After and the close a WebSocket would get (1013 with the
+// retry-after); no session is made.
+func TestTenantHandshakeRateOverHTTP(t *testing.T) {
+	clock := newTestClock()
+	f := newFixture(t, &Options{Identify: cookieIdentify, TenantHandshakeRate: 1, TenantHandshakeBurst: 1, Now: clock.now})
+	if a := f.post(t, "/session", "application/json", "{}", "Cookie", "session=s-alice"); a.status != http.StatusOK {
+		t.Fatalf("acme's first session: %d %+v", a.status, a)
+	}
+	a := f.post(t, "/session", "application/json", "{}", "Cookie", "session=s-alice")
+	if a.status != http.StatusServiceUnavailable || a.retryAfter == "" || a.Session != "" || a.Close == nil ||
+		a.Close.Code != protocol.CloseTryAgainLater || !strings.HasPrefix(a.Close.Reason, "retry-after-ms=") || a.RetryMs < 1 {
+		t.Fatalf("acme's second session: %d %+v (Retry-After %q)", a.status, a, a.retryAfter)
+	}
+	if a := f.post(t, "/session", "application/json", "{}", "Cookie", "session=s-bob"); a.status != http.StatusOK {
+		t.Fatalf("globex: %d %+v", a.status, a)
+	}
+	m := scrapeMetrics(t, f)
+	if want := `wsready_handshakes_total{outcome="tenant_refused",transport="sse"} 1`; !strings.Contains(m, want) {
+		t.Errorf("metrics lack %q", want)
+	}
+}
