@@ -1,6 +1,7 @@
 package client
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -64,5 +65,19 @@ func TestOverloadWithoutARetryAfterStartsFromALargerBase(t *testing.T) {
 	// under the larger base.
 	if d := delay(nil, protocol.CloseTryAgainLater, protocol.RetryAfterReason(time.Second), 0); d != time.Second {
 		t.Fatalf("1013 with a 1 s retry-after waits %v", d)
+	}
+}
+
+// A policy whose first delay is near the largest duration does not
+// overflow the larger base (or the draw over it).
+func TestTheOverloadBaseDoesNotOverflow(t *testing.T) {
+	for _, first := range []time.Duration{math.MaxInt64, math.MaxInt64 / 5, math.MaxInt64/10 + 1} {
+		b := overloadBase(Fixed{D: first})
+		if b <= 0 || b+b < 0 {
+			t.Fatalf("first delay %v: base %v overflows", first, b)
+		}
+	}
+	if b := overloadBase(Fixed{D: -time.Second}); b != 0 {
+		t.Fatalf("a negative first delay: base %v", b)
 	}
 }

@@ -267,8 +267,8 @@ const OverloadFactor = 5
 // themselves are below it).
 func overloadBase(p Policy) time.Duration {
 	first := max(p.Delay(0, 0, 1), 0)
-	if first > math.MaxInt64/OverloadFactor {
-		return math.MaxInt64 / 2 // the draw above adds at most one more base
+	if first > math.MaxInt64/(2*OverloadFactor) {
+		return math.MaxInt64 / 2 // the draw adds at most one more base: no overflow
 	}
 	return OverloadFactor * first
 }
