@@ -13,7 +13,8 @@ import (
 //	server 1000                      ended          terminal: the server ended the session
 //	4003, 1008                       forbidden      terminal: tell the app (sign in again)
 //	4001                             token_expired  fetch a fresh token (forced) and dial at once
-//	1013, or any retry-after         retry_after    wait at least the retry-after (or the backoff's draw, if longer)
+//	1013, or any retry-after         retry_after    wait at least the retry-after (or the backoff's draw, if longer);
+//	                                                without one, from OverloadFactor times the policy's base (5 to 10 s by default)
 //	anything else (1001, 1006, 1011,
 //	1012, 4000, 4408, 4429, unknown,
 //	the watchdog, a connect timeout,
@@ -80,6 +81,9 @@ type Cause struct {
 	// transport rule (stage 8) counts attempts that never did.
 	Via    Transport
 	Proven bool
+	// Opened says the lost socket opened: the server took the handshake
+	// (a refusal may still follow it, a close with 1013 or 4003).
+	Opened bool
 	// Reason is the close reason the server gave (its own text, at most
 	// 123 bytes: a close frame's bound), or "" for none: "bad token",
 	// "auth required", an app's Disconnect reason. It is shown, never

@@ -118,6 +118,11 @@ type Config struct {
 	// Trace makes the core emit EffLog effects describing what it does (for
 	// the demo's event log). Default off.
 	Trace bool
+	// RecordRecoveries makes the core also record the READY that ends a
+	// run of failures (a Record with OutcomeReady and Recovered), so a
+	// run's records end in its outcome (records.go). Default off: only
+	// decisions are recorded. The native client turns it on with OnRecord.
+	RecordRecoveries bool
 
 	// Budget is the most reconnect attempts in one run of failures before
 	// the session gives up (Session). 0: unbounded (default).

@@ -384,7 +384,7 @@ func (c *Core) dial(now time.Time) {
 func (c *Core) connectionLost(now time.Time, cause Cause) {
 	lost := c.current
 	if lost != 0 {
-		cause.Via, cause.Proven = c.via, c.proven
+		cause.Via, cause.Proven, cause.Opened = c.via, c.proven, c.transport == Up
 	}
 	c.transport = Down
 	c.current = 0
@@ -445,6 +445,9 @@ func (c *Core) after(now time.Time) {
 	if len(c.waiting) > 0 && c.lastState.Ready && c.ended == NotEnded {
 		// What waited for READY goes now, in order (queue.go).
 		c.sendWaiting(now)
+	}
+	if len(c.waiting) > 0 && !c.lastState.Ready {
+		c.failHopeless(now)
 	}
 	var next time.Time
 	for d := range numDeadlines {

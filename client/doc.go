@@ -10,7 +10,7 @@
 // It does no I/O, starts no goroutines, reads no clock and draws no random
 // numbers of its own. A driver steps a Core with events (Opened, Received,
 // Closed, Tick, Online, Offline, Hidden, Visible, TokenReady, TokenFailed,
-// Request, Reconnect, Stop; at stage 8 also HTTPProbe, Buffered,
+// Request, Reconnect, Stop, NetworkChanged; at stage 8 also HTTPProbe, Buffered,
 // BecameLeader, BecameFollower, LeaderState, LeaderUpdate, Relayed), each
 // stamped with the time it happened, and then drains Effects: open a
 // socket (over a transport), send a frame, close a socket, arm the one
@@ -48,5 +48,7 @@
 //	report.go               readiness reports: one frame to the server per READY (time, attempts, cause, transport)
 //	tabs.go                 stage 8: tab leadership (one connection for many tabs)
 //	deadlines.go            the named deadlines the one timer serves
+//	netchange.go            NetworkChanged: a program that knows the network changed probes at once
+//	records.go              decision records an operator can replay: admission, cap in force, acked events, the run's end
 //	policy.go               the delay policies, shared with the simulator
 package client

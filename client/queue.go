@@ -1,6 +1,10 @@
 package client
 
-import "time"
+import (
+	"time"
+
+	"github.com/wsready/wsready/protocol"
+)
 
 // The opt-in queue (stage 8, any stage with Registry). A request or a
 // publish made with RequestOptions.Queue (or Config.QueueWhileNotReady)
@@ -13,7 +17,9 @@ import "time"
 // window) runs it once. Its timeout runs from the first call, whatever
 // happens meanwhile: one that was never sent settles with ErrNotReady
 // (safe to retry), one that was sent with ErrRequestTimeout (the outcome
-// is unknown). A terminal state or Stop settles every one.
+// is unknown). A terminal state or Stop settles every one. One never
+// sent whose timeout falls at or before the next scheduled dial settles
+// with ErrNotReady at once (failHopeless).
 
 // keyChars is base64url's alphabet: a key is protocol.ValidKey.
 const keyChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -48,5 +54,38 @@ func (c *Core) sendWaiting(now time.Time) {
 			c.trace("resend", c.current, "request "+utoa(p.id)+" sent again with its key")
 		}
 		c.sendPending(p, now)
+	}
+}
+
+// failHopeless settles, at once, every queued request never sent whose
+// deadline falls at or before the next scheduled dial: the client is down
+// and backing off, no attempt can make it READY before that deadline, so
+// the caller hears ErrNotReady now (safe to retry elsewhere) instead of at
+// its deadline. A client that waits for online, a visible page or a token,
+// or is dialling, may be READY at any moment: its requests keep their
+// deadlines. One sent before (its outcome unknown) waits out its deadline
+// too: it settles with ErrRequestTimeout then, as always.
+func (c *Core) failHopeless(now time.Time) {
+	if c.ended != NotEnded || c.transport != Down || c.tokenWait {
+		return
+	}
+	next := c.nextDial()
+	if next.IsZero() {
+		return
+	}
+	n := 0
+	for _, p := range c.waiting {
+		if p.done || p.everSent || p.deadline.IsZero() || p.deadline.After(next) {
+			continue
+		}
+		p.done, p.msg = true, protocol.Message{}
+		delete(c.pending, p.id)
+		n++
+		c.trace("request-hopeless", 0, "request "+utoa(p.id)+" settled: the next attempt is due after its deadline")
+		c.settleErr(p.id, &RequestError{Kind: ErrNotReady, ID: p.id,
+			Detail: "cannot be ready before its deadline: the next attempt is due in " + next.Sub(now).Round(time.Millisecond).String()})
+	}
+	if n > 0 {
+		c.pruneWaiting()
 	}
 }

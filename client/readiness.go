@@ -177,6 +177,7 @@ func (c *Core) noteRecovery(now time.Time) {
 	d := now.Sub(c.lostReadyAt)
 	c.lostReadyAt = time.Time{}
 	c.stats.Recoveries++
+	c.recordReady(now, d)
 	if len(c.recoveries) < maxRecoveries {
 		c.recoveries = append(c.recoveries, d)
 	} else {

@@ -35,9 +35,9 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 	if d.Outcome == OutcomeReconnect || d.Outcome == OutcomeRefresh {
 		budget, window = c.rc.Remaining(now)
 	}
-	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: c.rc.ClassOf(cause), By: cause.By,
-		Code: cause.Code, Delay: d.Delay, RetryAfter: d.RetryAfter, BudgetLeft: budget, WindowLeft: window,
-		Outcome: d.Outcome})
+	c.record(Record{At: now, Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: c.rc.ClassOf(cause), By: cause.By,
+		Code: cause.Code, Admission: admissionOf(cause, c.rc.ClassOf(cause)), Cap: c.rc.CapInForce(), Delay: d.Delay, RetryAfter: d.RetryAfter,
+		BudgetLeft: budget, WindowLeft: window, Outcome: d.Outcome})
 	switch d.Outcome {
 	case OutcomeWaitOnline, OutcomeWaitVisible, OutcomeWaitLeader:
 		c.reconnects = nil

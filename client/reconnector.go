@@ -77,6 +77,7 @@ type reconnectRules struct {
 	window       time.Duration // 0: unbounded
 	capGrowth    []CapStep
 	maxRefreshes int
+	overloadBase time.Duration // a 1013 without a retry-after waits from this (OverloadFactor)
 	waitOnline   bool          // stage 5: nothing is dialled while offline; online resets and reconnects soon
 	waitVisible  bool          // stage 6 (8: with PauseWhenHidden): nothing is dialled while hidden; visible resets and reconnects soon
 	watchdogNow  bool          // before stage 5: the watchdog reconnects at once
@@ -116,6 +117,7 @@ func reconnectorOf(cfg Config) Reconnector {
 		r.classify = true
 		r.waitVisible = !cfg.on.WhereUsersAre || cfg.PauseWhenHidden
 		r.budget, r.window, r.capGrowth, r.maxRefreshes = cfg.Budget, cfg.Window, slices.Clone(cfg.CapGrowth), cfg.MaxRefreshes
+		r.overloadBase = overloadBase(r.policy)
 	}
 	return Reconnector{r: r}
 }
@@ -129,6 +131,9 @@ const (
 	OutcomeWaitOnline  Outcome = "wait_online"  // offline: nothing until online
 	OutcomeWaitVisible Outcome = "wait_visible" // the page is hidden: nothing until visible
 	OutcomeWaitLeader  Outcome = "wait_leader"  // another tab holds the connection: nothing until this one leads
+	// OutcomeReady is no decision but a run's end: READY again. Only a
+	// Record carries it (records.go), never a Decision.
+	OutcomeReady Outcome = "ready"
 )
 
 // Decision is what to do after a failure. It is small on purpose (four
@@ -150,7 +155,7 @@ type Decision struct {
 // once per decision, and a Decision is too large to copy cheaply.)
 func (o Outcome) Terminal() Terminal {
 	switch o {
-	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible, OutcomeWaitLeader:
+	case OutcomeReconnect, OutcomeRefresh, OutcomeWaitOnline, OutcomeWaitVisible, OutcomeWaitLeader, OutcomeReady:
 		return NotEnded
 	}
 	return Terminal(o)
@@ -228,10 +233,44 @@ func (rc *Reconnector) classified(at time.Time, c Cause, r float64) Decision {
 		d.RetryAfter = c.RetryAfter
 		d.Delay = max(d.Delay, c.RetryAfter+jitter)
 	}
+	if class == ClassRetryAfter && c.RetryAfter <= 0 {
+		// Overloaded, and the server did not say for how long (a 1013
+		// with no retry-after, or a malformed one): back off more than
+		// after a plain drop, from the larger base, jittered over one
+		// more base so a fleet refused together does not return together.
+		d.Delay = max(d.Delay, rc.r.overloadBase+time.Duration(r*float64(rc.r.overloadBase)))
+	}
 	if rc.atOnce(c) {
 		d.Delay = 0
 	}
+	if end, ok := rc.WindowDeadline(); ok && d.Delay > 0 && !at.Add(d.Delay).Before(end) {
+		// The dial would start at or after the window's end: no attempt
+		// can finish inside it, so the session gives up now rather than
+		// holding its callers until the window's deadline.
+		return Decision{Outcome: Outcome(GaveUp), Delay: d.Delay}
+	}
 	return d
+}
+
+// OverloadFactor sets the larger base a 1013 without a retry-after backs
+// off from (stage 6): OverloadFactor times the policy's longest first
+// delay (Policy.Delay of attempt 0), 5 s with the default full jitter of
+// base 1 s. The wait is drawn uniformly from [base, 2*base) (5 to 10 s by
+// default), or is the backoff's draw if that is longer. The server is
+// overloaded and did not say for how long; a plain drop's first delay is
+// under one base, and a fleet that came back that fast would meet the
+// overload again.
+const OverloadFactor = 5
+
+// overloadBase is OverloadFactor times p's longest first delay: its
+// Delay of attempt 0 at r = 1, the upper end of its draw (the draws
+// themselves are below it).
+func overloadBase(p Policy) time.Duration {
+	first := max(p.Delay(0, 0, 1), 0)
+	if first > math.MaxInt64/(2*OverloadFactor) {
+		return math.MaxInt64 / 2 // the draw adds at most one more base: no overflow
+	}
+	return OverloadFactor * first
 }
 
 // NewSession starts a new session (Core.Reconnect): everything starts

@@ -13,25 +13,34 @@ import (
 // Reconnector's (reconnector_budget.go for the budget, the window and
 // the terminal states); the classification is classify.go's.
 
-// Record is one reconnect decision, for logs and the demo's event list. It
-// holds no token, no payload and none of the peer's text: every field is a
-// number, a bounded enum or the random session ref.
+// Record is one reconnect decision, for logs, the demo's event list and an
+// operator's replay (records.go). It holds no token, no payload and none
+// of the peer's text: every field is a time, a number, a bounded enum, the
+// random session ref or the app's own topic names.
 type Record struct {
+	At         time.Time     // when it was observed: the instant of the event the decision followed
 	Session    string        // random, opaque: which client session
 	Epoch      uint64        // the last socket's number
 	Attempt    int           // the backoff's attempt count after this decision
 	Class      Class         // what the disconnect meant
 	By         By            // who ended the connection or attempt
 	Code       int           // its close code (1006: none)
+	Admission  Admission     // what the server made of the lost attempt: admitted, refused, unreached
+	Cap        time.Duration // the backoff's cap in force (the policy's, as the cap growth raised it); 0: none known
 	Delay      time.Duration // the delay chosen before the next dial
 	RetryAfter time.Duration // the server's retry-after; 0 for none
 	BudgetLeft int           // attempts left in this run; -1: unbounded
 	WindowLeft time.Duration // time left in this run; -1: unbounded
-	Outcome    Outcome       // reconnect, refresh, wait_online, wait_visible, or the terminal state
+	Acked      []TopicSeq    // the last event delivered per topic, in the order first named; nil: none yet
+	Outcome    Outcome       // reconnect, refresh, wait_online, wait_visible, wait_leader, ready, or the terminal state
+	// Recovered is, for OutcomeReady (the record that ends a run of
+	// failures: READY again), how long the client was not READY.
+	Recovered time.Duration
 }
 
 func (c *Core) record(r Record) {
 	c.stats.Records++
+	r.Acked = c.acked()
 	c.emit(Effect{Kind: EffRecord, Record: r})
 }
 
@@ -131,8 +140,8 @@ func (c *Core) windowRanOut(now time.Time) {
 		c.rc.WindowRanOutWhileReady()
 		return
 	}
-	c.record(Record{Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: ClassBackoff, By: ByClient,
-		Code: protocol.CloseAbnormal, BudgetLeft: -1, WindowLeft: 0, Outcome: Outcome(GaveUp)})
+	c.record(Record{At: now, Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: ClassBackoff, By: ByClient,
+		Code: protocol.CloseAbnormal, Cap: c.rc.CapInForce(), BudgetLeft: -1, WindowLeft: 0, Outcome: Outcome(GaveUp)})
 	if c.current != 0 && c.transport != Down {
 		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})
 	}

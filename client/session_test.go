@@ -166,7 +166,9 @@ func TestRetryAfterIsAFloor(t *testing.T) {
 	}
 }
 
-// A malformed or missing retry-after is ignored and the backoff applies.
+// A malformed or missing retry-after is ignored: a 1013 without one waits
+// from the larger base (5 s, jittered to 10 s), longer than a plain drop's
+// backoff (TestOverloadWithoutARetryAfterStartsFromALargerBase).
 func TestMalformedRetryAfterFallsBackToBackoff(t *testing.T) {
 	for _, reason := range []string{"retry-after-ms=soon", "retry-after-ms=-4", ""} {
 		h := newHarness(t, 6)
@@ -175,7 +177,7 @@ func TestMalformedRetryAfterFallsBackToBackoff(t *testing.T) {
 		h.rand.vals = []float64{0.5}
 		h.closedWith(s, 1013, reason)
 		r := lastRecord(t, h)
-		if r.Class != ClassRetryAfter || r.RetryAfter != 0 || r.Delay != 500*time.Millisecond || r.Delay <= 0 {
+		if r.Class != ClassRetryAfter || r.RetryAfter != 0 || r.Delay != overloadDefault+overloadDefault/2 {
 			t.Fatalf("%q: record %+v", reason, r)
 		}
 	}

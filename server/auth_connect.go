@@ -171,7 +171,7 @@ func (c *conn) authenticate(m protocol.Message) bool {
 		c.reply(protocol.AuthenticatedFrame{Type: protocol.TypeAuthenticated, ExpiresAt: exp.UnixMilli()})
 		return true
 	}
-	if !c.joinTenant(t.identity, now) {
+	if !c.tenantHandshake(t.identity, now) || !c.joinTenant(t.identity, now) {
 		return false
 	}
 	s.auth.mu.Lock()

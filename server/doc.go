@@ -25,7 +25,7 @@
 //	sweep.go                the liveness sweep: a silent peer closed
 //	drain.go                Drain and HealthHandler: leaving without a thundering herd
 //	control.go              Disconnect and Revoke, on every node over NATS
-//	tenants.go              per-tenant caps and message rates
+//	tenants.go              per-tenant caps, handshake and message rates
 //	requests.go             methods: the table, deadlines, the pending-reply cap
 //	idempotency.go          keyed requests and publishes answered once
 //	topics.go               the hub: topics in use, subscribe, unsubscribe, publish, fan-out

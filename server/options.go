@@ -112,6 +112,19 @@ type Options struct {
 	// to one second's worth (TenantMsgRate rounded up) and needs a rate.
 	TenantMsgRate  float64
 	TenantMsgBurst int
+	// TenantHandshakeRate and TenantHandshakeBurst are the handshake
+	// ceiling per tenant (Identity.Tenant) on this node, a token bucket per
+	// tenant (tenants.go): checked before the upgrade when Identify names
+	// the tenant from the request (its cookie or header), else once the
+	// connection's token names it, where MaxConnsPerTenant is. Over it a
+	// handshake is refused as a tenant at MaxConnsPerTenant is: 1013 and
+	// "retry-after-ms=N" (before the upgrade, as RefuseWith says: 503 with
+	// Retry-After over HTTP), N the tenant's next token, spread as a
+	// reconnect slot at the tenant's rate. Default 0: no ceiling. With a
+	// rate, TenantHandshakeBurst must be at least 1 (a bucket of 0 admits
+	// nothing); a burst without a rate is refused.
+	TenantHandshakeRate  float64
+	TenantHandshakeBurst int
 	// ProbeKey, when set, lets a request carrying it in the X-Wsready-Probe
 	// header through on a reserved limiter of ProbeRate (default 5/s)
 	// instead of the fleet's, so an operator's probe gets in during a storm.
@@ -505,6 +518,16 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 		bad("TenantMsgBurst", "is %d without a TenantMsgRate", c.TenantMsgBurst)
 	case r > 0 && c.TenantMsgBurst == 0:
 		c.TenantMsgBurst = int(min(math.Ceil(r), math.MaxInt32))
+	}
+	switch r := c.TenantHandshakeRate; {
+	case r < 0 || r != r || r > math.MaxFloat64:
+		bad("TenantHandshakeRate", "is %v: a rate (per second) must be positive (0 for no ceiling)", r)
+	case c.TenantHandshakeBurst < 0:
+		bad("TenantHandshakeBurst", "is %d: a count must be positive", c.TenantHandshakeBurst)
+	case r == 0 && c.TenantHandshakeBurst > 0:
+		bad("TenantHandshakeBurst", "is %d without a TenantHandshakeRate", c.TenantHandshakeBurst)
+	case r > 0 && c.TenantHandshakeBurst == 0:
+		bad("TenantHandshakeBurst", "is 0 with a TenantHandshakeRate: a bucket of 0 admits no handshake (1 spaces them evenly)")
 	}
 	if c.MaxConnsPerTenant < 0 {
 		bad("MaxConnsPerTenant", "is %d: a count must be positive (0 for no ceiling)", c.MaxConnsPerTenant)

@@ -35,6 +35,11 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		{Options{TenantMsgRate: math.NaN()}, "Options.TenantMsgRate is NaN"},
 		{Options{TenantMsgBurst: 5}, "Options.TenantMsgBurst is 5 without a TenantMsgRate"},
 		{Options{TenantMsgRate: 1, TenantMsgBurst: -1}, "Options.TenantMsgBurst is -1"},
+		{Options{TenantHandshakeRate: -1, TenantHandshakeBurst: 1}, "Options.TenantHandshakeRate is -1"},
+		{Options{TenantHandshakeRate: math.Inf(1), TenantHandshakeBurst: 1}, "Options.TenantHandshakeRate is +Inf"},
+		{Options{TenantHandshakeBurst: 3}, "Options.TenantHandshakeBurst is 3 without a TenantHandshakeRate"},
+		{Options{TenantHandshakeRate: 2}, "Options.TenantHandshakeBurst is 0 with a TenantHandshakeRate"},
+		{Options{TenantHandshakeRate: 2, TenantHandshakeBurst: -1}, "Options.TenantHandshakeBurst is -1"},
 		{Options{SubscribeRate: -1}, "Options.SubscribeRate is -1"},
 		{Options{SubscribeBurst: -4}, "Options.SubscribeBurst is -4"},
 		{Options{JWT: &JWTOptions{PublicKeyPEM: []byte("not a PEM block")}}, "PEM"},
@@ -78,7 +83,7 @@ func TestZeroOptionsMeanTheDefaults(t *testing.T) {
 		o.Auth != AuthOff || o.HistoryBytes != 256<<10 || o.Logger == nil || o.Now == nil {
 		t.Fatalf("defaults: %+v", o)
 	}
-	if o.MaxConnsPerTenant != 0 || o.TenantMsgRate != 0 || o.TenantMsgBurst != 0 {
+	if o.MaxConnsPerTenant != 0 || o.TenantMsgRate != 0 || o.TenantMsgBurst != 0 || o.TenantHandshakeRate != 0 || o.TenantHandshakeBurst != 0 {
 		t.Fatalf("per-tenant limits on by default: %+v", o)
 	}
 	if o.SubscribeRate != 20 || o.SubscribeBurst != 64 {

@@ -4,11 +4,13 @@ package server
 
 import (
 	"math"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/wsready/wsready/internal/slots"
 	"github.com/wsready/wsready/protocol"
 	"golang.org/x/time/rate"
 )
@@ -25,6 +27,17 @@ import (
 //     and retryAfterMs, a subscribe with an error frame about its topic
 //     (the same code and retryAfterMs); the connection stays. Probes (the
 //     client's liveness check), auth and unsubscribe frames are exempt.
+//
+//   - TenantHandshakeRate and TenantHandshakeBurst: the tenant's
+//     handshakes, a token bucket per tenant, checked before the upgrade
+//     when Identify names the tenant from the request, else when the
+//     connection's token does (just before MaxConnsPerTenant). Over it the
+//     handshake is refused with 1013 and "retry-after-ms=N" (before the
+//     upgrade as RefuseWith says: 503 and Retry-After over HTTP), N the
+//     bucket's next token spread as a slot at the tenant's rate, so a
+//     tenant's refused clients do not all come back at the same instant.
+//     A connection refused after the upgrade took its token: it did
+//     handshake.
 //
 // Connections without a tenant (anonymous, or an Identity with none) are
 // not counted. The limits are per node: with N nodes behind a balancer a
@@ -48,32 +61,41 @@ const tenantRetryFloor = time.Second
 const maxIdleTenants = 10_000
 
 type tenantState struct {
-	name  string
-	conns int
-	lim   *rate.Limiter // nil without TenantMsgRate
+	name    string
+	conns   int
+	lim     *rate.Limiter    // nil without TenantMsgRate
+	hs      *rate.Limiter    // nil without TenantHandshakeRate
+	hsSlots *slots.Allocator // the refused handshakes' retry-afters, at the tenant's rate
 }
 
 type tenants struct {
 	maxConns int        // 0: no ceiling
 	rate     rate.Limit // 0: no ceiling
 	burst    int
+	hsRate   rate.Limit // 0: no ceiling
+	hsBurst  int
+	noSlots  bool
 	max      int // tenants tracked at most
 
 	mu     sync.Mutex
 	m      map[string]*tenantState
 	byConn map[uint64]*tenantState // the connections counted, to release
 
-	refused prometheus.Counter // connections refused at MaxConnsPerTenant
-	limited prometheus.Counter // frames answered rate_limited
+	refused   prometheus.Counter // connections refused at MaxConnsPerTenant
+	limited   prometheus.Counter // frames answered rate_limited
+	hsRefused prometheus.Counter // handshakes refused over TenantHandshakeRate
 }
 
 func newTenants(o *Options) *tenants {
 	return &tenants{maxConns: o.MaxConnsPerTenant, rate: rate.Limit(o.TenantMsgRate), burst: o.TenantMsgBurst,
+		hsRate: rate.Limit(o.TenantHandshakeRate), hsBurst: o.TenantHandshakeBurst, noSlots: o.NoSlots,
 		max: o.MaxConns + maxIdleTenants, m: map[string]*tenantState{}, byConn: map[uint64]*tenantState{},
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_tenant_conns_refused_total",
 			Help: "Connections closed with 1013 because their tenant was at MaxConnsPerTenant on this node."}),
 		limited: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_tenant_rate_limited_total",
 			Help: "Client frames answered rate_limited because their tenant was over TenantMsgRate on this node."}),
+		hsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_tenant_handshakes_refused_total",
+			Help: "Handshakes refused with 1013 (or 503) because their tenant was over TenantHandshakeRate on this node."}),
 	}
 }
 
@@ -81,13 +103,13 @@ func newTenants(o *Options) *tenants {
 // only, no tenant in any label.
 func (s *Server) registerTenantMetrics() {
 	t := s.tenants
-	s.metrics.reg.MustRegister(t.refused, t.limited,
+	s.metrics.reg.MustRegister(t.refused, t.limited, t.hsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wsready_tenants_tracked",
 			Help: "Tenants this node tracks for its per-tenant limits (with open connections, or a bucket refilling)."},
 			func() float64 { t.mu.Lock(); defer t.mu.Unlock(); return float64(len(t.m)) }))
 }
 
-func (t *tenants) off() bool { return t.maxConns == 0 && t.rate == 0 }
+func (t *tenants) off() bool { return t.maxConns == 0 && t.rate == 0 && t.hsRate == 0 }
 
 // join counts connection id against tenant; false: the tenant is at
 // MaxConnsPerTenant and nothing was counted.
@@ -97,23 +119,7 @@ func (t *tenants) join(id uint64, tenant string, now time.Time) bool {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := t.m[tenant]
-	if st == nil {
-		if len(t.m) >= t.max {
-			t.forgetIdle(now, false)
-		}
-		if len(t.m) >= t.max {
-			// Full of tenants with open connections or buckets refilling;
-			// those with connections are at most MaxConns, so forgetting
-			// the others makes room.
-			t.forgetIdle(now, true)
-		}
-		st = &tenantState{name: tenant}
-		if t.rate > 0 {
-			st.lim = rate.NewLimiter(t.rate, t.burst)
-		}
-		t.m[tenant] = st
-	}
+	st := t.stateLocked(tenant, now)
 	if t.maxConns > 0 && st.conns >= t.maxConns {
 		t.refused.Inc()
 		return false
@@ -121,6 +127,57 @@ func (t *tenants) join(id uint64, tenant string, now time.Time) bool {
 	st.conns++
 	t.byConn[id] = st
 	return true
+}
+
+// stateLocked returns tenant's state, tracking it if it is not yet.
+// Called with t.mu held.
+func (t *tenants) stateLocked(tenant string, now time.Time) *tenantState {
+	st := t.m[tenant]
+	if st != nil {
+		return st
+	}
+	if len(t.m) >= t.max {
+		t.forgetIdle(now, false)
+	}
+	if len(t.m) >= t.max {
+		// Full of tenants with open connections or buckets refilling;
+		// those with connections are at most MaxConns, so forgetting
+		// the others makes room.
+		t.forgetIdle(now, true)
+	}
+	st = &tenantState{name: tenant}
+	if t.rate > 0 {
+		st.lim = rate.NewLimiter(t.rate, t.burst)
+	}
+	if t.hsRate > 0 {
+		st.hs, st.hsSlots = rate.NewLimiter(t.hsRate, t.hsBurst), slots.New(float64(t.hsRate))
+	}
+	t.m[tenant] = st
+	return st
+}
+
+// handshake takes one handshake from tenant's bucket; false: there is
+// none, and after is how long from now the tenant's client may come back
+// (the bucket's next token, spread as a slot at the tenant's rate; at
+// least 1 ms).
+func (t *tenants) handshake(tenant string, now time.Time) (ok bool, after time.Duration) {
+	if tenant == "" || t.hsRate == 0 {
+		return true, 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.stateLocked(tenant, now)
+	res := st.hs.ReserveN(now, 1)
+	d := res.DelayFrom(now)
+	if d <= 0 {
+		return true, 0
+	}
+	res.CancelAt(now)
+	t.hsRefused.Inc()
+	if !t.noSlots {
+		d = st.hsSlots.Take(now, now.Add(d)).Sub(now)
+	}
+	return false, max(d, time.Millisecond)
 }
 
 // leave releases connection id's place, if join counted it.
@@ -141,7 +198,8 @@ func (t *tenants) leave(id uint64, now time.Time) {
 }
 
 func (t *tenants) refilled(st *tenantState, now time.Time) bool {
-	return st.lim == nil || st.lim.TokensAt(now) >= float64(t.burst)
+	return (st.lim == nil || st.lim.TokensAt(now) >= float64(t.burst)) &&
+		(st.hs == nil || st.hs.TokensAt(now) >= float64(t.hsBurst))
 }
 
 // forgetIdle drops the tenants with no open connection whose bucket has
@@ -190,6 +248,35 @@ func (c *conn) joinTenant(id Identity, now time.Time) bool {
 	s.metrics.handshakeVia(outTenant, c.tr.kind())
 	c.closeAsync(protocol.CloseTryAgainLater, protocol.RetryAfterReason(after))
 	return false
+}
+
+// tenantHandshake takes the handshake of a connection whose token named
+// its tenant from the tenant's bucket (TenantHandshakeRate). Over it, it
+// starts closing the connection with 1013 and a retry-after, and reports
+// false.
+func (c *conn) tenantHandshake(id Identity, now time.Time) bool {
+	ok, after := c.s.tenants.handshake(id.Tenant, now)
+	if ok {
+		return true
+	}
+	c.s.metrics.handshakeVia(outTenant, c.tr.kind())
+	c.closeAsync(protocol.CloseTryAgainLater, protocol.RetryAfterReason(after))
+	return false
+}
+
+// tenantHandshakeRefusal takes the handshake of a request Identify named
+// (id) from its tenant's bucket, before the upgrade; over it, the refusal
+// to answer it with (the caller releases the admission and refuses).
+func (s *Server) tenantHandshakeRefusal(id Identity) *refusal {
+	ok, after := s.tenants.handshake(id.Tenant, s.opts.Now())
+	if ok {
+		return nil
+	}
+	s.mu.Lock()
+	s.counters.refused++ // admit counted the handshake
+	s.mu.Unlock()
+	return &refusal{why: "too many handshakes for this tenant: try again later", kind: outTenant,
+		status: http.StatusServiceUnavailable, after: after}
 }
 
 // overTenantRate answers a frame its tenant has no room for with

@@ -225,6 +225,14 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, status, "refused: see close", 0, refuseCode, refuseWhy)
 		return
 	}
+	if id.Tenant != "" {
+		if ref := s.tenantHandshakeRefusal(id); ref != nil { // the tenant's handshake ceiling (tenants.go)
+			s.release(ip)
+			s.metrics.handshakeVia(ref.kind, transportSSE)
+			writeRefusal(w, ref.status, ref.why, ref.after, protocol.CloseTryAgainLater, protocol.RetryAfterReason(ref.after))
+			return
+		}
+	}
 	c, late := s.register(newHTTPTransport, r.RemoteAddr, ip, id)
 	if c == nil {
 		s.release(ip)

@@ -381,6 +381,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Before the upgrade, so the hook sees the request as any handler
 	// would; its refusal is a close after it, which a browser can read.
 	id, refuseCode, refuseWhy := s.identify(r)
+	if refuseCode == 0 && id.Tenant != "" {
+		if ref := s.tenantHandshakeRefusal(id); ref != nil { // the tenant's handshake ceiling (tenants.go)
+			s.release(ip)
+			s.refuse(w, r, ref)
+			return
+		}
+	}
 	fw := &hijackWriter{ResponseWriter: w, hold: s.freezeGate(), writeTimeout: s.opts.WriteTimeout}
 	pt := &pongTo{}
 	ws, err := websocket.Accept(fw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns, OnPongReceived: pt.pong})

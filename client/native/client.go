@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/protocol"
@@ -31,6 +32,11 @@ type Client struct {
 	next int // index into urls of the next dial (the loop's)
 	opts *Options
 	core *client.Core
+	// connectTimeout is the core's ConnectTimeout: the longest a dial
+	// waits for a handshake slot (socket.go). requestTimeout is its
+	// RequestTimeout, which a ctx deadline may shorten (call).
+	connectTimeout, requestTimeout time.Duration
+
 	subs map[string]map[uint64]func(Update) // the loop's
 	subN uint64
 	// subWait holds the answers of Subscribe calls waiting for the
@@ -106,7 +112,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		urls: append([]string{url}, o.URLs...), opts: o, core: core,
+		urls: append([]string{url}, o.URLs...), opts: o, core: core, connectTimeout: core.Config().ConnectTimeout, requestTimeout: core.Config().RequestTimeout,
 		subs:   map[string]map[uint64]func(Update){},
 		events: make(chan event, eventQueue), ctx: cctx, cancel: cancel,
 		changed: make(chan struct{}), done: make(chan struct{}),
@@ -184,6 +190,19 @@ func (c *Client) Reconnect() {
 	}
 }
 
+// NetworkChanged tells the client the network changed under it (the
+// program saw its interface change, or a mobile binding was told of a
+// move), or that the program resumed from a sleep: a connection that is
+// up is probed at once and closed if the probe goes unanswered within its
+// timeout (a quarter to three quarters of a ping interval), rather than
+// after 1.25 intervals of silence; one lost now is redialled after the
+// small online delay (at most 500 ms), not the backoff's; a client
+// backing off dials within that delay. It returns at once; after Close it
+// does nothing. (client.Core.NetworkChanged has the rules.)
+func (c *Client) NetworkChanged() {
+	c.post(context.Background(), event{kind: evNetwork})
+}
+
 // WaitState blocks until cond holds for the client's state. Its errors are
 // ctx's and ErrClosed.
 func (c *Client) WaitState(ctx context.Context, cond func(State) bool) error {
@@ -239,8 +258,22 @@ func (c *Client) Presence(ctx context.Context, topic string) (*protocol.Presence
 	return &r, nil
 }
 
-// call posts a request or a publish and waits for its outcome.
+// call posts a request or a publish and waits for its outcome. ctx's
+// deadline, when it comes before the request's own timeout (its
+// RequestOptions.Timeout, or Config.RequestTimeout), becomes the timeout
+// the core holds it to and sends (timeoutMs): the action's deadline holds
+// in every phase, and a queued one the next dial cannot serve in time
+// fails at once with ErrNotReady.
 func (c *Client) call(ctx context.Context, e event) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok && e.opts.Timeout >= 0 {
+		own := e.opts.Timeout
+		if own == 0 {
+			own = c.requestTimeout
+		}
+		if left := time.Until(dl); left > 0 && left < own {
+			e.opts.Timeout = left
+		}
+	}
 	reply := make(chan requestReply, 2) // the id, then the outcome: never blocks the loop
 	e.reply = reply
 	if !c.post(ctx, e) {

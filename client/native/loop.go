@@ -31,6 +31,7 @@ const (
 	evUnsubscribe
 	evPublish
 	evTopics
+	evNetwork
 )
 
 // event is one thing for the loop to do; kind says which fields mean
@@ -150,6 +151,8 @@ func (c *Client) loop() {
 				e.reply <- requestReply{id: id}
 			case evTopics:
 				e.topics <- c.core.Topics()
+			case evNetwork:
+				c.core.NetworkChanged(now)
 			case evReconnect:
 				c.core.Reconnect(now)
 				c.apply(sockets, waiters, timer) // the state the caller waits on

@@ -35,8 +35,10 @@ type Options struct {
 	OnUpdate func(Update)
 	OnEvent  func(Event)
 	// OnRecord receives one sanitized record per reconnect decision (no
-	// token, payload or peer text in it); same rules as OnState. Default
-	// nil.
+	// token, payload or peer text in it), and one for the READY that ends
+	// a run of failures (setting it turns Config.RecordRecoveries on);
+	// same rules as OnState. NewRecordLog's Record writes them as JSON
+	// lines. Default nil.
 	OnRecord func(Record)
 	// Token, when set, is called before every dial for the ticket the
 	// client sends in its first frame. force asks for a fresh one (the
@@ -78,6 +80,18 @@ type Options struct {
 	// DialOptions are passed to websocket.Dial for every socket. Default
 	// nil: coder/websocket's defaults.
 	DialOptions *websocket.DialOptions
+	// Handshakes, when set, is a limiter the Client takes a slot from
+	// before every dial, shared with the other Clients of the process
+	// (NewHandshakeLimiter: a global rate, a rate per Tenant, a bounded
+	// number of waiting dials). The wait counts against the dial's
+	// ConnectTimeout, and a dial the core gives up (its connect timeout,
+	// the reconnect window, Close) stops waiting. Default nil: dials are
+	// not spaced.
+	Handshakes *HandshakeLimiter
+	// Tenant names this Client's tenant for Handshakes' rate per tenant;
+	// it is the program's label, never sent. Default "": a tenant of its
+	// own like any other.
+	Tenant string
 	// CloseTimeout bounds how long Close waits for the close handshakes of
 	// the client's sockets (1000, "client stopped") before it drops them.
 	// Zero means the default, 2s; a negative value is refused.
@@ -149,6 +163,9 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	}
 	if c.OnEvent != nil {
 		cfg.Trace = true
+	}
+	if c.OnRecord != nil {
+		cfg.RecordRecoveries = true // a run's records end in its outcome
 	}
 	if c.Token != nil {
 		cfg.Auth = true

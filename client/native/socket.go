@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/client"
@@ -45,7 +46,11 @@ func (c *Client) startSocket(id client.SocketID, url string) *socket {
 	go func() {
 		defer c.sockWG.Done()
 		defer cancel()
-		ws, resp, err := websocket.Dial(ctx, url, c.opts.DialOptions)
+		var resp *http.Response
+		ws, err := (*websocket.Conn)(nil), c.takeSlot(ctx)
+		if err == nil {
+			ws, resp, err = websocket.Dial(ctx, url, c.opts.DialOptions)
+		}
 		if err != nil {
 			c.mu.Lock()
 			c.lastDial = fmt.Errorf("failed to dial: %w", err)
@@ -69,6 +74,18 @@ func (c *Client) startSocket(id client.SocketID, url string) *socket {
 		c.read(s, ws)
 	}()
 	return s
+}
+
+// takeSlot waits for a handshake slot from Options.Handshakes (none:
+// nil at once), no longer than the core's connect timeout: the core gives
+// the dial up then, and a slot after it is not taken.
+func (c *Client) takeSlot(ctx context.Context) error {
+	if c.opts.Handshakes == nil {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
+	defer cancel()
+	return c.opts.Handshakes.Wait(wctx, c.opts.Tenant)
 }
 
 // write sends the loop's frames until the socket ends or a write fails

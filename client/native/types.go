@@ -40,6 +40,10 @@ type (
 	Outcome = client.Outcome
 	Class   = client.Class
 	By      = client.By
+	// Admission and TopicSeq are a Record's admission answer and its last
+	// event delivered per topic.
+	Admission = client.Admission
+	TopicSeq  = client.TopicSeq
 	// ContinuityLost is a range of updates the client will never deliver
 	// (OnContinuityLost).
 	ContinuityLost = client.ContinuityLost
