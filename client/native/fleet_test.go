@@ -95,7 +95,7 @@ func mostInASecond(ts []time.Time) int {
 func serveOn(t *testing.T, ln net.Listener, log *handshakeLog) (*server.Server, func()) {
 	t.Helper()
 	srv, err := server.New(&server.Options{
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), NoFeed: true,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		AdmitRate: 1e6, AdmitBurst: 1e6, TenantRate: 1e6, TenantBurst: 1e6, MaxConnsPerIP: 10000,
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // (15 s) later; a live one is kept. On fake time (synctest).
 func TestNativeNetworkChangedFindsADeadConnectionAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := memTopicServer(t, server.Options{PingInterval: 10 * time.Second, NoFeed: true})
+		srv := memTopicServer(t, server.Options{PingInterval: 10 * time.Second})
 		c, err := srv.dial(nil)
 		if err != nil {
 			t.Fatal(err)
