@@ -170,6 +170,7 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 
 	// Pass 1: what was published, subscribed, lost, asked and done.
 	acks := map[string]map[int64]string{}      // topic -> seq -> data
+	ackedAt := map[string]map[int64]int64{}    // topic -> seq -> when
 	ackedData := map[string]map[string]int64{} // topic -> data -> seq
 	failed := map[string]map[string]bool{}     // topic -> data
 	since := map[topicKey]int64{}
@@ -193,6 +194,10 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 				add(Violation{T: e.T, Rule: RuleAckTwice, Who: e.Who, Detail: fmt.Sprintf("%s seq %d acknowledged for %q and for %q", e.Topic, e.Seq, prev, e.Data)})
 			}
 			acks[e.Topic][e.Seq] = e.Data
+			if ackedAt[e.Topic] == nil {
+				ackedAt[e.Topic] = map[int64]int64{}
+			}
+			ackedAt[e.Topic][e.Seq] = e.T
 			ackedData[e.Topic][e.Data] = e.Seq
 			r.Acks++
 		case KindPubFail:
@@ -339,7 +344,7 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 			}
 		}
 		if missing > 0 {
-			add(Violation{T: lastHeal, Rule: RuleMissing, Who: k.who, Detail: fmt.Sprintf("%d acknowledged publishes of %s neither delivered nor reported lost, the first seq %d", missing, k.topic, first)})
+			add(Violation{T: ackedAt[k.topic][first], Rule: RuleMissing, Who: k.who, Detail: fmt.Sprintf("%d acknowledged publishes of %s neither delivered nor reported lost, the first seq %d", missing, k.topic, first)})
 		}
 		for _, rg := range ranges {
 			for q := rg[0]; q <= rg[1] && q-rg[0] < maxSeq; q++ {
