@@ -171,12 +171,14 @@ func TestSoak(t *testing.T) {
 
 	// The nemesis.
 	canReset := ssWorks()
+	canBlackhole := blackholeWorks()
+	t.Cleanup(removeBlackholes)
 	var heals sync.WaitGroup
 	for _, f := range schedule {
 		if !sleepCtx(ctx, time.Until(start.Add(f.At))) {
 			break
 		}
-		r.apply(ctx, &heals, f, pubs, canReset)
+		r.apply(ctx, &heals, f, pubs, canReset, canBlackhole)
 	}
 	heals.Wait()
 	lastHeal := time.Now()
@@ -529,9 +531,33 @@ func (r *soakRun) sampleLoop(ctx context.Context) {
 
 // apply runs one fault of the schedule; its heal runs on a goroutine of
 // heals.
-func (r *soakRun) apply(ctx context.Context, heals *sync.WaitGroup, f soak.Fault, pubs []*soakPublisher, canReset error) {
+func (r *soakRun) apply(ctx context.Context, heals *sync.WaitGroup, f soak.Fault, pubs []*soakPublisher, canReset, canBlackhole error) {
 	t := r.t
 	switch f.Kind {
+	case soak.Blackhole:
+		who := "node" + strconv.Itoa(f.Target+1)
+		if canBlackhole != nil {
+			r.h.Add(soak.Event{Kind: soak.KindSkip, Who: who, Fault: f.Kind, Err: canBlackhole.Error()})
+			return
+		}
+		r.mu.Lock()
+		port := r.nodes[f.Target].addr[strings.LastIndexByte(r.nodes[f.Target].addr, ':')+1:]
+		r.mu.Unlock()
+		r.h.Add(soak.Event{Kind: soak.KindFault, Who: who, Fault: f.Kind})
+		if err := blackhole("-I", port); err != nil {
+			t.Errorf("blackhole %s: %v", who, err)
+			return
+		}
+		heals.Add(1)
+		go func() {
+			defer heals.Done()
+			sleepCtx(ctx, f.Hold)
+			if err := blackhole("-D", port); err != nil {
+				t.Errorf("blackhole %s lifted: %v", who, err)
+			}
+			r.h.Add(soak.Event{Kind: soak.KindHeal, Who: who, Fault: f.Kind})
+		}()
+		return
 	case soak.Burst:
 		p := pubs[f.Target%len(pubs)]
 		r.h.Add(soak.Event{Kind: soak.KindFault, Who: "p-" + p.topic, Fault: f.Kind})
@@ -662,6 +688,58 @@ func ssWorks() error {
 	return nil
 }
 
+// blackholeTag marks the soak's iptables rules, so a run removes what a
+// crashed one left.
+const blackholeTag = "wsready-soak-blackhole"
+
+// blackhole inserts (op -I) or deletes (-D) the rules that drop every
+// packet to and from a loopback port: a node that stays up but whose
+// connections carry nothing, both ways (a dead NAT, a cut cable). Only
+// loopback (-i lo) and only that port: nothing else on the host is
+// touched.
+func blackhole(op, port string) error {
+	for _, dir := range []string{"--dport", "--sport"} {
+		out, err := exec.Command("iptables", "-w", "5", op, "INPUT", "-i", "lo", "-p", "tcp", dir, port,
+			"-m", "comment", "--comment", blackholeTag, "-j", "DROP").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("iptables %s: %v: %s", op, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// removeBlackholes deletes every rule blackhole made (of this run or a
+// crashed one).
+func removeBlackholes() {
+	out, err := exec.Command("iptables", "-w", "5", "-S", "INPUT").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, blackholeTag) || !strings.HasPrefix(line, "-A INPUT ") {
+			continue
+		}
+		args := strings.Fields(strings.Replace(line, "-A INPUT ", "-D INPUT ", 1))
+		for i, a := range args { // -S quotes the comment: "wsready-soak-blackhole"
+			args[i] = strings.Trim(a, `"`)
+		}
+		exec.Command("iptables", append([]string{"-w", "5"}, args...)...).Run()
+	}
+}
+
+// blackholeWorks says whether this process may add iptables rules (root
+// with iptables); the error says why not. It clears a crashed run's rules.
+func blackholeWorks() error {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return errors.New("iptables is not installed")
+	}
+	removeBlackholes()
+	if out, err := exec.Command("iptables", "-w", "5", "-S", "INPUT").CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables -S: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // rssOf is a process's resident set in bytes, and whether it is alive.
 func rssOf(pid int) (int64, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
@@ -718,5 +796,74 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-tm.C:
 		return true
+	}
+}
+
+// The blackhole drops both ways and is lifted without a trace.
+func TestSoakBlackholeDropsAndLifts(t *testing.T) {
+	if os.Getenv("WSREADY_SOAK") != "1" {
+		t.Skip("with the soak (WSREADY_SOAK=1): it changes the host's iptables rules on loopback")
+	}
+	if err := blackholeWorks(); err != nil {
+		t.Skip(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); b := make([]byte, 1); c.Read(b); c.Write(b) }()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	echo := func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 500*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := c.Write([]byte{7}); err != nil {
+			return err
+		}
+		_, err = c.Read(make([]byte, 1))
+		return err
+	}
+	if err := echo(); err != nil {
+		t.Fatalf("before the blackhole: %v", err)
+	}
+	// An established connection goes dark too.
+	open, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if err := blackhole("-I", port); err != nil {
+		t.Fatal(err)
+	}
+	defer removeBlackholes()
+	if err := echo(); err == nil {
+		t.Fatal("a new connection got through the blackhole")
+	}
+	open.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	open.Write([]byte{1})
+	if _, err := open.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an open connection through the blackhole: %v, want silence", err)
+	}
+	if err := blackhole("-D", port); err != nil {
+		t.Fatal(err)
+	}
+	if err := echo(); err != nil {
+		t.Fatalf("after the blackhole was lifted: %v", err)
+	}
+	out, _ := exec.Command("iptables", "-S", "INPUT").Output()
+	if strings.Contains(string(out), blackholeTag) {
+		t.Fatalf("rules left behind:\n%s", out)
 	}
 }

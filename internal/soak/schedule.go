@@ -13,6 +13,7 @@ const (
 	KillNATS  = "kill-nats"  // SIGKILL one NATS server; restart it after Hold
 	DrainNode = "drain-node" // SIGTERM a node (it drains); restart it Hold after it exits
 	ResetNode = "reset-node" // reset every TCP connection to a node (ss -K)
+	Blackhole = "blackhole"  // drop every packet to and from a node's port, both ways, for Hold (iptables)
 	Burst     = "burst"      // a topic's publisher sends BurstSize publishes at once
 	// The demo's switches on one node, turned off after Hold (restart
 	// is an action: the node's own downtime).
@@ -25,7 +26,7 @@ const (
 )
 
 // Kinds is every fault kind, in the order the nemesis draws from.
-var Kinds = []string{KillNode, KillNATS, DrainNode, ResetNode, Burst, Freeze, ServiceDown, Flapping, Restart, Jitter, Overload}
+var Kinds = []string{KillNode, KillNATS, DrainNode, ResetNode, Blackhole, Burst, Freeze, ServiceDown, Flapping, Restart, Jitter, Overload}
 
 // BurstSize is how many publishes a burst sends back to back.
 const BurstSize = 100
@@ -66,6 +67,8 @@ func holdRange(kind string) (time.Duration, time.Duration) {
 		return 2 * time.Second, 10 * time.Second
 	case DrainNode:
 		return time.Second, 3 * time.Second
+	case Blackhole:
+		return 5 * time.Second, 60 * time.Second
 	case Freeze, ServiceDown, Flapping, Jitter, Overload:
 		return 5 * time.Second, 20 * time.Second
 	}
@@ -79,7 +82,7 @@ func category(kind string) string {
 	switch kind {
 	case KillNATS:
 		return "nats"
-	case KillNode, DrainNode:
+	case KillNode, DrainNode, Blackhole:
 		return "down"
 	case Burst:
 		return "burst"
