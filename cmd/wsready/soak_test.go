@@ -165,9 +165,12 @@ func TestSoak(t *testing.T) {
 
 	// Observers: the fleet's READY count on change, the processes'
 	// resources every soakSampleEvery.
-	wg.Add(2)
-	go func() { defer wg.Done(); r.fleetLoop(ctx) }()
-	go func() { defer wg.Done(); r.sampleLoop(ctx) }()
+	obsCtx, stopObs := context.WithCancel(ctx)
+	defer stopObs()
+	var obs sync.WaitGroup
+	obs.Add(2)
+	go func() { defer obs.Done(); r.fleetLoop(obsCtx) }()
+	go func() { defer obs.Done(); r.sampleLoop(obsCtx) }()
 
 	// The nemesis.
 	canReset := ssWorks()
@@ -205,6 +208,10 @@ func TestSoak(t *testing.T) {
 		return true
 	}
 	eventually(60*time.Second, caught)
+	// The observers stop before the clients close (their closing is not
+	// the fleet leaving READY).
+	stopObs()
+	obs.Wait()
 	for i, c := range clients {
 		ready := int64(0)
 		if c.State().Ready {

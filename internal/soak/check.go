@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Rules the checker holds a history to, named in its violations.
@@ -438,6 +439,9 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 		procs = append(procs, who)
 	}
 	slices.Sort(procs)
+	// A restarted process (name#N) is held to its first incarnation's
+	// steady state: a node restarted empty fills up with the fleet.
+	first := map[string][2]int64{}
 	for _, who := range procs {
 		ss := samples[who]
 		if len(ss) < 4 {
@@ -455,6 +459,12 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 		slices.Sort(rss)
 		slices.Sort(gor)
 		steady := [2]int64{rss[len(rss)/2], gor[len(gor)/2]}
+		base, _, _ := strings.Cut(who, "#")
+		if f, ok := first[base]; ok {
+			steady = [2]int64{max(steady[0], f[0]), max(steady[1], f[1])}
+		} else {
+			first[base] = steady
+		}
 		r.Steady[who] = steady
 		peak := [2]int64{}
 		reported := false

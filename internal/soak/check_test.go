@@ -261,3 +261,26 @@ func TestTheScheduleKeepsAMajorityUp(t *testing.T) {
 		t.Fatal("an unknown kind was accepted")
 	}
 }
+
+// A node restarted empty fills up with the fleet: it is held to its first
+// incarnation's steady state, not to its own empty start.
+func TestARestartedProcessIsHeldToItsFirstSteadyState(t *testing.T) {
+	var h []Event
+	for i := range 8 {
+		h = append(h, Event{T: int64(i), Kind: KindSample, Who: "node1#0", RSS: 100 << 20, Gor: 3000})
+	}
+	for i := range 8 {
+		gor := int64(20)
+		if i > 4 {
+			gor = 3100
+		}
+		h = append(h, Event{T: int64(100 + i), Kind: KindSample, Who: "node1#1", RSS: 20 << 20, Gor: gor})
+	}
+	if r := mustCheck(t, h); !r.OK() {
+		t.Fatalf("a restarted node filling up: %v", r.Violations)
+	}
+	h = append(h, Event{T: 200, Kind: KindSample, Who: "node1#1", RSS: 20 << 20, Gor: 9000})
+	if r := mustCheck(t, h); r.Count[RuleResources] != 1 {
+		t.Fatalf("9,000 goroutines against a steady 3,000: %v", r.Violations)
+	}
+}
