@@ -51,8 +51,12 @@ func wsreadyBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "wsready")
+		args := []string{"build", "-o", binPath}
+		if os.Getenv("WSREADY_BIN_RACE") == "1" { // the soak's -race variant
+			args = append(args, "-race")
+		}
 		var out []byte
-		if out, binErr = exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); binErr != nil {
+		if out, binErr = exec.Command("go", append(args, ".")...).CombinedOutput(); binErr != nil {
 			binErr = &buildError{out: string(out), err: binErr}
 		}
 	})
@@ -162,6 +166,9 @@ func launch(t *testing.T, marker string, stderr bool, args ...string) *proc {
 const procTail = 40
 
 func (p *proc) note(line string) {
+	if h := lineHook.Load(); h != nil {
+		(*h)(p, line)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.lines) == procTail {
