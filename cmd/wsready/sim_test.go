@@ -147,3 +147,54 @@ func TestSimCollectorOffOnlyForSmallRuns(t *testing.T) {
 	}
 	restore()
 }
+
+// -tables writeups alone prints the write-ups' figures (docs/sim.md) and
+// writes them as markdown and JSON; its flags mean what they say.
+func TestSimWriteupsTable(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	md, js := filepath.Join(dir, "w.md"), filepath.Join(dir, "w.json")
+	if err := runSim([]string{"-tables", "writeups", "-out", md, "-json", js}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| exponential(base 500ms, cap 24h0m0s) | 100000 | 100000 |", "exponential without jitter 2000 / 1980 / 1960 / 1940",
+		"| 40000 |", "| 450, 111 s |", "13.8 TB", "288 GB (polling 48x and 8x)"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the writeups table lacks %q:\n%s", s, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "Base scenario") {
+		t.Errorf("-tables writeups ran the base scenario too:\n%s", out.String())
+	}
+	b, err := os.ReadFile(md)
+	if err != nil || !strings.Contains(string(b), "13.8 TB") {
+		t.Fatalf("-out: %v\n%s", err, b)
+	}
+	var payload struct {
+		Writeups struct {
+			Peaks []struct{ InWindow int } `json:"peaks"`
+		} `json:"writeups"`
+	}
+	if b, err = os.ReadFile(js); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &payload); err != nil || len(payload.Writeups.Peaks) != 3 || payload.Writeups.Peaks[0].InWindow != 100000 {
+		t.Fatalf("-json: %v %+v", err, payload)
+	}
+
+	out.Reset()
+	if err := runSim([]string{"-tables", "writeups", "-peak-clients", "1000", "-ping", "10s", "-drain-window", "300s"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| exponential(base 500ms, cap 24h0m0s) | 1000 | 1000 |", "(every 10s) | 100000 |", "(over 5m0s) | 167 |"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the flags did not reach the table, it lacks %q:\n%s", s, out.String())
+		}
+	}
+	for _, args := range [][]string{{"-peak-base", "0s"}, {"-spread", "0"}, {"-spread", "1"}, {"-peak-attempt", "0"}, {"-ping", "0s"},
+		{"-admit-rate", "0"}, {"-poll-bytes", "0"}, {"-lock-capacity", "-1"}, {"-tables", "writeups,nope"}} {
+		if err := runSim(append([]string{"-tables", "writeups"}, args...), &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
