@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -166,6 +168,10 @@ type WriteupResult struct {
 	OursFrameBytes      int     `json:"oursFrameBytes"`      // wsready's update frame for the location, with its WebSocket header
 	OursPingBytes       int     `json:"oursPingBytes"`       // wsready's ping frame, with its WebSocket header
 	OursPushBytesPerDay float64 `json:"oursPushBytesPerDay"` // our frames every PushInterval and our pings every PingInterval
+
+	// Storm is the field figures of a wsready storm report, when one was
+	// given (wsready sim -storm FILE); nil otherwise.
+	Storm []StormFigures `json:"storm,omitempty"`
 }
 
 // locationJSON is the pushed update of the ours column: a driver's
@@ -304,5 +310,90 @@ func WriteupTable(r WriteupResult) string {
 	fmt.Fprintf(&b, "| a day of wsready push: a %d B update frame every %v and a %d B ping every %v | %s (polling %.0fx and %.0fx) |\n",
 		r.OursFrameBytes, c.PushInterval, r.OursPingBytes, c.PingInterval, bytesText(r.OursPushBytesPerDay),
 		r.PollFastBytesPerDay/r.OursPushBytesPerDay, r.PollSlowBytesPerDay/r.OursPushBytesPerDay)
+	if len(r.Storm) > 0 {
+		b.WriteString("\nField figures from a wsready storm report (real clients and sockets through a Restart):\n\n")
+		b.WriteString(StormTable(r.Storm))
+	}
+	return b.String()
+}
+
+// StormFigures are the chat post-mortem's field figures read from one run
+// of wsready storm -compare -json (real clients and sockets through a
+// Restart): the time until half and 99% of the fleet were READY again, and
+// the seconds at or after the server's recovery in which the fleet asked
+// for more handshakes than the server admits (storm seconds).
+type StormFigures struct {
+	Label        string `json:"label"`
+	Clients      int    `json:"clients"`
+	MedianMs     *int64 `json:"medianMs"` // the end of the first second with half the fleet READY: a bound, to the second
+	P99Ms        *int64 `json:"p99Ms"`    // the storm's own 99% READY
+	StormSeconds int    `json:"stormSeconds"`
+}
+
+// stormFile is what wsready storm -compare -json writes, the fields read
+// here.
+type stormFile struct {
+	Storm []struct {
+		Label  string `json:"label"`
+		Report struct {
+			Clients int    `json:"clients"`
+			T99Ms   *int64 `json:"t99Ms"`
+			Seconds []struct {
+				T        int `json:"t"`
+				Attempts int `json:"attempts"`
+				Ready    int `json:"ready"`
+			} `json:"seconds"`
+		} `json:"report"`
+	} `json:"storm"`
+	AdmitRate  int   `json:"admitRate"`
+	DowntimeMs int64 `json:"downtimeMs"`
+}
+
+// maxStormFile bounds what ReadStorm reads: a 90 s storm of three runs is
+// about 30 KB.
+const maxStormFile = 16 << 20
+
+// ReadStorm reads a wsready storm -compare -json file and returns each
+// run's field figures.
+func ReadStorm(r io.Reader) ([]StormFigures, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxStormFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the storm report: %w", err)
+	}
+	if len(b) > maxStormFile {
+		return nil, fmt.Errorf("failed to read the storm report: larger than %d bytes", maxStormFile)
+	}
+	var f stormFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("failed to decode the storm report: %w", err)
+	}
+	if len(f.Storm) == 0 || f.AdmitRate < 1 {
+		return nil, errors.New("failed to read the storm report: no runs or no admission rate (is it wsready storm -compare -json?)")
+	}
+	var out []StormFigures
+	for _, run := range f.Storm {
+		p := run.Report
+		fig := StormFigures{Label: run.Label, Clients: p.Clients, P99Ms: p.T99Ms}
+		for _, s := range p.Seconds {
+			if fig.MedianMs == nil && 2*s.Ready >= p.Clients {
+				v := int64(s.T+1) * 1000
+				fig.MedianMs = &v
+			}
+			if int64(s.T)*1000 >= f.DowntimeMs && s.Attempts > f.AdmitRate {
+				fig.StormSeconds++
+			}
+		}
+		out = append(out, fig)
+	}
+	return out, nil
+}
+
+// StormTable renders the storm's field figures as markdown.
+func StormTable(fs []StormFigures) string {
+	var b strings.Builder
+	b.WriteString("| run | clients | half READY again within | 99% READY again after | storm seconds (attempts above the admission rate after recovery) |\n|---|---|---|---|---|\n")
+	for _, f := range fs {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d |\n", f.Label, f.Clients, at(f.MedianMs), at(f.P99Ms), f.StormSeconds)
+	}
 	return b.String()
 }

@@ -3,7 +3,6 @@ package sim
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // The write-ups table's figures come from the client's policies and the
@@ -108,5 +107,32 @@ func TestWriteupsRefuseInvalid(t *testing.T) {
 	if _, err := RunWriteups(c); err != nil {
 		t.Errorf("zero capacity and frame CPU refused: %v", err)
 	}
-	_ = time.Second
+}
+
+func TestReadStormFindsMedianP99AndStormSeconds(t *testing.T) {
+	const report = `{"admitRate": 500, "downtimeMs": 2000, "storm": [{"label": "a", "report": {"clients": 10, "t99Ms": 3500,
+		"seconds": [{"t":0,"attempts":900,"ready":0},{"t":1,"attempts":700,"ready":2},{"t":2,"attempts":501,"ready":5},{"t":3,"attempts":500,"ready":10}]}}]}`
+	got, err := ReadStorm(strings.NewReader(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half READY at the end of second 2; only second 2 (at or after the
+	// 2 s downtime) asked for more than 500.
+	if len(got) != 1 || got[0].MedianMs == nil || *got[0].MedianMs != 3000 || *got[0].P99Ms != 3500 || got[0].StormSeconds != 1 || got[0].Clients != 10 {
+		t.Fatalf("got %+v", got)
+	}
+	if s := StormTable(got); !strings.Contains(s, "| a | 10 | 3.0 s | 3.5 s | 1 |") {
+		t.Errorf("table:\n%s", s)
+	}
+	for name, bad := range map[string]string{
+		"not JSON":      "{",
+		"no runs":       `{"admitRate": 500, "storm": []}`,
+		"no admit rate": `{"storm": [{"label": "a", "report": {"clients": 1}}]}`,
+		"too large":     strings.Repeat(" ", maxStormFile+1),
+		"wrong shape":   `{"storm": 3}`,
+	} {
+		if _, err := ReadStorm(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 }

@@ -67,6 +67,7 @@ func runSim(args []string, stdout io.Writer) error {
 	fs.DurationVar(&wu.PollSlow, "poll-slow", wu.PollSlow, "writeups: the slower poll interval")
 	fs.DurationVar(&wu.PushInterval, "push-every", wu.PushInterval, "writeups: time between two pushed updates")
 	fs.IntVar(&wu.PushBytes, "push-bytes", wu.PushBytes, "writeups: bytes of a pushed update in the write-up's model")
+	stormIn := fs.String("storm", "", "writeups: also read this wsready storm -compare -json report (make storm's docs/measured/storm.json) and put its field figures in the table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,9 +112,22 @@ func runSim(args []string, stdout io.Writer) error {
 			return fmt.Errorf("sim: %w", err)
 		}
 		writeups = &r
+		if *stormIn != "" {
+			f, err := os.Open(*stormIn)
+			if err != nil {
+				return fmt.Errorf("sim: failed to open the storm report: %w", err)
+			}
+			r.Storm, err = sim.ReadStorm(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("sim: %s: %w", *stormIn, err)
+			}
+		}
 		if len(want) == 1 {
 			return writeSimReport(stdout, args, *format, *out, *jsonOut, cfg.Seed, sim.WriteupTable(r), map[string]any{"seed": cfg.Seed, "writeups": r})
 		}
+	} else if *stormIn != "" {
+		return fmt.Errorf("sim: -storm needs the writeups table")
 	}
 	if !want["main"] {
 		return fmt.Errorf("sim: -tables must include main (or be writeups alone)")

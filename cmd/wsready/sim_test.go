@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/wsready/wsready/storm"
 )
 
 func TestSimCommandPrintsTheSeedAndTables(t *testing.T) {
@@ -194,6 +196,41 @@ func TestSimWriteupsTable(t *testing.T) {
 	for _, args := range [][]string{{"-peak-base", "0s"}, {"-spread", "0"}, {"-spread", "1"}, {"-peak-attempt", "0"}, {"-ping", "0s"},
 		{"-admit-rate", "0"}, {"-poll-bytes", "0"}, {"-lock-capacity", "-1"}, {"-tables", "writeups,nope"}} {
 		if err := runSim(append([]string{"-tables", "writeups"}, args...), &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// -storm reads what wsready storm -compare -json writes (the storm
+// package's own types, encoded the way runStorm encodes them) and puts its
+// field figures in the writeups table; a missing or foreign file is an
+// error, and -storm without the writeups table is refused.
+func TestSimWriteupsReadAStormReport(t *testing.T) {
+	dir := t.TempDir()
+	t99 := int64(4200)
+	rows := []storm.Row{{Label: "stage 6, server with slots", Report: storm.Report{Clients: 4, T99Ms: &t99,
+		Seconds: []storm.Second{{T: 0, Attempts: 9, Ready: 0}, {T: 1, Attempts: 6, Ready: 1}, {T: 2, Attempts: 2, Ready: 2}, {T: 3, Attempts: 1, Ready: 4}}}}}
+	b, err := json.Marshal(map[string]any{"storm": rows, "admitRate": 5, "downtimeMs": 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "storm.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runSim([]string{"-tables", "writeups", "-storm", path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	// Half READY by the end of second 2, 99% at 4.2 s, one second after the
+	// downtime above the admission rate of 5.
+	if want := "| stage 6, server with slots | 4 | 3.0 s | 4.2 s | 1 |"; !strings.Contains(out.String(), want) {
+		t.Errorf("the table lacks %q:\n%s", want, out.String())
+	}
+	os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"clients": 3}`), 0o644)
+	for _, args := range [][]string{{"-tables", "writeups", "-storm", filepath.Join(dir, "missing.json")},
+		{"-tables", "writeups", "-storm", filepath.Join(dir, "other.json")}, {"-tables", "main", "-storm", path}} {
+		if err := runSim(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
 		}
 	}
