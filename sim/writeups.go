@@ -52,6 +52,11 @@ type WriteupConfig struct {
 	PingInterval  time.Duration // server.Options.PingInterval default: 25 s
 	SweepInterval time.Duration // server.Options.SweepInterval default: 10 s
 	FrameCPU      time.Duration // docs/measured/bench.md, CPU per delivered frame: about 20 µs
+	// IdleCores is the server CPU measured for IdleConns idle connections
+	// at the default pings, protocol and sweep together (docs/measured/
+	// bench.md's idle row: 0.079 cores at 19,500), scaled to Conns.
+	IdleConns int     // 19,500
+	IdleCores float64 // 0.079
 
 	// Drain of DrainConns connections: the server closes them over
 	// DrainWindow and hands each a reconnect slot at 90% of AdmitRate.
@@ -80,6 +85,7 @@ func DefaultWriteupConfig() WriteupConfig {
 		PeakClients: 100_000, PeakBase: 500 * time.Millisecond, PeakAttempt: 5, Spread: 0.10,
 		LockClients: 2000, LockCapacity: 20, LockWaves: 4,
 		Conns: 1_000_000, PingInterval: 25 * time.Second, SweepInterval: 10 * time.Second, FrameCPU: 20 * time.Microsecond,
+		IdleConns: 19_500, IdleCores: 0.079,
 		DrainConns: 50_000, DrainWindow: 10 * time.Second, AdmitRate: 500,
 		PollClients: 100_000, PollBytes: 1600, PollFast: time.Second, PollSlow: 6 * time.Second, PushInterval: 3 * time.Second, PushBytes: 100,
 	}
@@ -99,7 +105,7 @@ func (c WriteupConfig) Validate() error {
 		return errors.New("writeups: spread must be in (0, 1)")
 	case c.LockClients < 1 || c.LockClients > 1_000_000 || c.LockCapacity < 0 || c.LockWaves < 1 || c.LockWaves > 20:
 		return errors.New("writeups: lockstep needs 1..1000000 clients, a capacity of at least 0 and 1..20 waves")
-	case c.Conns < 1 || c.DrainConns < 1 || c.PollClients < 1:
+	case c.Conns < 1 || c.DrainConns < 1 || c.PollClients < 1 || c.IdleConns < 1 || c.IdleCores < 0:
 		return errors.New("writeups: connection counts must be at least 1")
 	case c.PingInterval <= 0 || c.SweepInterval <= 0 || c.FrameCPU < 0 || c.DrainWindow <= 0 || !(c.AdmitRate > 0):
 		return errors.New("writeups: ping and sweep intervals, drain window and admission rate must be positive, frame CPU not negative")
@@ -157,6 +163,7 @@ type WriteupResult struct {
 	AppPingsPerSecond   float64 `json:"appPingsPerSecond"`   // Conns / PingInterval
 	SweepPingsPerSecond float64 `json:"sweepPingsPerSecond"` // Conns / (2 SweepInterval), for clients that send nothing else
 	HeartbeatCores      float64 `json:"heartbeatCores"`      // server CPU cores the protocol pings take at FrameCPU each
+	IdleCoresAtConns    float64 `json:"idleCoresAtConns"`    // the measured idle CPU scaled to Conns
 
 	DrainClosesPerSecond   float64 `json:"drainClosesPerSecond"`   // DrainConns / DrainWindow
 	DrainReturnsPerSecond  float64 `json:"drainReturnsPerSecond"`  // the reconnect slots' rate: 0.9 AdmitRate
@@ -250,6 +257,7 @@ func RunWriteups(c WriteupConfig) (WriteupResult, error) {
 	res.AppPingsPerSecond = float64(c.Conns) / c.PingInterval.Seconds()
 	res.SweepPingsPerSecond = float64(c.Conns) / (2 * c.SweepInterval.Seconds())
 	res.HeartbeatCores = res.AppPingsPerSecond * c.FrameCPU.Seconds()
+	res.IdleCoresAtConns = c.IdleCores * float64(c.Conns) / float64(c.IdleConns)
 
 	res.DrainClosesPerSecond = float64(c.DrainConns) / c.DrainWindow.Seconds()
 	res.DrainReturnsPerSecond = 0.9 * c.AdmitRate
@@ -301,6 +309,7 @@ func WriteupTable(r WriteupResult) string {
 	fmt.Fprintf(&b, "| heartbeat at %d connections: protocol pings a second (every %v) | %.0f |\n", c.Conns, c.PingInterval, r.AppPingsPerSecond)
 	fmt.Fprintf(&b, "| the sweep's WebSocket pings a second, clients that send nothing else (every other %v) | %.0f |\n", c.SweepInterval, r.SweepPingsPerSecond)
 	fmt.Fprintf(&b, "| server CPU for the protocol pings at %v a frame | %.2f cores |\n", c.FrameCPU, r.HeartbeatCores)
+	fmt.Fprintf(&b, "| server CPU for %d idle connections, measured %.3f cores at %d, scaled | %.1f cores |\n", c.Conns, c.IdleCores, c.IdleConns, r.IdleCoresAtConns)
 	fmt.Fprintf(&b, "| drain of %d connections: closes a second (over %v) | %.0f |\n", c.DrainConns, c.DrainWindow, r.DrainClosesPerSecond)
 	fmt.Fprintf(&b, "| drain: reconnections a second (slots at 90%% of %.0f/s), all back after | %.0f, %.0f s |\n", c.AdmitRate, r.DrainReturnsPerSecond, r.DrainReturnedInSeconds)
 	fmt.Fprintf(&b, "| a day of polling every %v (%d clients, %d B an exchange) | %s |\n", c.PollFast, c.PollClients, c.PollBytes, bytesText(r.PollFastBytesPerDay))

@@ -58,6 +58,9 @@ func TestWriteupsLockstepAndArithmetic(t *testing.T) {
 	if r.AppPingsPerSecond != 40_000 || r.SweepPingsPerSecond != 50_000 {
 		t.Errorf("heartbeat at 1M connections: %v protocol and %v sweep pings a second, want 40,000 and 50,000", r.AppPingsPerSecond, r.SweepPingsPerSecond)
 	}
+	if d := r.IdleCoresAtConns - 0.079*1e6/19500; d > 1e-9 || d < -1e-9 {
+		t.Errorf("idle CPU at 1M: %v cores", r.IdleCoresAtConns)
+	}
 	if r.DrainClosesPerSecond != 5000 || r.DrainReturnsPerSecond != 450 {
 		t.Errorf("drain: %v closes and %v returns a second, want 5,000 and 450", r.DrainClosesPerSecond, r.DrainReturnsPerSecond)
 	}
@@ -94,6 +97,7 @@ func TestWriteupsRefuseInvalid(t *testing.T) {
 		"zero poll":     func(c *WriteupConfig) { c.PollFast = 0 },
 		"no poll bytes": func(c *WriteupConfig) { c.PollBytes = 0 },
 		"zero waves":    func(c *WriteupConfig) { c.LockWaves = 0 },
+		"no idle conns": func(c *WriteupConfig) { c.IdleConns = 0 },
 	} {
 		c := DefaultWriteupConfig()
 		f(&c)

@@ -58,6 +58,8 @@ func runSim(args []string, stdout io.Writer) error {
 	fs.DurationVar(&wu.PingInterval, "ping", wu.PingInterval, "writeups: the server's ping interval (server.Options.PingInterval's default)")
 	fs.DurationVar(&wu.SweepInterval, "sweep", wu.SweepInterval, "writeups: the liveness sweep's interval (server.Options.SweepInterval's default)")
 	fs.DurationVar(&wu.FrameCPU, "frame-cpu", wu.FrameCPU, "writeups: server CPU per delivered frame (docs/measured/bench.md)")
+	fs.IntVar(&wu.IdleConns, "idle-conns", wu.IdleConns, "writeups: the connections of the measured idle row (docs/measured/bench.md)")
+	fs.Float64Var(&wu.IdleCores, "idle-cores", wu.IdleCores, "writeups: the server CPU measured for them, cores")
 	fs.IntVar(&wu.DrainConns, "drain-conns", wu.DrainConns, "writeups: connections a drain closes")
 	fs.DurationVar(&wu.DrainWindow, "drain-window", wu.DrainWindow, "writeups: the drain window (server.Options.DrainWindow's default)")
 	fs.Float64Var(&wu.AdmitRate, "admit-rate", wu.AdmitRate, "writeups: the admission rate, handshakes a second (server.Options.AdmitRate's default); slots at 90% of it")
