@@ -31,6 +31,8 @@ func goldenCases() map[string]any {
 		r, _ := RunFlap(fc, np)
 		out["flap/"+np.Name] = r
 	}
+	wu, _ := RunWriteups(DefaultWriteupConfig())
+	out["writeups"] = wu
 	return out
 }
 

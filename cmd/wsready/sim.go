@@ -37,7 +37,7 @@ func runSim(args []string, stdout io.Writer) error {
 	budget := fs.Int("budget", 5, "stage 6 table: the clients' attempt budget (> 0)")
 	first := fs.String("first", "policy", "first attempt: policy (delay(0) after the disconnect) or zero (everyone at t=0)")
 	policy := fs.String("policy", "all", "fixed, exponential, linear, jitter, a comma-separated list of them (in that order in the table), or all")
-	tables := fs.String("tables", "main,session,flap", "which tables to run: main (the policies), session (the stage 6 rows), flap (the Flapping table), comma-separated")
+	tables := fs.String("tables", "main,session,flap,writeups", "which tables to run: main (the policies), session (the stage 6 rows), flap (the Flapping table), writeups (the write-ups' figures, docs/sim.md), comma-separated; writeups alone runs only it")
 	format := fs.String("format", "table", "table (markdown) or json")
 	svgDir := fs.String("svg", "", "write attempts.svg and connected.svg charts into this directory")
 	out := fs.String("out", "", "also write the markdown report to this file")
@@ -47,9 +47,33 @@ func runSim(args []string, stdout io.Writer) error {
 	fs.DurationVar(&flap.Horizon, "flap-horizon", flap.Horizon, "simulated time for the Flapping table (1ms..24h)")
 	fs.DurationVar(&flap.CloseAfter, "flap-close", flap.CloseAfter, "Flapping: the server closes each connection this long after accepting it (>= 0)")
 	fs.DurationVar(&flap.Cooldown, "cooldown", flap.Cooldown, "the reset rule's READY cooldown in the Flapping table (> 0)")
+	wu := sim.DefaultWriteupConfig()
+	fs.IntVar(&wu.PeakClients, "peak-clients", wu.PeakClients, "writeups: clients for the attempt-N peaks")
+	fs.DurationVar(&wu.PeakBase, "peak-base", wu.PeakBase, "writeups: exponential base for the attempt-N peaks (> 0)")
+	fs.IntVar(&wu.PeakAttempt, "peak-attempt", wu.PeakAttempt, "writeups: the attempt whose peak is counted (1 is the first retry; 1..20)")
+	fs.Float64Var(&wu.Spread, "spread", wu.Spread, "writeups: the proportional jitter, a delay times [1-spread, 1+spread) (0..1, exclusive)")
+	fs.IntVar(&wu.LockClients, "lock-clients", wu.LockClients, "writeups: clients in the lockstep scenario")
+	fs.IntVar(&wu.LockCapacity, "lock-capacity", wu.LockCapacity, "writeups: handshakes a second the lockstep scenario's server takes (>= 0)")
+	fs.IntVar(&wu.Conns, "conns", wu.Conns, "writeups: connections for the heartbeat load")
+	fs.DurationVar(&wu.PingInterval, "ping", wu.PingInterval, "writeups: the server's ping interval (server.Options.PingInterval's default)")
+	fs.DurationVar(&wu.SweepInterval, "sweep", wu.SweepInterval, "writeups: the liveness sweep's interval (server.Options.SweepInterval's default)")
+	fs.DurationVar(&wu.FrameCPU, "frame-cpu", wu.FrameCPU, "writeups: server CPU per delivered frame (docs/measured/bench.md)")
+	fs.IntVar(&wu.IdleConns, "idle-conns", wu.IdleConns, "writeups: the connections of the measured idle row (docs/measured/bench.md)")
+	fs.Float64Var(&wu.IdleCores, "idle-cores", wu.IdleCores, "writeups: the server CPU measured for them, cores")
+	fs.IntVar(&wu.DrainConns, "drain-conns", wu.DrainConns, "writeups: connections a drain closes")
+	fs.DurationVar(&wu.DrainWindow, "drain-window", wu.DrainWindow, "writeups: the drain window (server.Options.DrainWindow's default)")
+	fs.Float64Var(&wu.AdmitRate, "admit-rate", wu.AdmitRate, "writeups: the admission rate, handshakes a second (server.Options.AdmitRate's default); slots at 90% of it")
+	fs.IntVar(&wu.PollClients, "poll-clients", wu.PollClients, "writeups: clients polling or pushed to")
+	fs.IntVar(&wu.PollBytes, "poll-bytes", wu.PollBytes, "writeups: bytes of one poll, request and response together")
+	fs.DurationVar(&wu.PollFast, "poll-fast", wu.PollFast, "writeups: the faster poll interval")
+	fs.DurationVar(&wu.PollSlow, "poll-slow", wu.PollSlow, "writeups: the slower poll interval")
+	fs.DurationVar(&wu.PushInterval, "push-every", wu.PushInterval, "writeups: time between two pushed updates")
+	fs.IntVar(&wu.PushBytes, "push-bytes", wu.PushBytes, "writeups: bytes of a pushed update in the write-up's model")
+	stormIn := fs.String("storm", "", "writeups: also read this wsready storm -compare -json report (make storm's docs/measured/storm.json) and put its field figures in the table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	wu.Seed = cfg.Seed
 	if fs.NArg() > 0 {
 		return fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
 	}
@@ -77,14 +101,38 @@ func runSim(args []string, stdout io.Writer) error {
 	want := map[string]bool{}
 	for _, t := range strings.Split(*tables, ",") {
 		switch t = strings.TrimSpace(t); t {
-		case "main", "session", "flap":
+		case "main", "session", "flap", "writeups":
 			want[t] = true
 		default:
-			return fmt.Errorf("sim: -tables takes main, session and flap, not %q", t)
+			return fmt.Errorf("sim: -tables takes main, session, flap and writeups, not %q", t)
 		}
 	}
+	var writeups *sim.WriteupResult
+	if want["writeups"] {
+		r, err := sim.RunWriteups(wu)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		writeups = &r
+		if *stormIn != "" {
+			f, err := os.Open(*stormIn)
+			if err != nil {
+				return fmt.Errorf("sim: failed to open the storm report: %w", err)
+			}
+			r.Storm, err = sim.ReadStorm(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("sim: %s: %w", *stormIn, err)
+			}
+		}
+		if len(want) == 1 {
+			return writeSimReport(stdout, args, *format, *out, *jsonOut, cfg.Seed, sim.WriteupTable(r), map[string]any{"seed": cfg.Seed, "writeups": r})
+		}
+	} else if *stormIn != "" {
+		return fmt.Errorf("sim: -storm needs the writeups table")
+	}
 	if !want["main"] {
-		return fmt.Errorf("sim: -tables must include main")
+		return fmt.Errorf("sim: -tables must include main (or be writeups alone)")
 	}
 
 	sessionRows := []struct {
@@ -157,6 +205,10 @@ func runSim(args []string, stdout io.Writer) error {
 		md.WriteString("\n")
 		md.WriteString(sim.FlapTable(flap, flaps))
 	}
+	if writeups != nil {
+		md.WriteString("\n")
+		md.WriteString(sim.WriteupTable(*writeups))
+	}
 	fmt.Fprintf(&md, "\nSimulated in %v (base scenario %v) on this machine.\n", took.Round(time.Millisecond), baseTook.Round(time.Millisecond))
 
 	if *svgDir != "" {
@@ -179,7 +231,7 @@ func runSim(args []string, stdout io.Writer) error {
 	// The JSON (tens of megabytes for a day's horizon) only when it is
 	// printed or written.
 	if *format == "json" || *jsonOut != "" {
-		payload := map[string]any{"seed": cfg.Seed, "config": cfg, "policyParams": pp, "results": results, "session": session, "flap": map[string]any{"config": flap, "results": flaps},
+		payload := map[string]any{"seed": cfg.Seed, "config": cfg, "policyParams": pp, "results": results, "session": session, "flap": map[string]any{"config": flap, "results": flaps}, "writeups": writeups,
 			"elapsedMs": took.Milliseconds()}
 		js, err := json.MarshalIndent(payload, "", "  ")
 		if err != nil {
@@ -198,6 +250,35 @@ func runSim(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "seed %d\n\n%s", cfg.Seed, md.String())
 	return nil
+}
+
+// writeSimReport writes the writeups table alone: markdown to out, JSON to
+// jsonOut, and one of them to stdout by format.
+func writeSimReport(stdout io.Writer, args []string, format, out, jsonOut string, seed uint64, table string, payload map[string]any) error {
+	md := fmt.Sprintf("# Fleet simulation: the write-ups' figures\n\nMade by `%s` (seed %d).\n\n%s", strings.TrimSpace("wsready sim "+strings.Join(args, " ")), seed, table)
+	if out != "" {
+		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("sim: failed to write the report: %w", err)
+		}
+	}
+	if format == "json" || jsonOut != "" {
+		js, err := json.MarshalIndent(payload, "", "  ")
+		if err != nil {
+			return fmt.Errorf("sim: failed to encode the JSON: %w", err)
+		}
+		js = append(js, '\n')
+		if jsonOut != "" {
+			if err := os.WriteFile(jsonOut, js, 0o644); err != nil {
+				return fmt.Errorf("sim: failed to write the JSON: %w", err)
+			}
+		}
+		if format == "json" {
+			_, err = stdout.Write(js)
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(stdout, "seed %d\n\n%s", seed, md)
+	return err
 }
 
 // gcOffBelow is the most a simulation may allocate, all its runs and its

@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/wsready/wsready/storm"
 )
 
 func TestSimCommandPrintsTheSeedAndTables(t *testing.T) {
@@ -146,4 +148,90 @@ func TestSimCollectorOffOnlyForSmallRuns(t *testing.T) {
 		t.Fatalf("GOGC in the environment was overridden: %d%%", p)
 	}
 	restore()
+}
+
+// -tables writeups alone prints the write-ups' figures (docs/sim.md) and
+// writes them as markdown and JSON; its flags mean what they say.
+func TestSimWriteupsTable(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	md, js := filepath.Join(dir, "w.md"), filepath.Join(dir, "w.json")
+	if err := runSim([]string{"-tables", "writeups", "-out", md, "-json", js}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| exponential(base 500ms, cap 24h0m0s) | 100000 | 100000 |", "exponential without jitter 2000 / 1980 / 1960 / 1940",
+		"| 40000 |", "| 450, 111 s |", "13.8 TB", "288 GB (polling 48x and 8x)"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the writeups table lacks %q:\n%s", s, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "Base scenario") {
+		t.Errorf("-tables writeups ran the base scenario too:\n%s", out.String())
+	}
+	b, err := os.ReadFile(md)
+	if err != nil || !strings.Contains(string(b), "13.8 TB") {
+		t.Fatalf("-out: %v\n%s", err, b)
+	}
+	var payload struct {
+		Writeups struct {
+			Peaks []struct{ InWindow int } `json:"peaks"`
+		} `json:"writeups"`
+	}
+	if b, err = os.ReadFile(js); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &payload); err != nil || len(payload.Writeups.Peaks) != 3 || payload.Writeups.Peaks[0].InWindow != 100000 {
+		t.Fatalf("-json: %v %+v", err, payload)
+	}
+
+	out.Reset()
+	if err := runSim([]string{"-tables", "writeups", "-peak-clients", "1000", "-ping", "10s", "-drain-window", "300s"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| exponential(base 500ms, cap 24h0m0s) | 1000 | 1000 |", "(every 10s) | 100000 |", "(over 5m0s) | 167 |"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the flags did not reach the table, it lacks %q:\n%s", s, out.String())
+		}
+	}
+	for _, args := range [][]string{{"-peak-base", "0s"}, {"-spread", "0"}, {"-spread", "1"}, {"-peak-attempt", "0"}, {"-ping", "0s"},
+		{"-admit-rate", "0"}, {"-poll-bytes", "0"}, {"-lock-capacity", "-1"}, {"-tables", "writeups,nope"}} {
+		if err := runSim(append([]string{"-tables", "writeups"}, args...), &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// -storm reads what wsready storm -compare -json writes (the storm
+// package's own types, encoded the way runStorm encodes them) and puts its
+// field figures in the writeups table; a missing or foreign file is an
+// error, and -storm without the writeups table is refused.
+func TestSimWriteupsReadAStormReport(t *testing.T) {
+	dir := t.TempDir()
+	t99 := int64(4200)
+	rows := []storm.Row{{Label: "stage 6, server with slots", Report: storm.Report{Clients: 4, T99Ms: &t99,
+		Seconds: []storm.Second{{T: 0, Attempts: 9, Ready: 0}, {T: 1, Attempts: 6, Ready: 1}, {T: 2, Attempts: 2, Ready: 2}, {T: 3, Attempts: 1, Ready: 4}}}}}
+	b, err := json.Marshal(map[string]any{"storm": rows, "admitRate": 5, "downtimeMs": 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "storm.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runSim([]string{"-tables", "writeups", "-storm", path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	// Half READY by the end of second 2, 99% at 4.2 s, one second after the
+	// downtime above the admission rate of 5.
+	if want := "| stage 6, server with slots | 4 | 3.0 s | 4.2 s | 1 |"; !strings.Contains(out.String(), want) {
+		t.Errorf("the table lacks %q:\n%s", want, out.String())
+	}
+	os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"clients": 3}`), 0o644)
+	for _, args := range [][]string{{"-tables", "writeups", "-storm", filepath.Join(dir, "missing.json")},
+		{"-tables", "writeups", "-storm", filepath.Join(dir, "other.json")}, {"-tables", "main", "-storm", path}} {
+		if err := runSim(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
 }
