@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/wsready/wsready/internal/natsembed"
+	"github.com/wsready/wsready/server"
 	"github.com/wsready/wsready/storm"
 )
 
@@ -32,7 +33,8 @@ import (
 // and the storm alert (WsreadyReconnectSuccessLow: fewer than one attempt
 // in two succeeds), evaluated by Prometheus from the shipped rules with
 // their windows and for: durations shortened, fires during the storm and
-// resolves after it. About 80 s: make fleet-test runs it
+// resolves after it; and each node's fleet page (-fleet) shows the
+// quantiles Prometheus reads from that node's buckets. About 80 s: make fleet-test runs it
 // (WSREADY_FLEET=1); without the prometheus binary it skips, unless
 // WSREADY_REQUIRE_PROMTOOL is set.
 func TestPrometheusSeesTheStormTheClientsMeasured(t *testing.T) {
@@ -55,7 +57,7 @@ func TestPrometheusSeesTheStormTheClientsMeasured(t *testing.T) {
 	// retry against the refusals on their own backoff, a storm of
 	// attempts the alert is for.
 	common := []string{"-nats", ns.ClientURL(), "-demo", "-restart-downtime", "3s", "-slots=false",
-		"-admit-rate", "60", "-admit-burst", "10", "-max-conns-per-ip", "2000", "-tenant-rate", "2000", "-tenant-burst", "2000"}
+		"-admit-rate", "60", "-admit-burst", "10", "-max-conns-per-ip", "2000", "-tenant-rate", "2000", "-tenant-burst", "2000", "-fleet"}
 	nodes := make([]*node, 3)
 	targets := make([]string, 3)
 	for i := range nodes {
@@ -156,6 +158,22 @@ func TestPrometheusSeesTheStormTheClientsMeasured(t *testing.T) {
 		t.Logf("p%v time to READY: Prometheus %.3f s, the clients %.3f s (%+.1f%%)", q*100, got, want, off*100)
 		if math.Abs(off) > 0.10 {
 			t.Errorf("p%v: Prometheus says %.3f s, the clients measured %.3f s: %+.1f%%, over 10%%", q*100, got, want, off*100)
+		}
+	}
+	// Each node's fleet page reads its own buckets as Prometheus does.
+	for _, n := range nodes {
+		var st server.FleetStats
+		if err := getJSON("http://"+n.addr+"/fleet/fleet.json", &st); err != nil {
+			t.Fatal(err)
+		}
+		for q, got := range map[float64]*float64{0.50: st.Recovery.P50Seconds, 0.99: st.Recovery.P99Seconds} {
+			want, err := prom.query(fmt.Sprintf(`histogram_quantile(%v, sum by (le) (wsready_client_ready_seconds_bucket{kind="recovery",instance=%q}))`, q, n.addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil || math.Abs(*got-want) > 1e-9 {
+				t.Errorf("%s's fleet page: p%v %v, Prometheus reads %v from its buckets", n.addr, q*100, got, want)
+			}
 		}
 	}
 	// Fired during the storm, resolved once its window passed.
@@ -327,4 +345,32 @@ func (p *prometheus) get(path string, v any) error {
 		return fmt.Errorf("failed to read prometheus's answer: %w", err)
 	}
 	return nil
+}
+
+// The fleet page is off unless -fleet: without it /fleet/ is the demo
+// site's 404; with it the page and its JSON are served.
+func TestServeFleetPageIsOffByDefault(t *testing.T) {
+	off := startNode(t, freeAddr(t))
+	on := startNode(t, freeAddr(t), "-fleet")
+	for _, c := range []struct {
+		n    *node
+		path string
+		want int
+	}{
+		{off, "/fleet/", http.StatusNotFound}, {off, "/fleet/fleet.json", http.StatusNotFound},
+		{on, "/fleet/", http.StatusOK}, {on, "/fleet/fleet.json", http.StatusOK}, {on, "/fleet/nope", http.StatusNotFound},
+	} {
+		resp, err := http.Get("http://" + c.n.addr + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET %s on %s: %s, want %d", c.path, c.n.what, resp.Status, c.want)
+		}
+	}
+	var st server.FleetStats
+	if err := getJSON("http://"+on.addr+"/fleet/fleet.json", &st); err != nil || !strings.HasSuffix(st.Node, on.addr[strings.LastIndex(on.addr, ":"):]) || st.Recovery.P50Seconds != nil {
+		t.Errorf("fleet.json of a fresh node: %+v, %v", st, err)
+	}
 }
