@@ -47,6 +47,7 @@
 //	sse_raw.go              the event stream on a hijacked HTTP/1.1 connection
 //	stats.go, metrics.go    Stats and the Prometheus metrics
 //	reports.go              clients' readiness reports: checked, rate-limited, counted into the metrics
+//	fleetpage.go            FleetHandler: the fleet page and its JSON, from this node's report metrics
 //	lograte.go              log lines a peer can repeat, rate limited
 //	static.go               StaticHandler: the demo's files, compressed, with ETags
 //	faults.go               the fault hook's named points, and the Control the demo acts through

@@ -25,6 +25,7 @@ import (
 //	StatsHandler    GET: Stats as JSON (stats.go; /api/stats)
 //	MetricsHandler  GET: Prometheus metrics (metrics.go; /metrics)
 //	HealthHandler   GET: ok, or 503 while draining (drain.go; /healthz)
+//	FleetHandler    GET: the fleet page and its JSON (fleetpage.go; /fleet/ with -fleet only)
 //	StaticHandler   GET: files, such as web.FS() (static.go; /)
 //
 // Each applies the guards it needs (hostGuard, httpGuard): every one the

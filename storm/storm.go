@@ -13,10 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +72,27 @@ type Report struct {
 	AttemptsPer   float64  `json:"attemptsPerClient"`
 	ReadyAtEnd    int      `json:"readyAtEnd"`
 	TriggerAtUnix int64    `json:"triggerAtUnixMs"`
+	// The clients' own recoveries after the trigger: each time a client
+	// was READY again, how long it had been without READY (what its core
+	// puts in Stats.RecoveryP50/P99 and in its readiness report), as
+	// nearest-rank quantiles over the fleet, in milliseconds.
+	Recoveries    int     `json:"recoveries"`
+	RecoveryP50Ms float64 `json:"recoveryP50Ms"`
+	RecoveryP99Ms float64 `json:"recoveryP99Ms"`
+	// RecoveryTimes are those durations, in the order they ended, for a
+	// caller that pools several storms (not in the JSON: one per client).
+	RecoveryTimes []time.Duration `json:"-"`
+}
+
+// Quantile is the nearest-rank q-quantile (0 < q <= 1) of ds, 0 for none.
+// ds is sorted in place.
+func Quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	i := int(math.Ceil(q*float64(len(ds)))) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
 }
 
 func (c Config) validate() error {
@@ -96,6 +119,19 @@ func (c Config) validate() error {
 type fleet struct {
 	ready   atomic.Int64
 	clients []*native.Client
+
+	mu         sync.Mutex
+	armed      bool            // after the trigger: recoveries count
+	recoveries []time.Duration // bounded by Clients times the recoveries each makes in Duration
+}
+
+// recovered notes a client READY again after d without READY.
+func (f *fleet) recovered(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed {
+		f.recoveries = append(f.recoveries, d)
+	}
 }
 
 // Run starts the fleet, waits until it is READY, pulls the trigger and
@@ -131,6 +167,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))
 		cc.Rand = func() float64 { mu.Lock(); defer mu.Unlock(); return r.Float64() }
 		var was bool
+		var lost time.Time // when this client last left READY
 		c, err := native.Dial(ctx, cfg.URL, &native.Options{Config: &cc,
 			DialOptions: &websocket.DialOptions{HTTPClient: transports[i%cfg.Sources]},
 			OnState: func(s client.State) {
@@ -138,8 +175,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 					was = s.Ready
 					if s.Ready {
 						f.ready.Add(1)
+						if !lost.IsZero() {
+							f.recovered(time.Since(lost))
+						}
 					} else {
 						f.ready.Add(-1)
+						lost = time.Now()
 					}
 				}
 			}})
@@ -161,6 +202,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	rep.Slots = slots
+	f.mu.Lock()
+	f.armed = true
+	f.mu.Unlock()
 	trigger := time.Now()
 	rep.TriggerAtUnix = trigger.UnixMilli()
 	switch cfg.Trigger {
@@ -227,6 +271,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	rep.AttemptsPer = float64(rep.Attempts) / float64(cfg.Clients)
 	rep.ReadyAtEnd = int(f.ready.Load())
+	f.mu.Lock()
+	rep.RecoveryTimes = slices.Clone(f.recoveries)
+	f.mu.Unlock()
+	rep.Recoveries = len(rep.RecoveryTimes)
+	sorted := slices.Clone(rep.RecoveryTimes)
+	rep.RecoveryP50Ms = float64(Quantile(sorted, 0.50)) / float64(time.Millisecond)
+	rep.RecoveryP99Ms = float64(Quantile(sorted, 0.99)) / float64(time.Millisecond)
 	return rep, nil
 }
 

@@ -59,6 +59,13 @@ func TestStormShape(t *testing.T) {
 	if with.PeakAttempts > 110 || with.T100Ms == nil || with.ReadyAtEnd != 300 || with.AttemptsPer > 1.3 {
 		t.Errorf("with slots: %+v", with)
 	}
+	// Each client recovered once, and none before the server accepted
+	// again (the 2 s downtime) nor after the fleet was all READY.
+	if with.Recoveries != 300 || len(with.RecoveryTimes) != 300 || with.RecoveryP50Ms < 2000 || with.T100Ms == nil ||
+		with.RecoveryP99Ms > float64(*with.T100Ms) || with.RecoveryP50Ms > with.RecoveryP99Ms {
+		t.Errorf("with slots, the clients' recoveries: %d (%d times), p50 %v ms, p99 %v ms, all READY at %v ms",
+			with.Recoveries, len(with.RecoveryTimes), with.RecoveryP50Ms, with.RecoveryP99Ms, ms(with.T100Ms))
+	}
 	without := run(true)
 	t.Logf("without slots: peak %d/s at %d s, %d attempts, all READY at %v ms", without.PeakAttempts, without.PeakSecond, without.Attempts, ms(without.T100Ms))
 	if without.PeakAttempts <= 110 {
@@ -71,4 +78,18 @@ func ms(p *int64) any {
 		return "never"
 	}
 	return *p
+}
+
+// Quantile is nearest-rank: the smallest value with at least q of them
+// at or below it.
+func TestQuantileIsNearestRank(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	for q, want := range map[float64]time.Duration{0.5: 5, 0.99: 10, 0.1: 1, 0.11: 2, 1: 10} {
+		if got := Quantile(ds, q); got != want {
+			t.Errorf("q %v: %v, want %v", q, got, want)
+		}
+	}
+	if got := Quantile(nil, 0.5); got != 0 {
+		t.Errorf("none: %v, want 0", got)
+	}
 }

@@ -85,6 +85,7 @@ func serve(args []string) error {
 	natsURL := fs.String("nats", "", "keep topics in the JetStream of the NATS server(s) at this URL, shared with every node given the same; several comma-separated (the servers of a NATS cluster): the node reconnects to another when one dies")
 	natsReplicas := fs.Int("nats-replicas", 1, "with -nats: how many servers of the NATS cluster keep each topic's stream and the high-water marks, 1 to 5; 3 on a cluster of three survives the death of any one (more than the cluster has is refused)")
 	node := fs.String("node", "", "this node's name in /api/stats and on the page; default the listen address")
+	fleet := fs.Bool("fleet", false, "serve the fleet page at /fleet/ (what this node's clients reported: share READY, time to READY p50/p99, attempts, transport mix; its data at /fleet/fleet.json); off by default")
 	verbose := fs.Bool("v", false, "debug logs (per-connection events)")
 	logFormat := fs.String("log-format", "text", "log lines as text (logfmt) or json, on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -285,7 +286,14 @@ func serve(args []string) error {
 		ln.Close()
 		return &usageError{fmt.Errorf("serve: %w", err)}
 	}
-	hs := srv.HTTPServer(dm.Handler())
+	site := dm.Handler()
+	if *fleet {
+		mux := http.NewServeMux()
+		mux.Handle("/fleet/", http.StripPrefix("/fleet", srv.FleetHandler()))
+		mux.Handle("/", site)
+		site = mux
+	}
+	hs := srv.HTTPServer(site)
 	scheme := "http"
 	if tlsConf != nil {
 		// HTTPS and WSS on the same port; HTTP/2 for plain requests, while
@@ -311,7 +319,7 @@ func serve(args []string) error {
 	}
 	log.Info("serving", "url", scheme+"://"+displayAddr(ln.Addr()), "node", *node, "demo", *demoMode, "auth", string(mode),
 		"issueTickets", *demoMode || *issueTickets, "jwt", jwtSource,
-		"history", store, "publish", *publish, "feedLeader", *feedLeader)
+		"history", store, "publish", *publish, "feedLeader", *feedLeader, "fleet", *fleet)
 	if wildcard && *hosts == "" {
 		log.Warn("listening on every interface, but answering only for localhost names: add the names clients use with -hosts")
 	}
