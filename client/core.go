@@ -106,6 +106,7 @@ type Core struct {
 	token      string
 
 	pingInterval time.Duration
+	lastPing     time.Time // when the current socket's last ping arrived (heartbeat.go)
 	probing      bool      // a probe is out (heartbeat.go)
 	probeID      uint64    // the id of the last probe sent
 	probeSent    time.Time // when it was sent
