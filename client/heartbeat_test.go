@@ -16,7 +16,7 @@ func TestAFreezeIsProbedOnThePingScheduleNotAfterTheLastUpdate(t *testing.T) {
 	for _, stage := range []int{6, 7, 8} {
 		h := newHarness(t, stage)
 		h.start()
-		s := h.ready() // a ping at 0: interval 1 s
+		s := h.ready()     // a ping at 0: interval 1 s
 		for i := range 3 { // updates at 0.25, 0.5 and 0.75 s, then the freeze
 			h.advance(250 * time.Millisecond)
 			h.update(s, "feed", int64(i+1))
