@@ -239,13 +239,7 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		c.trace("bad-frame", s, "frame refused: "+code)
 		return
 	}
-	if c.probing {
-		// Any frame from the current socket proves the peer alive (an old
-		// server answers a probe with an error frame: that counts too).
-		c.stillAlive(now, m.Type == protocol.TypeProbeAck && m.ID == c.probeID)
-	} else if m.Type != protocol.TypePing {
-		c.proofOfLife(now)
-	}
+	c.heard(m, now)
 	switch m.Type {
 	case protocol.TypeProbeAck:
 		// handled above; a late answer is harmless; the send-stall probe's
