@@ -30,6 +30,13 @@ type netFaultEnv struct {
 // the server and removes the namespace.
 func newNetFaultEnv(t *testing.T) *netFaultEnv {
 	t.Helper()
+	return newNetFaultEnvPinging(t, 0)
+}
+
+// newNetFaultEnvPinging is newNetFaultEnv with the server pinging every
+// ping (0: make run's 1 s).
+func newNetFaultEnvPinging(t *testing.T, ping time.Duration) *netFaultEnv {
+	t.Helper()
 	if why := netNSUsable(); why != "" {
 		t.Skip("real network faults need a network namespace: " + why)
 	}
@@ -46,7 +53,7 @@ func newNetFaultEnv(t *testing.T) *netFaultEnv {
 	if err != nil {
 		t.Skip("cannot listen inside the namespace: " + err.Error())
 	}
-	env, err := startServerOn(&server.Options{AllowedHosts: []string{ns.NSAddr}}, true, ln)
+	env, err := startServerOn(&server.Options{AllowedHosts: []string{ns.NSAddr}, PingInterval: ping}, true, ln)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +263,13 @@ func runFault(f netFault, logs []readyLog) ([]faultResult, error) {
 // against the server in the namespace, READY, its changes logged.
 func dialNative(t *testing.T, fe *netFaultEnv) *nativeLog {
 	t.Helper()
+	_, l := dialNativeClient(t, fe)
+	return l
+}
+
+// dialNativeClient is dialNative, with the client.
+func dialNativeClient(t *testing.T, fe *netFaultEnv) (*native.Client, *nativeLog) {
+	t.Helper()
 	l := &nativeLog{}
 	url := "ws://" + strings.TrimPrefix(fe.env.Base, "http://") + "/ws"
 	c, err := native.Dial(context.Background(), url, &native.Options{OnState: l.onState})
@@ -277,7 +291,7 @@ func dialNative(t *testing.T, fe *netFaultEnv) *nativeLog {
 		t.Fatalf("failed to subscribe to the feed: %v", err)
 	}
 	t.Cleanup(stop)
-	return l
+	return c, l
 }
 
 // One blackhole against the native client at the demo's 1 s pings, the
