@@ -37,7 +37,7 @@ type Plan struct {
 }
 
 // FullPlan is what make measure runs.
-var FullPlan = Plan{FreezeSamples: 5, Freeze: 12 * time.Second, Settle: 6 * time.Second, ServiceDown: 4 * time.Second,
+var FullPlan = Plan{FreezeSamples: 10, Freeze: 12 * time.Second, Settle: 6 * time.Second, ServiceDown: 4 * time.Second,
 	Slow: true, Flapping: 15 * time.Second, Restart: true, Offline: 10 * time.Second, Steady: 6 * time.Second,
 	ShortTokens: 20 * time.Second, Revoke: 30 * time.Second, EndSession: 20 * time.Second, Overload: 20 * time.Second}
 
