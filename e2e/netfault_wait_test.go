@@ -144,8 +144,9 @@ func TestNetFaultRequestAt25sPings(t *testing.T) {
 }
 
 // netFaultRequestRuns is how many requests TestMeasureNetFaultRequests
-// sends into a blackhole.
-const netFaultRequestRuns = 10
+// sends into a blackhole from each client: ten or more, and odd, so the
+// median is one of them.
+const netFaultRequestRuns = 11
 
 // TestMeasureNetFaultRequests measures, netFaultRequestRuns times, a
 // request sent into a blackholed link at 25 s pings, from a native client
