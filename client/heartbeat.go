@@ -15,8 +15,9 @@ import (
 // event, which a browser may report only a minute later for a dead peer.
 //
 // Probe before kill (stage 6, Session): a silent peer is asked before it is
-// given up on. When 1.25 intervals have passed since the last proof of life
-// (a ping, or any frame while a probe is out), the client sends a probe,
+// given up on. When 1.25 intervals have passed since the last ping (or
+// since the last frame, once a ping is overdue: below), or since a probe's
+// answer (any frame while a probe is out), the client sends a probe,
 // which the server answers at once; no answer within the probe timeout
 // means dead. The probe timeout is four smoothed round trips of earlier
 // probes, at least a quarter of the interval and at most three quarters,
