@@ -173,7 +173,7 @@ func (rep Report) Write(dir string) error {
 			md.WriteString("\n" + kept)
 		}
 	}
-	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle. Stages 2-5: a watchdog of two intervals from the last frame, and any frame from the server is proof of life, so with the feed every 250 ms the silence starts at most 250 ms before the freeze and detection sits just under 2 s. Stage 6 and up probe on the ping schedule, 1.25 intervals after the last ping, and give up 0.25 s later: 0.5 to 1.5 s after the freeze by the ping's phase, 1 s on average (a frame pushes the probe on only once a ping is overdue):\n\n")
+	md.WriteString("\nFreeze detection over short freezes, one in each of as many equal slices of the 1 s ping cycle (at a random point within it). Stages 2-5: a watchdog of two intervals from the last frame, and any frame from the server is proof of life, so with the feed every 250 ms the silence starts at most 250 ms before the freeze and detection sits just under 2 s. Stage 6 and up probe on the ping schedule, 1.25 intervals after the last ping, and give up 0.25 s later: 0.5 to 1.5 s after the freeze by the ping's phase, 1 s on average (a frame pushes the probe on only once a ping is overdue):\n\n")
 	md.WriteString(FreezeSamplesTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. docs/stages.md explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
