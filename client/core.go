@@ -107,6 +107,7 @@ type Core struct {
 	token      string
 
 	pingInterval time.Duration
+	lastPing     time.Time // when the current socket's last ping arrived (heartbeat.go)
 	probing      bool      // a probe is out (heartbeat.go)
 	probeID      uint64    // the id of the last probe sent
 	probeSent    time.Time // when it was sent
@@ -242,13 +243,7 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 		c.trace("bad-frame", s, "frame refused: "+code)
 		return
 	}
-	if c.probing {
-		// Any frame from the current socket proves the peer alive (an old
-		// server answers a probe with an error frame: that counts too).
-		c.stillAlive(now, m.Type == protocol.TypeProbeAck && m.ID == c.probeID)
-	} else if m.Type != protocol.TypePing {
-		c.proofOfLife(now)
-	}
+	c.heard(m, now)
 	switch m.Type {
 	case protocol.TypeProbeAck:
 		// handled above; a late answer is harmless; the send-stall probe's

@@ -17,6 +17,7 @@ type deadline uint8
 const (
 	dlConnect   deadline = iota // the socket must open by then
 	dlWatchdog                  // a ping (or a probe's answer) must arrive by then (heartbeat.go)
+	dlAwait                     // the app waits on the connection: a frame by then, or a probe (heartbeat.go)
 	dlSubscribe                 // "subscribed" must arrive by then (service.go)
 	dlRequest                   // the earliest pending request times out then (registry.go)
 	dlCooldown                  // READY this long resets the backoff (reconnect.go)
@@ -63,6 +64,7 @@ func init() {
 	deadlines = [numDeadlines]deadlineRow{
 		dlConnect:   {scope: scopeSocket, fire: (*Core).connectTimedOut},
 		dlWatchdog:  {scope: scopeSocket, fire: (*Core).watchdogFired},
+		dlAwait:     {scope: scopeSocket, fire: (*Core).awaitedInVain},
 		dlSubscribe: {scope: scopeSocket, fire: (*Core).subscribeTimedOut},
 		dlRequest:   {scope: scopeRequest, fire: (*Core).expireRequests, at: (*Core).nextRequestDeadline},
 		dlCooldown:  {scope: scopeSession, fire: (*Core).cooldownDone},

@@ -25,7 +25,9 @@
 //	config.go               the Config and its defaults; Fixes, what Config.Disable turns off
 //	readiness.go            the three levels and READY; stage 8: how long not READY (degraded, offline)
 //	registry.go             stage 1: every request settles; typed errors; timeoutMs on the wire
-//	heartbeat.go            stage 2: server pings, any frame as proof of life, and the watchdog
+//	heartbeat.go            stage 2: server pings, any frame as proof of life, and the watchdog;
+//	                        stage 6: the probe on the ping schedule, and a probe when the app
+//	                        waits on a silent connection (a request, a visible page, online)
 //	stale.go                stage 3: events from replaced sockets are ignored
 //	service.go              stage 4: the app's subscriptions (or the server's welcome) are the service; presence
 //	reconnector.go          stages 0-8: every reconnect rule in one pure value, shared with the

@@ -130,6 +130,7 @@ func (c *Core) Online(now time.Time) {
 	if soon {
 		c.reconnectSoon(now)
 	}
+	c.appWaits(now) // a socket that lived through the outage may be dead (heartbeat.go)
 	c.after(now)
 }
 

@@ -173,6 +173,7 @@ func (c *Core) sendPending(p *pendingRequest, now time.Time) {
 	}
 	p.epoch = c.current
 	c.send(m)
+	c.appWaits(now) // heartbeat.go: a dead connection is found within 2 s
 }
 
 // Cancel forgets request id without settling it, for a driver whose caller

@@ -22,7 +22,8 @@ func TestAStalledSendPathIsProbedThenClosed(t *testing.T) {
 		id := h.c.RequestWithTimeout("echo", nil, 30*time.Second, h.now)
 		h.drain()
 		h.buffered(s, 120)
-		for range 9 { // pings keep coming; the bytes stay
+		h.ping(s, 1000) // the server is heard: the request's wait ends (heartbeat.go)
+		for range 9 {   // pings keep coming; the bytes stay
 			h.advance(500 * time.Millisecond)
 			h.ping(s, 1000)
 			h.buffered(s, 120)

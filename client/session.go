@@ -192,5 +192,6 @@ func (c *Core) Visible(now time.Time) {
 	if c.rc.BecameVisible() {
 		c.reconnectSoon(now)
 	}
+	c.appWaits(now) // the user looks at the page: is its connection alive (heartbeat.go)?
 	c.after(now)
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strings"
@@ -31,6 +32,13 @@ type netFaultEnv struct {
 // the server and removes the namespace.
 func newNetFaultEnv(t *testing.T) *netFaultEnv {
 	t.Helper()
+	return newNetFaultEnvPinging(t, 0)
+}
+
+// newNetFaultEnvPinging is newNetFaultEnv with the server pinging every
+// ping (0: make run's 1 s).
+func newNetFaultEnvPinging(t *testing.T, ping time.Duration) *netFaultEnv {
+	t.Helper()
 	if why := netNSUsable(); why != "" {
 		t.Skip("real network faults need a network namespace: " + why)
 	}
@@ -47,7 +55,7 @@ func newNetFaultEnv(t *testing.T) *netFaultEnv {
 	if err != nil {
 		t.Skip("cannot listen inside the namespace: " + err.Error())
 	}
-	env, err := startServerOn(&server.Options{AllowedHosts: []string{ns.NSAddr}}, true, ln)
+	env, err := startServerOn(&server.Options{AllowedHosts: []string{ns.NSAddr}, PingInterval: ping}, true, ln)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,15 +216,17 @@ func waitSince(log readyLog, want bool, from int64, d time.Duration) (int64, err
 	return at, nil
 }
 
-// runFault applies f to clients that are all READY, holds it faultHold
-// (a blackhole, Freeze), heals it and returns each client's figures.
-func runFault(f netFault, logs []readyLog) ([]faultResult, error) {
+// runFault applies f to clients that are all READY, phase after they
+// have been READY for settle, holds it faultHold (a blackhole, Freeze),
+// heals it and returns each client's figures.
+func runFault(f netFault, logs []readyLog, phase time.Duration) ([]faultResult, error) {
 	now := func() int64 { return time.Now().UnixMilli() }
 	for _, l := range logs {
 		if err := readyFor(l, settle, time.Minute); err != nil {
 			return nil, fmt.Errorf("before %s: %w", f.name, err)
 		}
 	}
+	time.Sleep(phase)
 	t0 := now()
 	if err := f.apply(); err != nil {
 		return nil, fmt.Errorf("failed to apply %s: %w", f.name, err)
@@ -254,6 +264,13 @@ func runFault(f netFault, logs []readyLog) ([]faultResult, error) {
 // against the server in the namespace, READY, its changes logged.
 func dialNative(t *testing.T, fe *netFaultEnv) *nativeLog {
 	t.Helper()
+	_, l := dialNativeClient(t, fe)
+	return l
+}
+
+// dialNativeClient is dialNative, with the client.
+func dialNativeClient(t *testing.T, fe *netFaultEnv) (*native.Client, *nativeLog) {
+	t.Helper()
 	l := &nativeLog{}
 	url := "ws://" + strings.TrimPrefix(fe.env.Base, "http://") + "/ws"
 	c, err := native.Dial(context.Background(), url, &native.Options{OnState: l.onState})
@@ -275,7 +292,7 @@ func dialNative(t *testing.T, fe *netFaultEnv) *nativeLog {
 		t.Fatalf("failed to subscribe to the feed: %v", err)
 	}
 	t.Cleanup(stop)
-	return l
+	return c, l
 }
 
 // One blackhole against the native client at the demo's 1 s pings, the
@@ -290,7 +307,7 @@ func TestNetFaultNative(t *testing.T) {
 	fe := newNetFaultEnv(t)
 	l := dialNative(t, fe)
 	fs := netFaults(fe)
-	r, err := runFault(fs[0], []readyLog{l})
+	r, err := runFault(fs[0], []readyLog{l}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +318,7 @@ func TestNetFaultNative(t *testing.T) {
 	if why := fe.ns.resetWorks(); why != "" {
 		t.Skip("reset not tried: " + why)
 	}
-	r, err = runFault(fs[1], []readyLog{l})
+	r, err = runFault(fs[1], []readyLog{l}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,8 +328,9 @@ func TestNetFaultNative(t *testing.T) {
 	}
 }
 
-// netFaultRuns is how many times TestMeasureNetFaults applies each fault.
-const netFaultRuns = 5
+// netFaultRuns is how many times TestMeasureNetFaults applies each fault:
+// ten or more, and odd, so the median is one of them.
+const netFaultRuns = 11
 
 // TestMeasureNetFaults measures real network faults beside the demo's
 // Freeze switch: a blackhole (iptables DROP in the server's namespace)
@@ -346,9 +364,21 @@ func TestMeasureNetFaults(t *testing.T) {
 	for i := range results {
 		results[i] = make([][]*faultResult, len(logs))
 	}
+	// Each fault starts at a phase of the 1 s ping cycle of its own: one
+	// run in each of netFaultRuns equal slices of it, at a random point
+	// within, the slices in a random order. Started as soon as the clients
+	// had been READY for settle (a whole number of intervals after a
+	// ping), every fault met the same phase, just after a ping: detection
+	// then sat at the top of its 0.5 to 1.5 s range.
+	rnd := rand.New(rand.NewPCG(1, 14))
+	strata := make([][]int, len(faults))
+	for fi := range faults {
+		strata[fi] = rnd.Perm(netFaultRuns)
+	}
 	for run := range netFaultRuns {
 		for fi, f := range faults {
-			r, err := runFault(f, logs)
+			phase := time.Duration((float64(strata[fi][run]) + rnd.Float64()) / netFaultRuns * float64(time.Second))
+			r, err := runFault(f, logs, phase)
 			for ci := range logs {
 				var p *faultResult
 				if err == nil {
@@ -364,7 +394,7 @@ func TestMeasureNetFaults(t *testing.T) {
 		}
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Real network faults beside Freeze\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureNetFaults -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. The server (make run's options, 1 s pings) listens inside a network namespace the test makes (e2e/netfault_linux.go), reached over a veth pair; a native client (client/native at its defaults: stage 8) and a headless Chromium page at `?stage=8`, both subscribed to the demo's feed (an update every 250 ms), are connected to it at once, and each fault hits both. Blackhole: iptables DROP on every packet in and out of the namespace, held %v, then removed: no RST, no FIN, the link silent both ways. Reset: `ss -K` on the server's established sockets (the kernel aborts them and sends the clients a RST); it heals itself, so READY again is timed from it. Freeze: the demo's switch (connections carry nothing both ways, at the server), held %v. Each fault ran %d times, interleaved, each time once both clients had been READY for %v without a break (past the core's 5 s Cooldown: the backoff reset, as before a first fault; with 1.5 s between faults a reset took 10-14 s to recover from, the backoff's later attempts). Leave READY: from the fault's start to the client out of READY; READY again: from the fault removed to READY (a new connection, its subscriptions acknowledged).\n\n",
+	fmt.Fprintf(&md, "## Real network faults beside Freeze\n\nMade by `make build && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureNetFaults -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. The server (make run's options, 1 s pings) listens inside a network namespace the test makes (e2e/netfault_linux.go), reached over a veth pair; a native client (client/native at its defaults: stage 8) and a headless Chromium page at `?stage=8`, both subscribed to the demo's feed (an update every 250 ms), are connected to it at once, and each fault hits both. Blackhole: iptables DROP on every packet in and out of the namespace, held %v, then removed: no RST, no FIN, the link silent both ways. Reset: `ss -K` on the server's established sockets (the kernel aborts them and sends the clients a RST); it heals itself, so READY again is timed from it. Freeze: the demo's switch (connections carry nothing both ways, at the server), held %v. Each fault ran %d times, interleaved, each time at its own phase of the ping cycle (one in each of %[7]d equal slices of it) once both clients had been READY for %v without a break (past the core's 5 s Cooldown: the backoff reset, as before a first fault; with 1.5 s between faults a reset took 10-14 s to recover from, the backoff's later attempts). Leave READY: from the fault's start to the client out of READY; READY again: from the fault removed to READY (a new connection, its subscriptions acknowledged).\n\n",
 		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), faultHold, faultHold, netFaultRuns, settle)
 	md.WriteString(netFaultTable(faults, logs, results))
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended.\n", loadAtStart, loadAverage())

@@ -173,7 +173,7 @@ func (rep Report) Write(dir string) error {
 			md.WriteString("\n" + kept)
 		}
 	}
-	md.WriteString("\nFreeze detection over short freezes started at random phases of the 1 s ping cycle (stages 2-5: a watchdog of two intervals; stage 6 and up probe after 1.25 intervals and give up 0.25 s later). Any frame from the server is proof of life, so the silence starts at the last frame before the freeze: with the feed every 250 ms that is at most 250 ms before it, and detection sits just under the bound (2 s at stages 2-5, 1.5 s from stage 6):\n\n")
+	md.WriteString("\nFreeze detection over short freezes, one in each of as many equal slices of the 1 s ping cycle (at a random point within it). Stages 2-5: a watchdog of two intervals from the last frame, and any frame from the server is proof of life, so with the feed every 250 ms the silence starts at most 250 ms before the freeze and detection sits just under 2 s. Stage 6 and up probe on the ping schedule, 1.25 intervals after the last ping, and give up 0.25 s later: 0.5 to 1.5 s after the freeze by the ping's phase, 1 s on average (a frame pushes the probe on only once a ping is overdue):\n\n")
 	md.WriteString(FreezeSamplesTable(rep.Rows))
 	md.WriteString("\n\"never\" means the event did not happen within the scenario's window (the freeze itself; 10 s after service recovery). The same figures, in milliseconds with null for never, are in measurements.json. docs/stages.md explains each column's result.\n")
 	return os.WriteFile(dir+"/measurements.md", []byte(md.String()), 0o644)
@@ -190,6 +190,9 @@ const (
 	// TestMeasureNetFaults's (linux only: it needs network namespaces).
 	netFaultsBegin = "<!-- real network faults: begin (TestMeasureNetFaults) -->"
 	netFaultsEnd   = "<!-- real network faults: end -->"
+	// TestMeasureNetFaultRequests's (linux only, as TestMeasureNetFaults).
+	netFaultRequestsBegin = "<!-- a request into a blackhole: begin (TestMeasureNetFaultRequests) -->"
+	netFaultRequestsEnd   = "<!-- a request into a blackhole: end -->"
 )
 
 // keptSections returns the sections of a measurements.md that other tests
@@ -197,7 +200,7 @@ const (
 // order of the markers' consts.
 func keptSections(prev string) string {
 	var b strings.Builder
-	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}, {netFaultsBegin, netFaultsEnd}} {
+	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}, {netFaultsBegin, netFaultsEnd}, {netFaultRequestsBegin, netFaultRequestsEnd}} {
 		i, j := strings.Index(prev, m[0]), strings.Index(prev, m[1])
 		if i >= 0 && j > i {
 			b.WriteString(prev[i:j+len(m[1])] + "\n\n")
@@ -232,11 +235,12 @@ func writeSection(path, begin, end, section string) error {
 	return nil
 }
 
-// afterLastSection is where the last of the load and stage 8 sections in
-// s ends (after its end marker's line), or -1 when neither is there.
+// afterLastSection is where the last of the load, stage 8 and network
+// fault sections in s ends (after its end marker's line), or -1 when none
+// is there.
 func afterLastSection(s string) int {
 	k := -1
-	for _, end := range []string{loadEnd, stage8End} {
+	for _, end := range []string{loadEnd, stage8End, netFaultsEnd} {
 		if i := strings.Index(s, end+"\n"); i >= 0 {
 			k = max(k, i+len(end)+1)
 		}
