@@ -226,7 +226,7 @@ func runFault(f netFault, logs []readyLog, phase time.Duration) ([]faultResult, 
 			return nil, fmt.Errorf("before %s: %w", f.name, err)
 		}
 	}
-	time.Sleep(phase)
+	browserRuns(phase) // the fault starts at this phase of the ping cycle
 	t0 := now()
 	if err := f.apply(); err != nil {
 		return nil, fmt.Errorf("failed to apply %s: %w", f.name, err)

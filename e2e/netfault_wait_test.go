@@ -65,7 +65,7 @@ func requestIntoBlackhole(fe *netFaultEnv, nc *native.Client, logs []readyLog, b
 	if err := fe.ns.Blackhole(true); err != nil {
 		return nil, err
 	}
-	time.Sleep(pause)
+	browserRuns(pause) // the blackhole in place this long before the request goes out
 	type out struct {
 		r   requestResult
 		err error
