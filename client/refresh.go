@@ -81,8 +81,14 @@ func (c *Core) scheduleRefresh(now time.Time) {
 	if left <= 0 {
 		return
 	}
-	share := refreshFrom + (refreshTo-refreshFrom)*c.cfg.Rand()
-	c.dl[dlRefresh] = now.Add(time.Duration(float64(left) * share))
+	c.dl[dlRefresh] = now.Add(RefreshPoint(left, c.cfg.Rand()))
+}
+
+// RefreshPoint is when, into a token's remaining life left, the client
+// refreshes it in band, for a uniform draw r in [0, 1): at 75% + r x 15%
+// of left. The fleet simulator (package sim) draws with it too.
+func RefreshPoint(left time.Duration, r float64) time.Duration {
+	return time.Duration(float64(left) * (refreshFrom + (refreshTo-refreshFrom)*r))
 }
 
 // refreshDue asks the hook for the current socket's fresh token.
