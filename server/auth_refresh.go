@@ -46,7 +46,7 @@ func (c *conn) refresh(m protocol.Message) {
 		c.refused(protocol.RefreshEvery, "too many refreshes: "+strconv.Itoa(protocol.RefreshBurst)+" at once, then one per "+strconv.Itoa(protocol.RefreshEvery)+" ms")
 		return
 	}
-	t, exp, ok := c.checkToken(m.Token, now)
+	t, exp, ok := c.checkToken(false, m.Token, now)
 	if !ok {
 		s.auth.mu.Lock()
 		s.auth.refreshRefused++
@@ -60,7 +60,7 @@ func (c *conn) refresh(m protocol.Message) {
 		s.auth.mu.Lock()
 		s.auth.refreshRefused++
 		s.auth.mu.Unlock()
-		c.refuseToken(protocol.CloseForbidden, "the token names another user", "other_user (a refresh naming another user or tenant)")
+		c.refuseToken(false, protocol.CloseForbidden, "the token names another user", "other_user (a refresh naming another user or tenant)")
 		return
 	}
 	if !c.byRequest {

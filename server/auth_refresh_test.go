@@ -3,6 +3,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,12 @@ func TestRefreshOfAnotherIdentityCloses4003(t *testing.T) {
 		if code != protocol.CloseForbidden || reason != tc.reason {
 			t.Fatalf("%s: closed %d %q, want %d %q", tc.name, code, reason, protocol.CloseForbidden, tc.reason)
 		}
+	}
+	// A refused refresh is not a handshake's outcome: the three
+	// handshakes were accepted, none failed its auth.
+	m := getText(t, f.hs.URL+"/metrics")
+	if !strings.Contains(m, `wsready_handshakes_total{outcome="accepted",transport="ws"} 3`) || !strings.Contains(m, `wsready_handshakes_total{outcome="auth_failed",transport="ws"} 0`) {
+		t.Fatalf("handshake metrics after three refused refreshes:\n%s", grepLines(m, "wsready_handshakes_total"))
 	}
 }
 
