@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/wsready/wsready/protocol"
 )
 
@@ -148,5 +149,27 @@ func TestRefreshOverHTTP(t *testing.T) {
 	}
 	if ci := p.closeEvent(2 * time.Second); ci.Code != protocol.CloseTokenExpired {
 		t.Fatalf("at the new expiry: %+v", ci)
+	}
+}
+
+// A JWT is refreshed on the same path: a fresh JWT of the same sub and
+// tenant claim moves the expiry to its exp; one of the same sub in
+// another tenant closes 4003.
+func TestRefreshWithJWTs(t *testing.T) {
+	f := newFixture(t, &Options{JWT: &JWTOptions{HS256Secret: hsSecret, TenantClaim: "org", Issuer: "idp", Audience: "wsready"}})
+	p, a, ce := f.authWith(signJWT(t, jwt.SigningMethodHS256, hsSecret, "", claimsFor("alice", time.Minute)))
+	if a.Type != protocol.TypeAuthenticated {
+		t.Fatalf("first JWT refused: %v", ce)
+	}
+	later := claimsFor("alice", time.Hour)
+	p.refresh(signJWT(t, jwt.SigningMethodHS256, hsSecret, "", later))
+	if r := p.next(protocol.TypeAuthenticated, time.Second); r.ExpiresAt != later["exp"].(int64)*1000 || r.ExpiresAt <= a.ExpiresAt {
+		t.Fatalf("refresh answered expiresAt %d, want the new exp %d (the first was %d)", r.ExpiresAt, later["exp"].(int64)*1000, a.ExpiresAt)
+	}
+	other := claimsFor("alice", time.Hour)
+	other["org"] = "globex"
+	p.refresh(signJWT(t, jwt.SigningMethodHS256, hsSecret, "", other))
+	if code, reason := p.closeOf(2 * time.Second); code != protocol.CloseForbidden || reason != "the token names another user" {
+		t.Fatalf("a JWT of another tenant: closed %d %q", code, reason)
 	}
 }
