@@ -59,7 +59,7 @@ func runStorm(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		md = fmt.Sprintf("Made by `wsready storm -refresh-compare -clients %d -ticket-life %v -duration %v` on %s (%d CPUs).\n\n", cfg.Clients, *ticketLife, cfg.Duration,
+		md = fmt.Sprintf("# Token expiries: in-band refresh against a reconnect per token\n\nMade by `wsready storm -refresh-compare -clients %d -ticket-life %v -duration %v` on %s (%d CPUs).\n\n", cfg.Clients, *ticketLife, cfg.Duration,
 			time.Now().UTC().Format("2006-01-02"), numCPU()) + md
 		fmt.Fprint(stdout, md)
 		if *mdOut != "" {
