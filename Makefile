@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: app app-web release run cluster cluster-test fleet-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies promtool size sim measure bench-browser storm npm example clean image manifests soak soak-race
+.PHONY: app app-web release run cluster cluster-test fleet-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies promtool size sim measure bench-browser storm refresh-storm npm example clean image manifests soak soak-race
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
@@ -210,6 +210,13 @@ sim:
 # with and without reconnect slots, beside the simulator (about 4 minutes).
 storm: build
 	./bin/wsready storm -compare -clients 5000 -json docs/measured/storm.json -md docs/measured/storm.md
+
+# Real sockets: 5,000 clients with 60 s tickets for 5 minutes, in-band
+# refresh on against off, each against a fresh wsready serve -auth
+# required: the handshakes expiries cost and the server's CPU for them
+# (about 11 minutes; docs/auth.md quotes it).
+refresh-storm: build
+	./bin/wsready storm -refresh-compare -clients 5000 -ticket-life 60s -duration 5m -json docs/measured/refresh.json -md docs/measured/refresh.md
 
 # The server beside a lean baseline (cmd/wsready-bench/lean.go) and
 # centrifuge (cmd/wsready-bench/centrifuge, a module of its own), the idle

@@ -143,6 +143,12 @@ type Config struct {
 	// TokenTimeout bounds the token hook; no answer by then is a failed
 	// attempt. Default 10s.
 	TokenTimeout time.Duration
+	// NoInBandRefresh turns in-band token refresh off (refresh.go): the
+	// connection then ends with the server's 4001 at each token's expiry
+	// and the client dials again with a fresh token. Default false: with
+	// Auth and Session, the client sends a fresh token on the live
+	// connection at 75-90% of the time its token had left.
+	NoInBandRefresh bool
 
 	// Transports are the transports the client may use, the preferred
 	// first: after 3 attempts in a row on it that never reach a first

@@ -33,6 +33,8 @@ type Stats struct {
 	TokensRequested   int   // calls of the token hook
 	TokenRefreshes    int   // forced ones (after a 4001)
 	TokenFailures     int   // token hook failures or timeouts
+	Refreshes         int   // in-band refreshes the server took: a token's expiry moved without a reconnect (refresh.go)
+	RefreshFailures   int   // in-band refreshes that failed (hook, no answer, refused); after the last try the 4001 at expiry stands
 	Records           int   // reconnect decisions recorded
 	// Recovery: how long the client was not READY between two READYs.
 	ReadyCount          int           // times the client became READY
@@ -105,6 +107,7 @@ type Core struct {
 	tokenWait  bool
 	forceToken bool
 	token      string
+	rf         refreshState // the current socket's token expiry and the in-band refresh (refresh.go)
 
 	pingInterval time.Duration
 	lastPing     time.Time // when the current socket's last ping arrived (heartbeat.go)
@@ -262,6 +265,7 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 	case protocol.TypeAuthenticated:
 		c.stats.Authenticated++
 		c.trace("authenticated", s, "ticket accepted")
+		c.onAuthenticated(s, m, now)
 	case protocol.TypeWelcome:
 		c.onWelcome(s, m)
 	case protocol.TypePresence:
@@ -273,6 +277,8 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 			c.onResponse(m) // about one of our requests: it settles now, not at its timeout
 		} else if m.Topic != "" {
 			c.onTopicError(m)
+		} else {
+			c.refreshRefused(now)
 		}
 	default:
 		c.stats.BadFrames++

@@ -29,6 +29,8 @@ const (
 	dlReprobe                   // on the fallback transport, try the preferred one again then (transport.go)
 	dlDegraded                  // not READY this long: State.Degraded (readiness.go)
 	dlOffline                   // not READY this long: State.Offline (readiness.go)
+	dlRefresh                   // ask the token hook for an in-band refresh then (refresh.go)
+	dlRefreshBy                 // the refresh in flight must be answered by then (refresh.go)
 	numDeadlines
 )
 
@@ -76,6 +78,8 @@ func init() {
 		dlReprobe:   {scope: scopeSession, fire: (*Core).reprobeDue},
 		dlDegraded:  {scope: scopeSession, fire: (*Core).degradedNow},
 		dlOffline:   {scope: scopeSession, fire: (*Core).offlineNow},
+		dlRefresh:   {scope: scopeSocket, fire: (*Core).refreshDue},
+		dlRefreshBy: {scope: scopeSocket, fire: (*Core).refreshTimedOut},
 	}
 }
 

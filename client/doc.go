@@ -43,6 +43,7 @@
 //	reconnect.go            carries out the Reconnector's decisions: records, dials, offline/online
 //	classify.go             stage 6: what each close means
 //	session.go              stage 6: tokens, the window, terminal states, records, Reconnect, visibility
+//	refresh.go              stage 6: in-band token refresh, late in each token's life, on the live socket
 //	transport.go            stage 8: the HTTP fallback, the re-probe and the move back to WebSocket
 //	clock.go                stage 8: clock jumps (sleep, frozen tabs); hidden pages keep their connection
 //	sendstall.go            stage 8: sends that stop draining

@@ -80,6 +80,10 @@ type Effect struct {
 	TopicError TopicError
 	// Presence is EffPresence's: who joined or left which topic.
 	Presence PresenceEvent
+	// Refresh is EffToken's: the token is for an in-band refresh of the
+	// live connection (refresh.go). The answer comes back as for any
+	// other ask, through TokenReady or TokenFailed.
+	Refresh bool
 }
 
 // PresenceEvent is a presence frame the server sent for a topic the app

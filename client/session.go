@@ -56,7 +56,8 @@ func sessionRef(rand func() float64) string {
 }
 
 // TokenReady reports the token hook's answer to an EffToken: the core dials
-// now and sends the token in the socket's first frame.
+// now and sends the token in the socket's first frame, or, for an in-band
+// refresh (Effect.Refresh), sends it on the live socket (refresh.go).
 func (c *Core) TokenReady(token string, now time.Time) {
 	if c.ended != NotEnded {
 		return
@@ -74,6 +75,10 @@ func (c *Core) TokenReady(token string, now time.Time) {
 		return
 	}
 	if !c.tokenWait {
+		if c.refreshWaits() {
+			c.refreshToken(token, now) // an in-band refresh's (refresh.go)
+			c.after(now)
+		}
 		return
 	}
 	c.tokenWait = false
@@ -101,6 +106,10 @@ func (c *Core) TokenFailed(now time.Time) {
 		return
 	}
 	if !c.tokenWait {
+		if c.refreshWaits() {
+			c.refreshFailed(now, "the token hook failed") // an in-band refresh's (refresh.go)
+			c.after(now)
+		}
 		return
 	}
 	c.tokenWait = false

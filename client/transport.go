@@ -118,6 +118,7 @@ type candidate struct {
 	served   bool   // it had a welcome before its first ping
 	token    string // its ticket, until its open
 	tokenAsk bool   // the token hook was asked for it
+	expires  int64  // its token's expiry (authenticated's expiresAt, Unix ms), armed as a refresh once it is promoted
 }
 
 // reprobeDue dials the preferred transport beside the live socket.
@@ -172,6 +173,7 @@ func (c *Core) candidateReceived(s SocketID, frame []byte, now time.Time) bool {
 		c.cand.served = true
 	case m.Type == protocol.TypeAuthenticated:
 		c.stats.Authenticated++
+		c.cand.expires = m.ExpiresAt
 	case m.Type == protocol.TypePing && c.cand.opened:
 		c.promote(m, now)
 	}
@@ -218,7 +220,7 @@ func (c *Core) armReprobe(now time.Time) {
 // socket; the old one drains.
 func (c *Core) promote(m protocol.Message, now time.Time) {
 	old, ready := c.current, c.state().Ready
-	s, served := c.cand.id, c.cand.served
+	s, served, expires := c.cand.id, c.cand.served, c.cand.expires
 	c.cand = candidate{}
 	c.dl[dlCandidate], c.dl[dlReprobe] = time.Time{}, time.Time{}
 	c.rc.BackOnPreferred()
@@ -234,6 +236,7 @@ func (c *Core) promote(m protocol.Message, now time.Time) {
 	c.heartbeatOpened(now)
 	c.onPing(m, now)
 	c.serviceOpened(now)
+	c.armRefresh(s, expires, now)
 }
 
 // moved ends the move once the new socket serves the app (or cannot), and

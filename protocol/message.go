@@ -164,7 +164,7 @@ type Message struct {
 	Key        string     // request, publish (optional, ValidKey): an idempotency key; the server answers a repeated key from a bounded cache
 	Result     []byte     // response (raw JSON), exclusive with Error
 	Error      *ErrorBody // response (exclusive with Result); error frame
-	Token      string     // auth
+	Token      string     // auth, refresh
 	ExpiresAt  int64      // authenticated: the ticket's expiry, Unix ms
 	Session    string     // welcome: the server's opaque id for this connection's session (1..MaxIDBytes)
 	User       string     // welcome (optional): the identity's user id; presence: whose connection joined or left
@@ -356,7 +356,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		m.Result = clone(f.raw[fResult])
-	case TypeAuth:
+	case TypeAuth, TypeRefresh:
 		var err *DecodeError
 		if m.Token, err = f.str(fToken, m.Type, true); err != nil {
 			return err
@@ -897,7 +897,7 @@ func AppendEncode(b []byte, m Message) []byte {
 		} else {
 			raw("result", m.Result)
 		}
-	case TypeAuth:
+	case TypeAuth, TypeRefresh:
 		str("token", m.Token)
 	case TypeAuthenticated:
 		if m.ExpiresAt != 0 {

@@ -305,7 +305,7 @@ func readsAsEncodingJSON(t *testing.T, b []byte, m Message) {
 				t.Fatalf("%q: error.retryAfterMs read as %d, encoding/json %d", b, m.Error.RetryAfterMs, retry)
 			}
 		}
-	case TypeAuth:
+	case TypeAuth, TypeRefresh:
 		str(obj, "token", m.Token)
 	case TypeAuthenticated:
 		num("expiresAt", m.ExpiresAt)

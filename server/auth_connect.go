@@ -121,51 +121,16 @@ func (s *Server) verify(tok string, now time.Time) (ticket, string, error) {
 func (c *conn) authenticate(m protocol.Message) bool {
 	s := c.s
 	now := s.opts.Now()
-	t, bad, err := s.verify(m.Token, now)
-	// refuse closes the connection; class is the refusal's kind for the
-	// debug line (-v), from a fixed set: never the token, its claims, the
-	// user or the address.
-	refuse := func(code int, reason, class string) bool {
-		s.metrics.handshakeVia(outAuth, c.tr.kind())
-		s.log.Debug("auth refused", "class", class, "code", code, "conn", c.id)
-		c.closeAsync(code, reason)
+	t, exp, ok := c.checkToken(true, m.Token, now)
+	if !ok {
 		return false
 	}
-	if err != nil {
-		// Not verified: counted against the address it came from, not the
-		// user it names (see rejectUnverified).
-		if s.auth.rejectUnverified(addrKey(c.ip), now) {
-			return refuse(protocol.CloseForbidden, "too many rejected tickets", "too_many_rejected (unverified, per address)")
-		}
-		class := "bad_ticket (did not verify: forged, malformed or another server's key)"
-		if bad == "bad token" {
-			class = "bad_token (a JWT that did not verify: signature, key, alg, claims or format)"
-		}
-		return refuse(protocol.CloseForbidden, bad, class)
-	}
 	user := t.identity.User
-	revoked := s.revoked(user) // Server.Revoke (control.go)
-	exp := s.effectiveExpiry(t)
-	if revoked || !now.Before(exp) {
-		// Refused either way: the backstop only turns a looping refusal
-		// into a final 4003, so a token that is good now is never refused
-		// by it. Counted against the user at this address (see
-		// rejectVerified): whoever replays someone's stale token only
-		// backstops themselves.
-		if s.auth.looping(user, addrKey(c.ip), now) {
-			return refuse(protocol.CloseForbidden, "too many rejected tickets", "too_many_rejected (per user at this address)")
-		}
-		s.auth.rejectVerified(user, addrKey(c.ip), now)
-		if revoked {
-			return refuse(protocol.CloseForbidden, "forbidden", "revoked")
-		}
-		return refuse(protocol.CloseTokenExpired, "token expired", "expired")
-	}
 	if c.byRequest {
 		// Named by its request (Identify) and served already: a token
 		// must name the same user, and then only adds its expiry.
 		if user != c.identity.User {
-			return refuse(protocol.CloseForbidden, "the token names another user", "other_user (a token on a connection Identify named)")
+			return c.refuseToken(true, protocol.CloseForbidden, "the token names another user", "other_user (a token on a connection Identify named)")
 		}
 		c.armExpiry(exp)
 		c.reply(protocol.AuthenticatedFrame{Type: protocol.TypeAuthenticated, ExpiresAt: exp.UnixMilli()})
@@ -186,10 +151,70 @@ func (c *conn) authenticate(m protocol.Message) bool {
 	return true
 }
 
-// armExpiry closes the connection with 4001 when its token expires.
+// refuseToken closes the connection for its token; class is the refusal's
+// kind for the debug line (-v), from a fixed set: never the token, its
+// claims, the user or the address. A first token's refusal is the
+// handshake's outcome (auth_failed); a refresh's is not a handshake. It
+// returns false, for its callers' returns.
+func (c *conn) refuseToken(first bool, code int, reason, class string) bool {
+	if first {
+		c.s.metrics.handshakeVia(outAuth, c.tr.kind())
+	}
+	c.s.log.Debug("auth refused", "class", class, "code", code, "conn", c.id)
+	c.closeAsync(code, reason)
+	return false
+}
+
+// checkToken verifies a token from an auth (first) or a refresh frame,
+// the one path both take. It returns the token and its effective expiry, or false
+// once it has started closing the connection: 4003 for a token that did
+// not verify, a revoked user or a looping one, 4001 for an expired token.
+func (c *conn) checkToken(first bool, tok string, now time.Time) (ticket, time.Time, bool) {
+	s := c.s
+	t, bad, err := s.verify(tok, now)
+	if err != nil {
+		// Not verified: counted against the address it came from, not the
+		// user it names (see rejectUnverified).
+		if s.auth.rejectUnverified(addrKey(c.ip), now) {
+			return t, time.Time{}, c.refuseToken(first, protocol.CloseForbidden, "too many rejected tickets", "too_many_rejected (unverified, per address)")
+		}
+		class := "bad_ticket (did not verify: forged, malformed or another server's key)"
+		if bad == "bad token" {
+			class = "bad_token (a JWT that did not verify: signature, key, alg, claims or format)"
+		}
+		return t, time.Time{}, c.refuseToken(first, protocol.CloseForbidden, bad, class)
+	}
+	user := t.identity.User
+	revoked := s.revoked(user) // Server.Revoke (control.go)
+	exp := s.effectiveExpiry(t)
+	if revoked || !now.Before(exp) {
+		// Refused either way: the backstop only turns a looping refusal
+		// into a final 4003, so a token that is good now is never refused
+		// by it. Counted against the user at this address (see
+		// rejectVerified): whoever replays someone's stale token only
+		// backstops themselves.
+		if s.auth.looping(user, addrKey(c.ip), now) {
+			return t, exp, c.refuseToken(first, protocol.CloseForbidden, "too many rejected tickets", "too_many_rejected (per user at this address)")
+		}
+		s.auth.rejectVerified(user, addrKey(c.ip), now)
+		if revoked {
+			return t, exp, c.refuseToken(first, protocol.CloseForbidden, "forbidden", "revoked")
+		}
+		return t, exp, c.refuseToken(first, protocol.CloseTokenExpired, "token expired", "expired")
+	}
+	return t, exp, true
+}
+
+// armExpiry closes the connection with 4001 when its token expires (a
+// refresh moves it: auth_refresh.go). Once the connection ended it arms
+// nothing: a refresh or the demo's Short switch racing the end leaves no
+// timer behind.
 func (c *conn) armExpiry(at time.Time) {
 	c.expMu.Lock()
 	defer c.expMu.Unlock()
+	if c.expOff {
+		return
+	}
 	if c.expiry != nil {
 		c.expiry.Stop()
 	}
@@ -198,9 +223,18 @@ func (c *conn) armExpiry(at time.Time) {
 	})
 }
 
+// hasExpiry reports whether a token's expiry is armed: the connection has
+// a token a refresh may replace.
+func (c *conn) hasExpiry() bool {
+	c.expMu.Lock()
+	defer c.expMu.Unlock()
+	return c.expiry != nil && !c.expOff
+}
+
 func (c *conn) stopExpiry() {
 	c.expMu.Lock()
 	defer c.expMu.Unlock()
+	c.expOff = true
 	if c.expiry != nil {
 		c.expiry.Stop()
 	}

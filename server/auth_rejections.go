@@ -29,6 +29,10 @@ type authority struct {
 	backstops uint64 // connections refused by the backstop
 	rejected  uint64
 	accepted  uint64
+	// refreshed and refreshRefused count in-band refreshes taken and
+	// refused (auth_refresh.go).
+	refreshed      uint64
+	refreshRefused uint64
 }
 
 // The bounds of what peers can grow here. maxTrackedAddr also bounds the
@@ -193,7 +197,12 @@ type AuthStats struct {
 	Accepted  uint64   `json:"accepted"`
 	Rejected  uint64   `json:"rejected"`
 	Backstops uint64   `json:"backstops"` // refused by the backstop: a looping user or address
-	Revoked   int      `json:"revoked"`   // users refused now (Server.Revoke), every node's
+	// Refreshed counts in-band refreshes taken (a token's expiry moved
+	// without a reconnect), RefreshRefused those refused (flood, no token,
+	// another user, or a token refused as a first one would be).
+	Refreshed      uint64 `json:"refreshed"`
+	RefreshRefused uint64 `json:"refreshRefused"`
+	Revoked        int    `json:"revoked"` // users refused now (Server.Revoke), every node's
 	// TrackedIDs are users with recent rejections of tokens that
 	// verified, counted once per address they came from; TrackedAddrs
 	// remote addresses with recent rejections of tokens that did not.
@@ -210,7 +219,7 @@ func (a *authority) stats(now time.Time, byID bool) AuthStats {
 	defer a.mu.Unlock()
 	a.byID.prune(now)
 	a.byAddr.prune(now)
-	st := AuthStats{Accepted: a.accepted, Rejected: a.rejected, Backstops: a.backstops,
+	st := AuthStats{Accepted: a.accepted, Rejected: a.rejected, Backstops: a.backstops, Refreshed: a.refreshed, RefreshRefused: a.refreshRefused,
 		TrackedIDs: len(a.byID.m), TrackedAddrs: len(a.byAddr.m)}
 	if byID {
 		st.RejectionsByID = map[string]int{}

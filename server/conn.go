@@ -70,7 +70,9 @@ type conn struct {
 	authChecked bool // the first frame was seen (reader only)
 	byRequest   bool // Options.Identify named the user: no token needed (set before run)
 	expMu       sync.Mutex
-	expiry      *time.Timer
+	expiry      *time.Timer   // the token's 4001, while armed (guarded by expMu)
+	expOff      bool          // the connection ended: arm no expiry (guarded by expMu)
+	refreshLim  *rate.Limiter // refreshes taken (auth_refresh.go); made by the reader at the first
 
 	endMu sync.Mutex
 	ended bool // run has finished: closeAsync starts nothing
@@ -237,6 +239,11 @@ func (c *conn) handle(data []byte) {
 	}
 	if err != nil && m.Type == protocol.TypeReport {
 		c.badReport(err) // counted, not answered: a report asks for no answer
+		return
+	}
+	if m.Type == protocol.TypeRefresh && (err == nil || badTokenField(err)) {
+		// As an auth frame's: a token the decoder refused is a bad token.
+		c.refresh(m)
 		return
 	}
 	if err != nil {

@@ -34,6 +34,7 @@
 //	history_memory.go       the default History, in memory
 //	history_jetstream*.go   the JetStream History: streams, marks, checks, watches
 //	auth_connect.go         a connection's token: the auth frame, Identify, expiry
+//	auth_refresh.go         in-band refresh: a fresh token on the live connection moves its expiry
 //	auth_tickets.go         our tickets: issuing (TicketHandler), signing, parsing, their rate
 //	auth_jwt.go             an identity provider's JWTs: keys, JWKS file, claims
 //	auth_identity.go        Identity and its bounds

@@ -13,12 +13,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +48,26 @@ type Config struct {
 	// Restart downtime): PeakAfterRecovery counts from there.
 	RecoverAt time.Duration
 	Logf      func(string, ...any) // progress; nil: silent
+
+	// Tokens gives every client a token hook that fetches a ticket from
+	// the server's POST /api/token (a server with -auth and tickets
+	// issued to anyone: -demo or -issue-tickets), a client id of its own
+	// each, through its source address. Default false: no tokens.
+	Tokens bool
+	// Mint, if set, makes the tickets in this process (a ticket for the
+	// client id) instead of POST /api/token: the server then spends
+	// nothing on issuing them, and its CPU is the connection side's alone.
+	Mint func(id string) (string, error)
+	// NoInBandRefresh turns the clients' in-band refresh off (with
+	// Tokens): each token's expiry is then a 4001 and a reconnect.
+	NoInBandRefresh bool
+	// Watch keeps watching for the whole Duration even once every client
+	// is READY (a run with no trigger, counting what expiries cost).
+	Watch bool
+	// AtTrigger and AtEnd, if set, are called when the trigger is pulled
+	// and when the watch ends (before the clients close): a caller reads
+	// the server's CPU time there.
+	AtTrigger, AtEnd func()
 }
 
 // Second is what one second after the trigger looked like.
@@ -82,6 +104,11 @@ type Report struct {
 	// RecoveryTimes are those durations, in the order they ended, for a
 	// caller that pools several storms (not in the JSON: one per client).
 	RecoveryTimes []time.Duration `json:"-"`
+	// With Tokens, from the clients' own counts over the whole run: the
+	// 4001s they were closed with (each a forced token and a reconnect),
+	// and the in-band refreshes the server took.
+	Expiries  int `json:"expiries"`
+	Refreshes int `json:"refreshes"`
 }
 
 // Quantile is the nearest-rank q-quantile (0 < q <= 1) of ds, 0 for none.
@@ -163,12 +190,21 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
+		cc.NoInBandRefresh = cfg.NoInBandRefresh
 		var mu sync.Mutex
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))
 		cc.Rand = func() float64 { mu.Lock(); defer mu.Unlock(); return r.Float64() }
+		var token func(context.Context, bool) (string, error)
+		if cfg.Tokens {
+			token = ticketHook(transports[i%cfg.Sources], api, "storm-"+strconv.Itoa(i))
+			if cfg.Mint != nil {
+				id := "storm-" + strconv.Itoa(i)
+				token = func(context.Context, bool) (string, error) { return cfg.Mint(id) }
+			}
+		}
 		var was bool
 		var lost time.Time // when this client last left READY
-		c, err := native.Dial(ctx, cfg.URL, &native.Options{Config: &cc,
+		c, err := native.Dial(ctx, cfg.URL, &native.Options{Config: &cc, Token: token,
 			DialOptions: &websocket.DialOptions{HTTPClient: transports[i%cfg.Sources]},
 			OnState: func(s client.State) {
 				if s.Ready != was {
@@ -207,6 +243,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	f.mu.Unlock()
 	trigger := time.Now()
 	rep.TriggerAtUnix = trigger.UnixMilli()
+	if cfg.AtTrigger != nil {
+		cfg.AtTrigger()
+	}
 	switch cfg.Trigger {
 	case "restart":
 		err = post(api+"/faults", `{"restart":true}`)
@@ -255,10 +294,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			} else {
 				readySince = time.Time{}
 			}
-			if el >= cfg.Duration || (!readySince.IsZero() && time.Since(readySince) >= 3*time.Second) {
+			if el >= cfg.Duration || (!cfg.Watch && !readySince.IsZero() && time.Since(readySince) >= 3*time.Second) {
 				break
 			}
 		}
+	}
+	if cfg.AtEnd != nil {
+		cfg.AtEnd()
+	}
+	for _, c := range f.clients {
+		st := c.Stats()
+		rep.Expiries += st.TokenRefreshes
+		rep.Refreshes += st.Refreshes
 	}
 	for _, s := range rep.Seconds {
 		rep.Attempts += s.Attempts
@@ -344,6 +391,34 @@ func post(u, body string) error {
 		return fmt.Errorf("storm: trigger refused with %s (is the server in -demo mode?)", resp.Status)
 	}
 	return nil
+}
+
+// ticketHook fetches a ticket for id from the demo server's POST
+// /api/token through hc, as a page's hook does from its app. It caches
+// nothing: the core asks only when it needs a token.
+func ticketHook(hc *http.Client, api, id string) func(context.Context, bool) (string, error) {
+	body := `{"clientId":"` + id + `"}`
+	return func(ctx context.Context, _ bool) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, api+"/token", strings.NewReader(body))
+		if err != nil {
+			return "", fmt.Errorf("storm: failed to ask for a ticket: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", fmt.Errorf("storm: failed to ask for a ticket: %w", err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			io.Copy(io.Discard, resp.Body)
+			return "", fmt.Errorf("storm: failed to get a ticket: %s", resp.Status)
+		}
+		var v struct{ Token string }
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<10)).Decode(&v); err != nil {
+			return "", fmt.Errorf("storm: failed to read a ticket: %w", err)
+		}
+		return v.Token, nil
+	}
 }
 
 // Row is a labelled report, for Table.

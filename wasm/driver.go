@@ -221,7 +221,7 @@ func (d *driver) apply() {
 			case client.EffRecord:
 				d.call(d.cb.onRecord, bridge.RecordValue(e.Record))
 			case client.EffToken:
-				d.askToken(e.Force)
+				d.askToken(e.Force, e.Refresh)
 			case client.EffContinuityLost:
 				if d.tabs != nil && d.tabs.leading {
 					d.tabs.lost(e.Lost)

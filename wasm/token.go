@@ -12,8 +12,12 @@ import (
 // {force} and reports its answer (a string, or a promise of one) to the
 // core. It never waits: a promise is followed with callbacks that only
 // push onto the driver's queue. What the hook threw or rejected with is not
-// logged (it may hold a credential), only that it failed.
-func (d *driver) askToken(force bool) {
+// logged (it may hold a credential), only that it failed. refresh says
+// the token is for an in-band refresh of the live connection: the core
+// sends it in a refresh frame on whichever transport is up (the HTTP
+// transport POSTs it like any frame), so the driver keeps no copy for a
+// session to be made with.
+func (d *driver) askToken(force, refresh bool) {
 	failed := func(why string) {
 		consoleError("wsready: token hook: " + why)
 		d.q.Push(func(now time.Time) { d.core.TokenFailed(now) })
@@ -40,7 +44,9 @@ func (d *driver) askToken(force bool) {
 			// the hook, when an attempt fails first; the driver keeps it as
 			// long, for the HTTP transport, which sends it in POST
 			// <base>/session (eventsOf clears it at the next open).
-			d.token = tok
+			if !refresh {
+				d.token = tok
+			}
 			d.core.TokenReady(tok, now)
 		})
 	}

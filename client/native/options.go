@@ -41,12 +41,15 @@ type Options struct {
 	// lines. Default nil.
 	OnRecord func(Record)
 	// Token, when set, is called before every dial for the ticket the
-	// client sends in its first frame. force asks for a fresh one (the
-	// server said the last expired): never return a cached token then. An
-	// error, or no answer within the core's TokenTimeout (ctx says so), is
-	// a failed attempt, counted against the budget. It runs on a goroutine
-	// of its own; ctx ends when the client closes. Default nil: no auth
-	// frame.
+	// client sends in its first frame, and late in each token's life for
+	// the in-band refresh sent on the live connection (unless
+	// Config.NoInBandRefresh). force asks for a fresh one (the server said
+	// the last expired, or it is about to): never return a cached token
+	// then. An error, or no answer within the core's TokenTimeout (ctx says
+	// so), is a failed attempt, counted against the budget (a failed
+	// refresh: the connection ends 4001 at expiry and the client dials
+	// again). It runs on a goroutine of its own; ctx ends when the client
+	// closes. Default nil: no auth frame.
 	Token func(ctx context.Context, force bool) (string, error)
 	// OnContinuityLost hears of updates the client will never deliver
 	// (stage 7: the server no longer had them); same rules as OnState.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
 	"github.com/wsready/wsready/internal/testutil"
 	"github.com/wsready/wsready/protocol"
 	"github.com/wsready/wsready/server"
@@ -80,16 +81,19 @@ func (r *recorder) record(rec client.Record) {
 }
 func (r *recorder) event(e client.Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
 
-// A 2 s ticket over 20 s: one 4001, one forced refresh and one reconnect
-// per lifetime, and nothing else. On fake time (synctest): the 20 s take
-// none.
+// A 2 s ticket over 20 s with in-band refresh off: one 4001, one forced
+// refresh and one reconnect per lifetime, and nothing else (the path a
+// failed in-band refresh falls back to). On fake time (synctest): the 20 s
+// take none.
 func TestNativeShortTicketsRefreshOncePerLifetime(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		srv, hc := memAuthServer(t, server.Options{TicketLife: 2 * time.Second})
 		var fetched atomic.Int64
 		rec := &recorder{}
-		c, err := Dial(context.Background(), srv.URL, &Options{Token: tokenHook(hc, srv.Base, "short", &fetched), OnRecord: rec.record,
+		cfg := stages.Must(stages.Max)
+		cfg.NoInBandRefresh = true
+		c, err := Dial(context.Background(), srv.URL, &Options{Config: cfg, Token: tokenHook(hc, srv.Base, "short", &fetched), OnRecord: rec.record,
 			DialOptions: &websocket.DialOptions{HTTPClient: hc}})
 		if err != nil {
 			t.Fatal(err)

@@ -70,12 +70,17 @@ func runSim(args []string, stdout io.Writer) error {
 	fs.DurationVar(&wu.PushInterval, "push-every", wu.PushInterval, "writeups: time between two pushed updates")
 	fs.IntVar(&wu.PushBytes, "push-bytes", wu.PushBytes, "writeups: bytes of a pushed update in the write-up's model")
 	stormIn := fs.String("storm", "", "writeups: also read this wsready storm -compare -json report (make storm's docs/measured/storm.json) and put its field figures in the table")
+	tokens := fs.Bool("tokens", false, "run only the token table: -clients clients with -token-life tokens for -horizon, first issued together and over one life, in-band refresh on and off")
+	tokenLife := fs.Duration("token-life", 10*time.Minute, "with -tokens: the tokens' life (1s..24h)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	wu.Seed = cfg.Seed
 	if fs.NArg() > 0 {
 		return fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
+	}
+	if *tokens {
+		return simTokens(cfg.Clients, *tokenLife, cfg.Horizon, cfg.Seed, *jsonOut, stdout)
 	}
 	switch *first {
 	case "policy":
@@ -354,4 +359,22 @@ func parallel[T, R any](items []T, f func(T) (R, error)) ([]R, error) {
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// simTokens is wsready sim -tokens: what token expiries cost a fleet, with
+// in-band refresh and without, for a fleet issued its tokens together and
+// one issued them over a whole life.
+func simTokens(clients int, life, horizon time.Duration, seed uint64, jsonOut string, stdout io.Writer) error {
+	var rows []sim.TokenResult
+	for _, spread := range []time.Duration{0, life} {
+		for _, on := range []bool{false, true} {
+			r, err := sim.RunTokens(sim.TokenConfig{Clients: clients, Life: life, Spread: spread, Horizon: horizon, Seed: seed}, on)
+			if err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
+			rows = append(rows, r)
+		}
+	}
+	fmt.Fprint(stdout, sim.TokenTable(rows))
+	return writeJSON(jsonOut, rows)
 }

@@ -41,6 +41,8 @@ func runStorm(args []string, stdout io.Writer) error {
 	rate := fs.Int("admit-rate", 500, "with -compare: the servers' admission rate (handshakes per second)")
 	downtime := fs.Duration("restart-downtime", 10*time.Second, "with -compare: the servers' Restart downtime")
 	verbose := fs.Bool("v", false, "log each second")
+	refresh := fs.Bool("refresh-compare", false, "run the token comparison instead: the fleet with tickets of -ticket-life for -duration, with in-band refresh and without, each against a fresh serve -auth required, no trigger")
+	ticketLife := fs.Duration("ticket-life", time.Minute, "with -refresh-compare: the tickets' life")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,6 +54,21 @@ func runStorm(args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *refresh {
+		md, js, err := refreshCompare(ctx, cfg, *ticketLife)
+		if err != nil {
+			return err
+		}
+		md = fmt.Sprintf("# Token expiries: in-band refresh against a reconnect per token\n\nMade by `wsready storm -refresh-compare -clients %d -ticket-life %v -duration %v` on %s (%d CPUs).\n\n", cfg.Clients, *ticketLife, cfg.Duration,
+			time.Now().UTC().Format("2006-01-02"), numCPU()) + md
+		fmt.Fprint(stdout, md)
+		if *mdOut != "" {
+			if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
+				return err
+			}
+		}
+		return writeJSON(*jsonOut, js)
+	}
 	if !*compare {
 		if cfg.URL == "" {
 			return fmt.Errorf("storm: -url is required (or -compare)")

@@ -218,6 +218,7 @@ func StatsValue(s client.Stats) map[string]any {
 		"seqGaps": s.SeqGaps, "missedUpdates": float64(s.MissedUpdates), "droppedResponses": s.DroppedResponses, "badFrames": s.BadFrames,
 		"serverErrors": s.ServerErrors, "authenticated": s.Authenticated, "tokensRequested": s.TokensRequested,
 		"tokenRefreshes": s.TokenRefreshes, "tokenFailures": s.TokenFailures, "records": s.Records,
+		"refreshes": s.Refreshes, "refreshFailures": s.RefreshFailures,
 		"readyCount": s.ReadyCount, "recoveries": s.Recoveries, "recoveryP50Ms": float64(s.RecoveryP50.Milliseconds()),
 		"recoveryP99Ms": float64(s.RecoveryP99.Milliseconds()), "retryAftersHonoured": s.RetryAftersHonoured,
 		"duplicates": s.Duplicates, "duplicatesDropped": s.DuplicatesDropped, "replayed": s.Replayed,

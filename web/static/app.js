@@ -145,7 +145,8 @@ function renderRecord(r) {
 }
 
 // The page's token hook: it caches its ticket as a simple app would, and
-// fetches a fresh one only when asked to force (stage 6 after a 4001).
+// fetches a fresh one only when asked to force (stage 6: late in the
+// ticket's life for the in-band refresh, or after a 4001).
 let cachedToken; // a promise of the ticket, shared by concurrent callers
 function token({ force }) {
   if (!cachedToken || force) {

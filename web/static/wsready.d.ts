@@ -188,6 +188,8 @@ export interface Stats {
   replayed: number; continuityLost: number;
   droppedResponses: number; badFrames: number; serverErrors: number;
   authenticated: number; tokensRequested: number; tokenRefreshes: number; tokenFailures: number; records: number;
+  /** In-band refreshes the server took, and those that failed (the 4001 at expiry follows the last). */
+  refreshes: number; refreshFailures: number;
   /** Times READY was reached, and reached again after losing it. */
   readyCount: number; recoveries: number;
   /** Time without READY between two READYs, over the last 256 recoveries. */
@@ -251,8 +253,11 @@ export interface ConnectOptions {
   cooldownMs?: number;
   /**
    * Called before every dial for the ticket sent in the first frame (never
-   * in the URL). force: the server said the last one expired; return a
-   * fresh one, not a cached one. A throw or a rejection is a failed attempt.
+   * in the URL), and (stage 6+) late in each ticket's life for the in-band
+   * refresh sent on the live connection. force: the server said the last
+   * one expired, or it is about to; return a fresh one, not a cached one.
+   * A throw or a rejection is a failed attempt (a failed refresh: the
+   * connection ends 4001 at expiry and the client dials again).
    */
   token?: (opts: { force: boolean }) => string | Promise<string>;
   /** One record per reconnect decision. */

@@ -1,0 +1,61 @@
+//go:build !js
+
+package native
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/server"
+)
+
+// In-band refresh end to end, on loopback against the real server: 2 s
+// tickets over 6 s keep one connection (one handshake, no reconnect
+// decision, READY throughout) while the hook is asked for a fresh ticket
+// before each expiry and the server takes it on the live socket.
+func TestNativeInBandRefreshKeepsOneConnection(t *testing.T) {
+	t.Parallel()
+	srv, base, url := authServer(t, server.Options{TicketLife: 2 * time.Second})
+	var fetched atomic.Int64
+	rec := &recorder{}
+	var lostReady atomic.Int64
+	var ready atomic.Bool
+	c, err := Dial(context.Background(), url, &Options{Token: tokenHook(http.DefaultClient, base, "refresher", &fetched), OnRecord: rec.record,
+		OnState: func(s client.State) {
+			if s.Ready {
+				ready.Store(true)
+			} else if ready.Load() {
+				lostReady.Add(1)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second) // real time: three ticket lifetimes on a real socket
+	st := c.Stats()
+	rec.mu.Lock()
+	n := len(rec.records)
+	rec.mu.Unlock()
+	if hs := srv.Stats().Handshakes; hs != 1 || n != 0 || st.TokenRefreshes != 0 || lostReady.Load() != 0 || !c.State().Ready {
+		t.Fatalf("6 s of 2 s tickets: %d handshakes, %d reconnect records, %d forced refreshes after a 4001, READY lost %d times; want 1, 0, 0, 0",
+			hs, n, st.TokenRefreshes, lostReady.Load())
+	}
+	// Refreshed at 75-90% of each 2 s life: at least 3 fresh tickets
+	// besides the first in 6 s (1.8 s apart at most).
+	if f := fetched.Load(); f < 4 {
+		t.Fatalf("the hook fetched %d tickets in 6 s, want the first and 3 refreshes", f)
+	}
+	if a := srv.Stats().Auth; a.Accepted != 1 {
+		t.Fatalf("auth stats %+v: one connection's token accepted", a)
+	}
+}
