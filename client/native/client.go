@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -74,6 +75,15 @@ type Client struct {
 	// codesEpoch (at most maxCodes topics), for waitingNow.
 	codes      map[string]string
 	codesEpoch uint64
+
+	// The HTTP transport's (http.go): dialToken is the token hook's last
+	// answer until a socket opens, an HTTP session's ticket (the loop's);
+	// hc is the Client's own HTTP client, made at its first use (the
+	// loop's); pollSince is when each server's stream was last held back
+	// (guarded by mu, one entry per URL).
+	dialToken string
+	hc        *http.Client
+	pollSince map[string]time.Time
 }
 
 // maxCodes bounds Client.codes: past it, a new topic's code is not kept

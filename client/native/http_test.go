@@ -1,0 +1,234 @@
+//go:build !js
+
+package native
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wsready/wsready/client"
+	"github.com/wsready/wsready/internal/stages"
+	"github.com/wsready/wsready/internal/testutil"
+	"github.com/wsready/wsready/protocol"
+	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
+)
+
+// fastStage8 is stage 8 with both transports and short timings: three
+// failed WebSocket attempts take well under a second, and the re-probe
+// comes every 300 ms.
+func fastStage8(seed uint64) *client.Config {
+	cfg := stages.Must(8)
+	cfg.Rand = rand.New(rand.NewPCG(seed, 8)).Float64
+	cfg.Transports = []client.Transport{client.TransportWebSocket, client.TransportHTTP}
+	cfg.FirstPingTimeout = time.Second
+	cfg.SubscribeTimeout = time.Second
+	cfg.RequestTimeout = 2 * time.Second
+	cfg.ConnectTimeout = 2 * time.Second
+	cfg.Policy = client.FullJitter{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond}
+	cfg.CapGrowth = []client.CapStep{}
+	cfg.Cooldown = 100 * time.Millisecond
+	cfg.ReprobeInterval = 300 * time.Millisecond
+	return cfg
+}
+
+// The HTTP transport end to end, against the real server on loopback with
+// every upgrade refused (the Block WebSocket switch: 403, as a proxy that
+// strips upgrades): the native client falls back by the core's rule,
+// reaches READY over HTTP, answers requests and publishes, delivers every
+// update exactly once across a forced reconnect (Restart: the session ends
+// with 1012, the next one resumes from the cursor), and moves back to
+// WebSocket once upgrades work again, still losing and repeating nothing.
+func TestNativeHTTPTransportFallsBackResumesAndMovesBack(t *testing.T) {
+	srv := testutil.StartServer(t, server.Options{PingInterval: 200 * time.Millisecond, NoSlots: true, Publish: true},
+		demo.Options{NoFeed: true, RestartDowntime: 200 * time.Millisecond})
+	srv.Set("blockWebSocket", true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := srv.Publish(ctx, "ticks", []byte(`{"n":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	rec := &seqRecorder{}
+	cfg := fastStage8(1)
+	cfg.Topic = "ticks"
+	c, err := Dial(ctx, srv.URL, &Options{Config: cfg, OnContinuityLost: rec.continuity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Subscribe(ctx, "ticks", nil, rec.update); err != nil {
+		t.Fatal(err)
+	}
+	onHTTP := func(s State) bool { return s.Ready && s.Via == client.TransportHTTP }
+	if err := c.WaitState(ctx, onHTTP); err != nil {
+		t.Fatalf("no READY over HTTP with upgrades refused: %v (state %+v)", err, c.State())
+	}
+	res, err := c.Request(ctx, "echo", []byte(`{"x":1}`))
+	if err != nil || string(res) != `{"x":1}` {
+		t.Fatalf("echo over HTTP: %s %v", res, err)
+	}
+	if seq, err := c.Publish(ctx, "chat", []byte(`{"text":"over http"}`)); err != nil || seq < 1 {
+		t.Fatalf("publish over HTTP: seq %d, %v", seq, err)
+	}
+	next := int64(1)
+	publish := func(n int) {
+		t.Helper()
+		for range n {
+			seq, err := srv.Publish(ctx, "ticks", []byte(`{"n":`+strconv.FormatInt(next, 10)+`}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			next = seq
+			time.Sleep(5 * time.Millisecond) // spread them over the reconnect
+		}
+	}
+	delivered := func(to int64) string {
+		if err := eventually(10*time.Second, func() bool {
+			seqs, _ := rec.snapshot()
+			return len(seqs) > 0 && seqs[len(seqs)-1] >= to
+		}); err != nil {
+			seqs, _ := rec.snapshot()
+			return "updates up to " + strconv.FormatInt(to, 10) + " not delivered; got " + strconv.Itoa(len(seqs))
+		}
+		seqs, lost := rec.snapshot()
+		if len(lost) != 0 {
+			return "continuity lost: " + strconv.Itoa(len(lost))
+		}
+		return testutil.ExactRun(seqs, 2, to) // seq 1 was published before the subscribe
+	}
+	publish(20)
+	if msg := delivered(next); msg != "" {
+		t.Fatalf("over HTTP: %s", msg)
+	}
+
+	// A forced reconnect: the session ends with 1012; updates published
+	// meanwhile come with the next session's resume.
+	epoch := c.State().Epoch
+	srv.Set("restart", true)
+	publish(20)
+	if err := c.WaitState(ctx, func(s State) bool { return onHTTP(s) && s.Epoch != epoch }); err != nil {
+		t.Fatalf("no READY over HTTP after the restart: %v (state %+v)", err, c.State())
+	}
+	publish(10)
+	if msg := delivered(next); msg != "" {
+		t.Fatalf("across the reconnect over HTTP: %s", msg)
+	}
+
+	// Upgrades work again: the core's re-probe moves the client back.
+	srv.Set("blockWebSocket", false)
+	if err := c.WaitState(ctx, func(s State) bool { return s.Ready && s.Via == client.TransportWebSocket }); err != nil {
+		t.Fatalf("no move back to WebSocket: %v (state %+v)", err, c.State())
+	}
+	publish(10)
+	if msg := delivered(next); msg != "" {
+		t.Fatalf("across the move to WebSocket: %s", msg)
+	}
+	if st := c.Stats(); st.Moves < 1 {
+		t.Fatalf("stats say %d moves, want at least 1", st.Moves)
+	}
+}
+
+// A send POST the server refuses for its bounds (429 + Retry-After) ends
+// the socket as the server steering: a 1013 whose slot is the Retry-After,
+// which the core waits out, never a transport loss.
+func TestNativeHTTPSendRefusalIsTheServerSteering(t *testing.T) {
+	srv := testutil.StartServer(t, server.Options{PingInterval: 200 * time.Millisecond, NoSlots: true}, demo.Options{NoFeed: true})
+	var refuse atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			http.Error(w, "no upgrades here", http.StatusForbidden) // a proxy that strips upgrades
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/send") && refuse.Load() {
+			w.Header().Set("Retry-After", "2")
+			http.Error(w, `{"error":"too many sends","retryAfterMs":2000}`, http.StatusTooManyRequests)
+			return
+		}
+		srv.Demo.Handler().ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	recs := make(chan Record, 64)
+	cfg := fastStage8(2)
+	c, err := Dial(ctx, "ws"+strings.TrimPrefix(front.URL, "http")+"/ws", &Options{Config: cfg, OnRecord: func(r Record) {
+		select {
+		case recs <- r:
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitState(ctx, func(s State) bool { return s.Ready && s.Via == client.TransportHTTP }); err != nil {
+		t.Fatalf("no READY over HTTP: %v", err)
+	}
+	refuse.Store(true)
+	_, err = c.Request(ctx, "echo", []byte(`{}`))
+	if err == nil {
+		t.Fatal("a request whose send was refused succeeded")
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-recs:
+			if r.Code == protocol.CloseTryAgainLater {
+				if r.RetryAfter != 2*time.Second {
+					t.Fatalf("the 1013 lost its slot: retry-after %v, want 2s", r.RetryAfter)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("no 1013 close after a refused send")
+		}
+	}
+}
+
+// A stream line past its bound ends the socket with 1009 rather than
+// growing a buffer without limit; the client stays bounded and closes.
+func TestNativeHTTPStreamLineIsBounded(t *testing.T) {
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/session"):
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"session":"abcdefghijklmnopqrstuv","intervalMs":1000}`))
+		case strings.HasSuffix(r.URL.Path, "/sse"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: " + strings.Repeat("x", maxStreamLine+10) + "\n\n"))
+		default:
+			http.Error(w, "no", http.StatusForbidden)
+		}
+	}))
+	defer front.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := fastStage8(3)
+	cfg.Transports = []client.Transport{client.TransportHTTP}
+	recs := make(chan Record, 64)
+	c, err := Dial(ctx, front.URL+"/ws", &Options{Config: cfg, OnRecord: func(r Record) {
+		select {
+		case recs <- r:
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case r := <-recs:
+		if r.Code != protocol.CloseMessageTooBig {
+			t.Fatalf("an over-long stream line closed with %d, want 1009", r.Code)
+		}
+	case <-ctx.Done():
+		t.Fatal("no close after an over-long stream line")
+	}
+}
