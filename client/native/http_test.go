@@ -3,7 +3,9 @@
 package native
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -230,5 +232,125 @@ func TestNativeHTTPStreamLineIsBounded(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("no close after an over-long stream line")
+	}
+}
+
+// bufferingProxy stands in front of base as a proxy that refuses upgrades
+// (403) and buffers responses: an event stream reaches the client only
+// when it ends (never, while the session lives), so the client sees it
+// open and receive nothing; every other request (the session, sends, long
+// polls: responses that complete) passes. streams counts the streams.
+func bufferingProxy(t *testing.T, base string) (url string, streams *atomic.Int64) {
+	t.Helper()
+	streams = new(atomic.Int64)
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			http.Error(w, "no upgrades here", http.StatusForbidden)
+			return
+		}
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.RequestURI(), r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := hc.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		body := io.Reader(resp.Body)
+		if strings.HasSuffix(r.URL.Path, "/sse") && r.URL.Query().Get("poll") == "" {
+			streams.Add(1)
+			held, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20)) // buffered until it ends
+			if err != nil {
+				return // the client went: so does the stream
+			}
+			body = bytes.NewReader(held)
+		}
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.(http.Flusher).Flush() // the headers: the client sees the stream open
+		io.Copy(w, body)
+	}))
+	t.Cleanup(func() { front.Close(); hc.CloseIdleConnections() })
+	return "ws" + strings.TrimPrefix(front.URL, "http") + "/ws", streams
+}
+
+// Behind a proxy that buffers the event stream, the session goes on in
+// long polls after bridge.FirstEventTimeout: READY over HTTP, every update
+// exactly once across the switch and across a forced reconnect, after
+// which the next session starts in long polls at once (no second stream).
+func TestNativeHTTPLongPollsBehindABufferingProxy(t *testing.T) {
+	srv := testutil.StartServer(t, server.Options{PingInterval: 200 * time.Millisecond, NoSlots: true},
+		demo.Options{NoFeed: true, RestartDowntime: 200 * time.Millisecond})
+	url, streams := bufferingProxy(t, srv.Base)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := srv.Publish(ctx, "ticks", []byte(`{"n":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	rec := &seqRecorder{}
+	cfg := fastStage8(4)
+	cfg.Topic = "ticks"
+	cfg.ConnectTimeout = 5 * time.Second // the first open waits out the stream's FirstEventTimeout
+	cfg.FirstPingTimeout = 5 * time.Second
+	c, err := Dial(ctx, url, &Options{Config: cfg, OnContinuityLost: rec.continuity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Subscribe(ctx, "ticks", nil, rec.update); err != nil {
+		t.Fatal(err)
+	}
+	onHTTP := func(s State) bool { return s.Ready && s.Via == client.TransportHTTP }
+	if err := c.WaitState(ctx, onHTTP); err != nil {
+		t.Fatalf("no READY in long polls: %v (state %+v)", err, c.State())
+	}
+	res, err := c.Request(ctx, "echo", []byte(`{"x":2}`))
+	if err != nil || string(res) != `{"x":2}` {
+		t.Fatalf("echo in long polls: %s %v", res, err)
+	}
+	var last int64
+	publish := func(n int) {
+		t.Helper()
+		for range n {
+			seq, err := srv.Publish(ctx, "ticks", []byte(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = seq
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		if err := eventually(10*time.Second, func() bool {
+			seqs, _ := rec.snapshot()
+			return len(seqs) > 0 && seqs[len(seqs)-1] >= last
+		}); err != nil {
+			t.Fatalf("%s: updates up to %d not delivered", when, last)
+		}
+		seqs, lost := rec.snapshot()
+		if msg := testutil.ExactRun(seqs, 2, last); msg != "" || len(lost) != 0 {
+			t.Fatalf("%s: %s (continuity lost %d)", when, msg, len(lost))
+		}
+	}
+	publish(20)
+	check("in long polls")
+	epoch := c.State().Epoch
+	srv.Set("restart", true)
+	publish(20)
+	if err := c.WaitState(ctx, func(s State) bool { return onHTTP(s) && s.Epoch != epoch }); err != nil {
+		t.Fatalf("no READY after the restart: %v", err)
+	}
+	publish(10)
+	check("across the reconnect")
+	if n := streams.Load(); n != 1 {
+		t.Fatalf("%d streams opened, want 1: the server said the stream was held, so the next session starts in long polls", n)
 	}
 }
