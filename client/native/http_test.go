@@ -354,3 +354,30 @@ func TestNativeHTTPLongPollsBehindABufferingProxy(t *testing.T) {
 		t.Fatalf("%d streams opened, want 1: the server said the stream was held, so the next session starts in long polls", n)
 	}
 }
+
+// With tickets required, the session POST carries the Token hook's ticket
+// (a ticket never rides in a URL, and the core's auth frame is not sent
+// after it): READY over HTTP, and requests are answered as the ticket's
+// identity allows.
+func TestNativeHTTPSessionCarriesTheTicket(t *testing.T) {
+	srv, base, url := authServer(t, server.Options{PingInterval: 200 * time.Millisecond, NoSlots: true}, demo.Options{NoFeed: true})
+	srv.Set("blockWebSocket", true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var fetched atomic.Int64
+	c, err := Dial(ctx, url, &Options{Config: fastStage8(5), Token: tokenHook(http.DefaultClient, base, "http-ticket", &fetched)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitState(ctx, func(s State) bool { return s.Ready && s.Via == client.TransportHTTP }); err != nil {
+		t.Fatalf("no READY over HTTP with a ticket: %v (state %+v)", err, c.State())
+	}
+	res, err := c.Request(ctx, "echo", []byte(`{"x":3}`))
+	if err != nil || string(res) != `{"x":3}` {
+		t.Fatalf("echo over HTTP with a ticket: %s %v", res, err)
+	}
+	if fetched.Load() == 0 {
+		t.Fatal("the token hook was never asked")
+	}
+}
