@@ -5,8 +5,10 @@
 // browser runs.
 //
 // One goroutine owns the core (loop.go): it feeds it socket events, timer
-// ticks and requests, and carries out its effects. Each socket (socket.go)
-// has a reader and a writer goroutine that only pass events to that loop.
+// ticks and requests, and carries out its effects. Each socket, a WebSocket
+// (socket.go) or, when Config.Transports names it, an HTTP session
+// (http.go: an event stream and ordered POSTs, or long polls), has a
+// reader and a writer goroutine that only pass events to that loop.
 // The public methods (this file) post to the loop and wait for its answer.
 // The core's types a program needs (Config, State, Update, the errors) are
 // named in this package too (types.go), so a program imports it alone.

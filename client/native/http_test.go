@@ -324,7 +324,7 @@ func TestNativeHTTPLongPollsBehindABufferingProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			last = seq
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // real time: spread the updates over the switch and the reconnect
 		}
 	}
 	check := func(when string) {
