@@ -147,15 +147,18 @@ func (c *Client) startHTTP(id client.SocketID, url, token string) *socket {
 		defer c.sockWG.Done()
 		h := &httpSocket{c: c, s: s, hc: hc, base: wsBase(url), tokened: token != "", failed: make(chan closeReq, 1)}
 		code, reason := h.run(token)
+		cancelled := ctx.Err() != nil // the loop or the sender ended it: the reader's 1006 is their doing
 		cancel()
-		select { // a close the loop asked for, then the sender's failure, win over the error they caused
+		select { // a close the loop asked for wins; then the sender's failure, over the error it caused
 		case r := <-s.closeWith:
 			code, reason = r.code, r.reason
 		default:
-			select {
-			case r := <-h.failed:
-				code, reason = r.code, r.reason
-			default:
+			if cancelled && code == protocol.CloseAbnormal {
+				select {
+				case r := <-h.failed:
+					code, reason = r.code, r.reason
+				default:
+				}
 			}
 		}
 		c.post(c.ctx, event{kind: evClosed, socket: id, code: code, reason: reason})
@@ -301,7 +304,9 @@ func (h *httpSocket) stream() (code int, reason string, silent bool) {
 	}
 	ctx, cancel := context.WithCancel(h.s.ctx)
 	defer cancel()
-	// The first event's timer: it cancels the stream unless an event came
+	// The first event's timer, armed with the request rather than at the
+	// headers (an EventSource's open): a proxy that holds the headers too
+	// is found the same way. It cancels the stream unless an event came
 	// first (heardMu orders the two).
 	var heardMu sync.Mutex
 	heard, fired := false, false

@@ -240,7 +240,9 @@ func TestNativeHTTPStreamLineIsBounded(t *testing.T) {
 // when it ends (never, while the session lives), so the client sees it
 // open and receive nothing; every other request (the session, sends, long
 // polls: responses that complete) passes. streams counts the streams.
-func bufferingProxy(t *testing.T, base string) (url string, streams *atomic.Int64) {
+// holdHeaders: the stream's headers are held too (else they go at once,
+// as nginx's do, and the client sees the stream open).
+func bufferingProxy(t *testing.T, base string, holdHeaders bool) (url string, streams *atomic.Int64) {
 	t.Helper()
 	streams = new(atomic.Int64)
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -264,17 +266,27 @@ func bufferingProxy(t *testing.T, base string) (url string, streams *atomic.Int6
 		body := io.Reader(resp.Body)
 		if strings.HasSuffix(r.URL.Path, "/sse") && r.URL.Query().Get("poll") == "" {
 			streams.Add(1)
+			if !holdHeaders {
+				for k, vs := range resp.Header {
+					w.Header()[k] = vs
+				}
+				w.WriteHeader(resp.StatusCode)
+				w.(http.Flusher).Flush() // the headers: the client sees the stream open
+			}
 			held, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20)) // buffered until it ends
 			if err != nil {
 				return // the client went: so does the stream
 			}
 			body = bytes.NewReader(held)
+			if !holdHeaders {
+				io.Copy(w, body)
+				return
+			}
 		}
 		for k, vs := range resp.Header {
 			w.Header()[k] = vs
 		}
 		w.WriteHeader(resp.StatusCode)
-		w.(http.Flusher).Flush() // the headers: the client sees the stream open
 		io.Copy(w, body)
 	}))
 	t.Cleanup(func() { front.Close(); hc.CloseIdleConnections() })
@@ -285,10 +297,17 @@ func bufferingProxy(t *testing.T, base string) (url string, streams *atomic.Int6
 // long polls after bridge.FirstEventTimeout: READY over HTTP, every update
 // exactly once across the switch and across a forced reconnect, after
 // which the next session starts in long polls at once (no second stream).
+// Whether the proxy lets the stream's headers through or holds them too.
 func TestNativeHTTPLongPollsBehindABufferingProxy(t *testing.T) {
+	for _, hold := range []bool{false, true} {
+		t.Run("holdHeaders="+strconv.FormatBool(hold), func(t *testing.T) { testLongPollsBehindABufferingProxy(t, hold) })
+	}
+}
+
+func testLongPollsBehindABufferingProxy(t *testing.T, holdHeaders bool) {
 	srv := testutil.StartServer(t, server.Options{PingInterval: 200 * time.Millisecond, NoSlots: true},
 		demo.Options{NoFeed: true, RestartDowntime: 200 * time.Millisecond})
-	url, streams := bufferingProxy(t, srv.Base)
+	url, streams := bufferingProxy(t, srv.Base, holdHeaders)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := srv.Publish(ctx, "ticks", []byte(`{"n":0}`)); err != nil {
