@@ -5,12 +5,15 @@ package native
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -398,5 +401,99 @@ func TestNativeHTTPSessionCarriesTheTicket(t *testing.T) {
 	}
 	if fetched.Load() == 0 {
 		t.Fatal("the token hook was never asked")
+	}
+}
+
+// Sends go in order, one POST at a time: 40 requests from concurrent
+// callers reach the server in the order the loop took them (their ids
+// increase through every POST body), never two POSTs of the session at
+// once, and every one is answered.
+func TestNativeHTTPSendsArePostedInOrderOneAtATime(t *testing.T) {
+	srv := testutil.StartServer(t, server.Options{PingInterval: 200 * time.Millisecond, NoSlots: true}, demo.Options{NoFeed: true})
+	var (
+		mu               sync.Mutex
+		ids              []uint64
+		inflight, maxAny int
+	)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			http.Error(w, "no upgrades here", http.StatusForbidden)
+			return
+		}
+		if !strings.HasSuffix(r.URL.Path, "/send") {
+			srv.Demo.Handler().ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 2<<20))
+		if err != nil {
+			return
+		}
+		frames := [][]byte{body}
+		if len(body) > 0 && body[0] == '[' {
+			var raw []json.RawMessage
+			if err := json.Unmarshal(body, &raw); err != nil {
+				t.Errorf("a send body that is not a JSON array: %v", err)
+			}
+			frames = frames[:0]
+			for _, f := range raw {
+				frames = append(frames, f)
+			}
+		}
+		mu.Lock()
+		inflight++
+		maxAny = max(maxAny, inflight)
+		for _, f := range frames {
+			if m, err := protocol.Decode(f); err == nil && m.Type == protocol.TypeRequest {
+				ids = append(ids, m.ID)
+			}
+		}
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond) // real time: a POST that takes a while, so frames queue behind it
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		srv.Demo.Handler().ServeHTTP(w, r)
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+	}))
+	defer front.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, "ws"+strings.TrimPrefix(front.URL, "http")+"/ws", &Options{Config: fastStage8(6)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitState(ctx, func(s State) bool { return s.Ready && s.Via == client.TransportHTTP }); err != nil {
+		t.Fatalf("no READY over HTTP: %v", err)
+	}
+	const n = 40
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			p := []byte(`{"i":` + strconv.Itoa(i) + `}`)
+			res, err := c.Request(ctx, "echo", p)
+			if err == nil && !bytes.Equal(res, p) {
+				err = errors.New("echo answered " + string(res) + " for " + string(p))
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxAny != 1 {
+		t.Fatalf("%d send POSTs at once, want 1", maxAny)
+	}
+	if len(ids) < n {
+		t.Fatalf("the server got %d requests, want at least %d", len(ids), n)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("request ids out of order across the POSTs: %v", ids)
+		}
 	}
 }
