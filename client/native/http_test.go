@@ -303,7 +303,10 @@ func bufferingProxy(t *testing.T, base string, holdHeaders bool) (url string, st
 // Whether the proxy lets the stream's headers through or holds them too.
 func TestNativeHTTPLongPollsBehindABufferingProxy(t *testing.T) {
 	for _, hold := range []bool{false, true} {
-		t.Run("holdHeaders="+strconv.FormatBool(hold), func(t *testing.T) { testLongPollsBehindABufferingProxy(t, hold) })
+		t.Run("holdHeaders="+strconv.FormatBool(hold), func(t *testing.T) {
+			t.Parallel() // each waits out the 3 s FirstEventTimeout: side by side, not one after the other
+			testLongPollsBehindABufferingProxy(t, hold)
+		})
 	}
 }
 
