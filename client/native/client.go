@@ -5,8 +5,10 @@
 // browser runs.
 //
 // One goroutine owns the core (loop.go): it feeds it socket events, timer
-// ticks and requests, and carries out its effects. Each socket (socket.go)
-// has a reader and a writer goroutine that only pass events to that loop.
+// ticks and requests, and carries out its effects. Each socket, a WebSocket
+// (socket.go) or, when Config.Transports names it, an HTTP session
+// (http.go: an event stream and ordered POSTs, or long polls), has a
+// reader and a writer goroutine that only pass events to that loop.
 // The public methods (this file) post to the loop and wait for its answer.
 // The core's types a program needs (Config, State, Update, the errors) are
 // named in this package too (types.go), so a program imports it alone.
@@ -17,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -74,6 +77,15 @@ type Client struct {
 	// codesEpoch (at most maxCodes topics), for waitingNow.
 	codes      map[string]string
 	codesEpoch uint64
+
+	// The HTTP transport's (http.go): dialToken is the token hook's last
+	// answer until a socket opens, an HTTP session's ticket (the loop's);
+	// hc is the Client's own HTTP client, made at its first use (the
+	// loop's); pollSince is when each server's stream was last held back
+	// (guarded by mu, one entry per URL).
+	dialToken string
+	hc        *http.Client
+	pollSince map[string]time.Time
 }
 
 // maxCodes bounds Client.codes: past it, a new topic's code is not kept

@@ -32,6 +32,7 @@ const (
 	evPublish
 	evTopics
 	evNetwork
+	evProbe
 )
 
 // event is one thing for the loop to do; kind says which fields mean
@@ -54,6 +55,7 @@ type event struct {
 	opts     client.RequestOptions   // evRequest, evPublish
 	subOpts  client.SubscribeOptions // evSubscribe
 	taken    subWaiter               // evSubscribe: answered once the server took or refused the topic (answerSubscribes)
+	ok       bool                    // evProbe: the server answered over HTTP
 }
 
 // requestReply answers a caller: first the request's id (so a cancel can
@@ -103,6 +105,7 @@ func (c *Client) loop() {
 			switch e.kind {
 			case evOpened:
 				c.core.Opened(e.socket, now)
+				c.dialToken = "" // the core has sent it (or the session was made with it): not kept
 			case evFrame:
 				c.core.Received(e.socket, e.frame, now)
 			case evClosed:
@@ -119,6 +122,7 @@ func (c *Client) loop() {
 				if e.err != nil {
 					c.core.TokenFailed(now)
 				} else {
+					c.dialToken = e.token // an HTTP session's ticket (http.go)
 					c.core.TokenReady(e.token, now)
 				}
 			case evSubscribe:
@@ -153,6 +157,8 @@ func (c *Client) loop() {
 				e.topics <- c.core.Topics()
 			case evNetwork:
 				c.core.NetworkChanged(now)
+			case evProbe:
+				c.core.HTTPProbe(e.ok, now)
 			case evReconnect:
 				c.core.Reconnect(now)
 				c.apply(sockets, waiters, timer) // the state the caller waits on
@@ -183,6 +189,9 @@ done:
 	close(c.done)
 	c.cancel()
 	c.sockWG.Wait()
+	if c.hc != nil {
+		c.hc.CloseIdleConnections()
+	}
 }
 
 // apply carries out the core's effects.
@@ -198,7 +207,13 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 		case client.EffDial:
 			url := c.urls[c.next]
 			c.next = (c.next + 1) % len(c.urls)
-			sockets[e.Socket] = c.startSocket(e.Socket, url)
+			if e.Transport == client.TransportHTTP {
+				sockets[e.Socket] = c.startHTTP(e.Socket, url, c.dialToken)
+			} else {
+				sockets[e.Socket] = c.startSocket(e.Socket, url)
+			}
+		case client.EffProbeHTTP:
+			c.probeHTTP(c.urls[c.next])
 		case client.EffSend:
 			if s := sockets[e.Socket]; s != nil && !s.closed {
 				s.send(e.Frame)

@@ -21,11 +21,15 @@ type Options struct {
 	// stages.Must(stages.Max): every fix, the library's
 	// defaults. A demo stage: Config: stages.Must(3). Its Rand
 	// defaults to math/rand/v2's Float64; OnEvent turns its Trace on and
-	// Token its Auth. The native client speaks WebSocket only: Transports
-	// defaults to [client.TransportWebSocket] here, and one naming
-	// client.TransportHTTP is refused (the HTTP transport is the browser's,
-	// for proxies that strip upgrades). Follower is refused too: tab
-	// leadership is the browser's.
+	// Token its Auth. Transports defaults to [client.TransportWebSocket]
+	// here (the browser's default is both): a Go program opts in to the
+	// HTTP transport, for a proxy that refuses upgrades, with
+	// [client.TransportWebSocket, client.TransportHTTP]; the core's stage 8
+	// rules then decide when it falls back and when it moves back to
+	// WebSocket, as in the browser (docs/http-transport.md). WebSocket
+	// alone stays the default so a program that never asked for HTTP
+	// requests never sends any. Follower is refused: tab leadership is the
+	// browser's.
 	Config *Config
 	// OnState, OnUpdate and OnEvent run on the client's goroutine: they
 	// must return quickly and must not call Request or Close (start a
@@ -80,8 +84,10 @@ type Options struct {
 	// Each is a ws://, wss://, http:// or https:// URL with a host. Default
 	// none: Dial's url only.
 	URLs []string
-	// DialOptions are passed to websocket.Dial for every socket. Default
-	// nil: coder/websocket's defaults.
+	// DialOptions are passed to websocket.Dial for every socket. Over the
+	// HTTP transport its HTTPClient carries the requests and its
+	// HTTPHeader is added to each. Default nil: coder/websocket's
+	// defaults, and an HTTP client of the Client's own.
 	DialOptions *websocket.DialOptions
 	// Handshakes, when set, is a limiter the Client takes a slot from
 	// before every dial, shared with the other Clients of the process
@@ -156,11 +162,6 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	if cfg.Transports == nil {
 		cfg.Transports = []Transport{client.TransportWebSocket}
 	}
-	for _, t := range cfg.Transports {
-		if t != client.TransportWebSocket {
-			return nil, &OptionError{Option: "Config", Err: errWebSocketOnly}
-		}
-	}
 	if cfg.Follower {
 		return nil, &OptionError{Option: "Config", Err: errNoFollower}
 	}
@@ -177,12 +178,9 @@ func (o *Options) cloneWithDefaults() (*Options, error) {
 	return &c, nil
 }
 
-// errWebSocketOnly and errNoFollower are the Config's causes for what only
-// the browser driver does.
-var (
-	errWebSocketOnly = errors.New("the native client speaks WebSocket only: Transports must be [TransportWebSocket] (or nil)")
-	errNoFollower    = errors.New("Follower is the browser's (tabs that share a connection): a native client leads")
-)
+// errNoFollower is the Config's cause for what only the browser driver
+// does.
+var errNoFollower = errors.New("Follower is the browser's (tabs that share a connection): a native client leads")
 
 // errURL is checkURL's cause: a URL websocket.Dial could never use.
 var errURL = errors.New("want a ws://, wss://, http:// or https:// URL with a host")

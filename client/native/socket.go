@@ -21,8 +21,11 @@ type socket struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	out    chan []byte
-	ws     chan *websocket.Conn // holds the conn once dialled (cap 1)
-	closed bool
+	ws     chan *websocket.Conn // holds the conn once dialled (cap 1); nil over HTTP
+	// closeWith is an HTTP socket's (http.go; nil for a WebSocket): the
+	// close the loop asked for, which the socket reports (cap 1).
+	closeWith chan closeReq
+	closed    bool
 }
 
 // sendQueue is how many frames a socket's writer holds; past it a frame is
@@ -130,6 +133,14 @@ func (c *Client) read(s *socket, ws *websocket.Conn) {
 // socket's reader reports the close when it completes (coder/websocket
 // gives up on an unresponsive peer after 5 s).
 func (c *Client) closeSocket(s *socket, code int, reason string) {
+	if s.closeWith != nil { // over HTTP: the session is dropped (the server sweeps it), the close reported as asked
+		select {
+		case s.closeWith <- closeReq{code, reason}:
+		default:
+		}
+		s.cancel()
+		return
+	}
 	select {
 	case ws := <-s.ws:
 		s.ws <- ws

@@ -180,24 +180,24 @@ func TestNativeQueuedRequestsCarryKeys(t *testing.T) {
 	}
 }
 
-// The native client speaks WebSocket only and always leads: a Config
-// naming the HTTP transport, or a follower, is refused; nil Transports is
-// WebSocket alone (no HTTP probe is ever asked for).
-func TestNativeRefusesTheBrowsersTransportsAndTabs(t *testing.T) {
-	for name, mod := range map[string]func(*client.Config){
-		"http": func(c *client.Config) {
-			c.Transports = []client.Transport{client.TransportWebSocket, client.TransportHTTP}
-		},
-		"follower": func(c *client.Config) { c.Follower = true },
-	} {
-		cfg := stages.Must(8)
-		mod(cfg)
-		_, err := Dial(context.Background(), "ws://127.0.0.1:9/ws", &Options{Config: cfg})
-		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Option != "Config" {
-			t.Errorf("%s: %v", name, err)
-		}
+// The native client always leads: a follower is refused. It speaks the
+// HTTP transport when asked ([WebSocket, HTTP] is accepted), but nil
+// Transports is WebSocket alone (no HTTP probe is ever asked for).
+func TestNativeRefusesTheBrowsersTabs(t *testing.T) {
+	cfg := stages.Must(8)
+	cfg.Follower = true
+	_, err := Dial(context.Background(), "ws://127.0.0.1:9/ws", &Options{Config: cfg})
+	var oe *OptionError
+	if !errors.As(err, &oe) || oe.Option != "Config" {
+		t.Errorf("follower: %v", err)
 	}
+	cfg = stages.Must(8)
+	cfg.Transports = []client.Transport{client.TransportWebSocket, client.TransportHTTP}
+	c, err := Dial(context.Background(), "ws://127.0.0.1:9/ws", &Options{Config: cfg})
+	if err != nil {
+		t.Fatalf("both transports refused: %v", err)
+	}
+	c.Close()
 	o, err := (*Options)(nil).cloneWithDefaults()
 	if err != nil || len(o.Config.Transports) != 1 || o.Config.Transports[0] != client.TransportWebSocket {
 		t.Fatalf("default transports %v, %v", o.Config.Transports, err)

@@ -120,7 +120,7 @@ const (
 	FailSendStalled  = client.FailSendStalled
 )
 
-// The transports (State.Via; the native client speaks WebSocket).
+// The transports (State.Via; HTTP only when Config.Transports names it).
 const (
 	TransportWebSocket = client.TransportWebSocket
 	TransportHTTP      = client.TransportHTTP
