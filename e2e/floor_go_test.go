@@ -134,7 +134,8 @@ func measureNoWasmLoad() (string, error) {
 
 // measureHelloLoad builds helloGo for js/wasm as make wasm builds the
 // client (-trimpath -ldflags=-s; WASM_FLAGS' -gcflags name wsready's
-// packages only), compresses it with the tool make wasm runs
+// packages and the runtime's maps, which hello barely uses, and WASM_ENV's
+// collector is not taken), compresses it with the tool make wasm runs
 // (internal/tools/precompress: brotli 11, gzip), and loads helloPage as
 // measureFloorLoad loads floorPage: the files from StaticHandler (brotli,
 // as the demo server sends the client's wasm, with the same wasm_exec.js)

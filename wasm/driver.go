@@ -53,6 +53,10 @@ type driver struct {
 	// The last update's topic and its JS string (deliver).
 	updTopic   string
 	updTopicJS safejs.Value
+	// out is the Uint8Array deliver copies an update's data into, outCap
+	// its length (growOut).
+	out    safejs.Value
+	outCap int
 }
 
 // callbacks are the page's functions (undefined when not given).
@@ -363,11 +367,15 @@ func (d *driver) invoke(fn safejs.Value, v safejs.Value, err error) {
 }
 
 // deliver hands u to the page's onUpdate in one call, onUpdate(topic,
-// seq, epoch, data), which wsready.js makes the page's object of: an
-// update is the per-frame path, and building the object from Go cost
-// five crossings of the JS boundary more (Object, new, a Set per key),
-// each a js.Value with its finalizer. The topic's JS string is kept for
-// the next update of the same topic (one, so the cache needs no bound).
+// seq, epoch, n, bytes), which wsready.js makes the page's object of (the
+// data is bytes' first n, UTF-8, read during the call): an update is the
+// per-frame path, and building the object from Go cost five crossings of
+// the JS boundary more (Object, new, a Set per key), each a js.Value with
+// its finalizer. The data goes by copy into one Uint8Array kept across
+// updates, not as a JS string: a string made from Go is a js.Value with a
+// finalizer, one registered and run per update (and the string's Go copy
+// allocated first). The topic's JS string is kept for the next update of
+// the same topic (one, so the cache needs no bound).
 func (d *driver) deliver(u client.Update) {
 	if u.Topic != d.updTopic || d.updTopicJS.Type() != safejs.TypeString {
 		v, err := safejs.ValueOf(u.Topic)
@@ -377,9 +385,44 @@ func (d *driver) deliver(u client.Update) {
 		}
 		d.updTopic, d.updTopicJS = u.Topic, v
 	}
-	if _, err := d.cb.onUpdate.Invoke(d.updTopicJS, float64(u.Seq), float64(u.Epoch), string(u.Data)); err != nil {
+	if len(u.Data) > d.outCap || d.out.Type() != safejs.TypeObject {
+		if err := d.growOut(len(u.Data)); err != nil {
+			consoleError("wsready: callback failed: " + err.Error())
+			return
+		}
+	}
+	if len(u.Data) > 0 {
+		if _, err := safejs.CopyBytesToJS(d.out, u.Data); err != nil {
+			consoleError("wsready: callback failed: " + err.Error())
+			return
+		}
+	}
+	if _, err := d.cb.onUpdate.Invoke(d.updTopicJS, float64(u.Seq), float64(u.Epoch), len(u.Data), d.out); err != nil {
 		consoleError("wsready: callback failed: " + err.Error())
 	}
+}
+
+// minOut is the first size of deliver's buffer (1 KiB); it doubles from
+// there to fit the largest update's data, at most protocol.MaxFrameBytes
+// (64 KiB: the data came in one frame).
+const minOut = 1 << 10
+
+// growOut makes deliver's buffer a new Uint8Array of at least n bytes.
+func (d *driver) growOut(n int) error {
+	c := max(d.outCap, minOut)
+	for c < n {
+		c *= 2
+	}
+	ctor, err := safejs.Global().Get("Uint8Array")
+	if err != nil {
+		return err
+	}
+	v, err := ctor.New(c)
+	if err != nil {
+		return err
+	}
+	d.out, d.outCap = v, c
+	return nil
 }
 
 // release runs after Stop: it closes every socket the driver still knows

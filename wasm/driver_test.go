@@ -3,6 +3,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hack-pad/safejs"
@@ -82,7 +83,9 @@ func BenchmarkDeliverUpdate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	noop, err := ctor.New("topic", "seq", "epoch", "data", "")
+	// The data decoded as wsready.js does: that work was wasm_exec.js's
+	// when the data crossed as a string.
+	noop, err := ctor.New("topic", "seq", "epoch", "n", "bytes", `globalThis.__td ||= new TextDecoder(); globalThis.__td.decode(bytes.subarray(0, n));`)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,14 +101,16 @@ func BenchmarkDeliverUpdate(b *testing.B) {
 }
 
 // An update reaches the page's onUpdate in one call with its topic, seq,
-// epoch and data as its arguments (wsready.js makes the page's object of
-// them), whatever the topic of the update before it.
+// epoch, and its data as the first n bytes of a buffer (wsready.js makes
+// the page's object of them), whatever the topic of the update before it,
+// the data longer or shorter than the one before.
 func TestUpdateIsOneCall(t *testing.T) {
 	ctor, err := safejs.Global().Get("Function")
 	if err != nil {
 		t.Fatal(err)
 	}
-	record, err := ctor.New(`globalThis.__updates = (globalThis.__updates || []).concat([Array.from(arguments)]);`)
+	record, err := ctor.New("topic", "seq", "epoch", "n", "bytes",
+		`globalThis.__updates = (globalThis.__updates || []).concat([[topic, seq, epoch, new TextDecoder().decode(bytes.subarray(0, n))]]);`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +131,9 @@ func TestUpdateIsOneCall(t *testing.T) {
 		{Topic: "feed", Seq: 8, Data: []byte(`3`), Epoch: 2},
 		{Topic: "room:1", Seq: 1 << 40, Data: []byte(`"x"`), Epoch: 1 << 33},
 		{Topic: "feed", Seq: 9, Data: []byte(`null`), Epoch: 2},
+		{Topic: "feed", Seq: 10, Data: []byte(`"` + strings.Repeat("é", 1500) + `"`), Epoch: 2}, // past the first buffer
+		{Topic: "feed", Seq: 11, Data: []byte(`{}`), Epoch: 2},
+		{Topic: "feed", Seq: 12, Data: nil, Epoch: 2},
 	} {
 		d.deliver(u)
 	}
@@ -142,7 +150,8 @@ func TestUpdateIsOneCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _ := s.String()
-	want := `[["feed",7,2,"{\"a\":[1,2]}"],["feed",8,2,"3"],["room:1",1099511627776,8589934592,"\"x\""],["feed",9,2,"null"]]`
+	want := `[["feed",7,2,"{\"a\":[1,2]}"],["feed",8,2,"3"],["room:1",1099511627776,8589934592,"\"x\""],["feed",9,2,"null"],` +
+		`["feed",10,2,"\"` + strings.Repeat("é", 1500) + `\""],["feed",11,2,"{}"],["feed",12,2,""]]`
 	if out != want {
 		t.Fatalf("onUpdate got %s, want %s", out, want)
 	}

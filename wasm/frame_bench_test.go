@@ -16,13 +16,31 @@ import (
 // stepped with it and its effects applied; a ping, so the step itself is
 // small and the way there is what is measured (the JS/wasm crossings, the
 // hop to the driver's goroutine if there is one). FrameOnly: the socket's
-// handler wrapped by wsready.js's frameOnly, as in a page.
+// handler wrapped to hand Go event.data, the frame as a JS string.
+// FrameBytes: wrapped by wsready.js's frameOnly, as in a page: the frame's
+// UTF-8 in a shared buffer, Go handed its byte count.
 func BenchmarkFrameStep(b *testing.B) {
-	b.Run("event", func(b *testing.B) { benchFrameStep(b, false) })
-	b.Run("frameOnly", func(b *testing.B) { benchFrameStep(b, true) })
+	b.Run("event", func(b *testing.B) { benchFrameStep(b, "") })
+	b.Run("frameOnly", func(b *testing.B) {
+		benchFrameStep(b, "return (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);")
+	})
+	b.Run("frameBytes", func(b *testing.B) { benchFrameStep(b, frameOnlyJS) })
 }
 
-func benchFrameStep(b *testing.B, wrap bool) {
+// frameOnlyJS is web/static/wsready.js's frameOnly, the body of a function
+// of onmessage (TestFrameOnlyIsWsreadyJS keeps the two the same).
+const frameOnlyJS = `const frameBytes = new Uint8Array(64 * 1024);
+const frameEncoder = new TextEncoder();
+const h = (e) => {
+  const d = e.data;
+  if (typeof d !== 'string') return onmessage(undefined);
+  const r = frameEncoder.encodeInto(d, frameBytes);
+  return onmessage(r.read === d.length ? r.written : d);
+};
+h.bytes = frameBytes;
+return h;`
+
+func benchFrameStep(b *testing.B, wrap string) {
 	g := safejs.Global()
 	orig, _ := g.Get("WebSocket")
 	fn, _ := g.Get("Function")
@@ -50,8 +68,8 @@ func benchFrameStep(b *testing.B, wrap bool) {
 		b.Fatal(err)
 	}
 	var cb callbacks
-	if wrap {
-		cb.frameOnly, err = fn.New("onmessage", "return (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);")
+	if wrap != "" {
+		cb.frameOnly, err = fn.New("onmessage", wrap)
 		if err != nil {
 			b.Fatal(err)
 		}

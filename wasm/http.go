@@ -110,9 +110,7 @@ func openHTTP(spec dialSpec, ev socketEvents) (transport, error) {
 	}
 	if err := then(resp, func(r safejs.Value) {
 		ev.run(func() { t.sessionAnswered(r) })
-	}, func(safejs.Value) {
-		ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
-	}); err != nil {
+	}, t.brokenLater); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -139,17 +137,22 @@ func jsonOf(m map[string]any) (string, error) {
 // post starts fetch(url, {method: POST, body}) with an AbortController of
 // its own (t.ac) and returns its promise.
 func (t *httpTransport) post(url, body string) (safejs.Value, error) {
+	return fetchWith(url, map[string]any{"method": "POST", "body": body, "cache": "no-store",
+		"headers": map[string]any{"Content-Type": "application/json"}}, &t.ac)
+}
+
+// fetchWith starts fetch(url, init) with an AbortController of its own,
+// kept in *ac, and returns its promise.
+func fetchWith(url string, init map[string]any, ac *safejs.Value) (safejs.Value, error) {
 	g := safejs.Global()
 	fetch, err := g.Get("fetch")
 	if err != nil || fetch.Type() != safejs.TypeFunction {
 		return safejs.Undefined(), errNoFetch
 	}
-	init := map[string]any{"method": "POST", "body": body, "cache": "no-store",
-		"headers": map[string]any{"Content-Type": "application/json"}}
 	if ctor, err := g.Get("AbortController"); err == nil && ctor.Type() == safejs.TypeFunction {
-		if ac, err := ctor.New(); err == nil {
-			t.ac = ac
-			if sig, err := ac.Get("signal"); err == nil {
+		if c, err := ctor.New(); err == nil {
+			*ac = c
+			if sig, err := c.Get("signal"); err == nil {
 				init["signal"] = sig
 			}
 		}
@@ -160,6 +163,11 @@ func (t *httpTransport) post(url, body string) (safejs.Value, error) {
 	}
 	return fetch.Invoke(url, initV)
 }
+
+// broken ends the socket as a transport loss (1006); brokenLater does so
+// from a promise's rejection, through the driver's loop.
+func (t *httpTransport) broken()                  { t.fail(protocol.CloseAbnormal, "") }
+func (t *httpTransport) brokenLater(safejs.Value) { t.ev.run(t.broken) }
 
 // sessionAnswered reads POST /session's answer: 200 {"session", ...}
 // opens the stream; anything else is a refusal.
@@ -181,7 +189,7 @@ func (t *httpTransport) sessionAnswered(resp safejs.Value) {
 			})
 		}
 		if err != nil {
-			t.fail(protocol.CloseAbnormal, "")
+			t.broken()
 		}
 		return
 	}
@@ -215,7 +223,7 @@ func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.V
 	}
 	id, ok := getString(body, "session")
 	if !ok || !bridge.ValidSession(id) {
-		t.fail(protocol.CloseAbnormal, "")
+		t.broken()
 		return
 	}
 	t.session = id
@@ -223,7 +231,7 @@ func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.V
 		t.polling = true
 		t.poll()
 	} else if err := t.openStream(); err != nil {
-		t.fail(protocol.CloseAbnormal, "")
+		t.broken()
 		return
 	}
 	if len(t.queue) > 0 {
@@ -298,7 +306,7 @@ func (t *httpTransport) openStream() error {
 		t.ev.run(func() { t.fail(c, r) })
 	})
 	on("error", func(safejs.Value) {
-		t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+		t.ev.run(t.broken)
 	})
 	return nil
 }
@@ -362,32 +370,16 @@ func (t *httpTransport) silent() {
 // lastEventId; its answer (pollAnswered) asks again.
 func (t *httpTransport) poll() {
 	u, err := bridge.PollURL(t.url, t.session, t.lastID, t.welcome)
-	g := safejs.Global()
-	fetch, ferr := g.Get("fetch")
-	if err != nil || ferr != nil || fetch.Type() != safejs.TypeFunction {
-		t.fail(protocol.CloseAbnormal, "")
-		return
-	}
-	init := map[string]any{"cache": "no-store"}
-	if ctor, err := g.Get("AbortController"); err == nil && ctor.Type() == safejs.TypeFunction {
-		if ac, err := ctor.New(); err == nil {
-			t.pollAC = ac
-			if sig, err := ac.Get("signal"); err == nil {
-				init["signal"] = sig
-			}
-		}
-	}
-	initV, err := jsObject(init)
 	var p safejs.Value
 	if err == nil {
-		p, err = fetch.Invoke(u, initV)
+		p, err = fetchWith(u, map[string]any{"cache": "no-store"}, &t.pollAC)
 	}
 	if err == nil {
 		err = then(p, func(r safejs.Value) {
 			status, _ := getNumber(r, "status")
 			held := header(r, "X-Wsready-Stream") == "held"
 			if status != 200 {
-				t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+				t.ev.run(t.broken)
 				return
 			}
 			body, err := r.Call("text")
@@ -395,19 +387,15 @@ func (t *httpTransport) poll() {
 				err = then(body, func(v safejs.Value) {
 					text, _ := v.String()
 					t.ev.run(func() { t.pollAnswered(text, held) })
-				}, func(safejs.Value) {
-					t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
-				})
+				}, t.brokenLater)
 			}
 			if err != nil {
-				t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+				t.ev.run(t.broken)
 			}
-		}, func(safejs.Value) {
-			t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
-		})
+		}, t.brokenLater)
 	}
 	if err != nil {
-		t.fail(protocol.CloseAbnormal, "")
+		t.broken()
 	}
 }
 
@@ -490,12 +478,10 @@ func (t *httpTransport) flush() {
 			status, _ := getNumber(r, "status")
 			retryAfter := header(r, "Retry-After")
 			t.ev.run(func() { t.posted(int(status), retryAfter) })
-		}, func(safejs.Value) {
-			t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
-		})
+		}, t.brokenLater)
 	}
 	if err != nil {
-		t.fail(protocol.CloseAbnormal, "")
+		t.broken()
 	}
 }
 
@@ -515,7 +501,7 @@ func (t *httpTransport) posted(status int, retryAfter string) {
 		return
 	}
 	if status < 200 || status > 299 {
-		t.fail(protocol.CloseAbnormal, "")
+		t.broken()
 		return
 	}
 	if len(t.queue) > 0 {

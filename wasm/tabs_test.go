@@ -178,7 +178,7 @@ func openTabWith(t *testing.T, opts fakeGetter) *tab {
 			}
 			tb.states = append(tb.states, s)
 		}),
-		onUpdate: func() safejs.Value { // onUpdate(topic, seq, epoch, data)
+		onUpdate: func() safejs.Value { // onUpdate(topic, seq, epoch, n, bytes)
 			f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 				if len(args) > 1 {
 					topic, _ := args[0].String()

@@ -256,10 +256,28 @@ export function preconnect(url, opts = {}) {
   return true;
 }
 
+// dataDecoder decodes an update's data (onUpdate): one decoder for the module.
+const dataDecoder = new TextDecoder();
+
 // frameOnly wraps a socket's message handler (the client's, once per
-// socket): it is handed event.data when that is a string, undefined
-// otherwise (a binary frame), so Go reads no event object.
-const frameOnly = (onmessage) => (e) => onmessage(typeof e.data === 'string' ? e.data : undefined);
+// socket), so Go reads no event object: a text frame is written into the
+// wrapper's bytes as UTF-8 and the handler is handed its byte count (Go
+// copies it out during the call, so every socket shares one buffer); a
+// frame that does not fit (over 64 KiB, the most the server sends: the
+// client then refuses it, as before) goes as its string, a binary frame
+// as undefined.
+const frameBytes = new Uint8Array(64 * 1024);
+const frameEncoder = new TextEncoder();
+const frameOnly = (onmessage) => {
+  const h = (e) => {
+    const d = e.data;
+    if (typeof d !== 'string') return onmessage(undefined);
+    const r = frameEncoder.encodeInto(d, frameBytes);
+    return onmessage(r.read === d.length ? r.written : d);
+  };
+  h.bytes = frameBytes;
+  return h;
+};
 
 // takeWarm is the client's first dial: over WebSocket to url, the
 // preconnected socket, or undefined when nothing fits (the client then
@@ -505,9 +523,12 @@ async function start(opts) {
       if (s.follower && s.ready && warm) dropWarm(warm, 'preconnect unused'); // another tab leads (READY is its): this one dials nothing
       emit('state', opts.onState, s);
     },
-    // An update comes in one call from Go (one crossing of the boundary);
-    // the page gets {data, epoch, seq, topic}, data parsed from its JSON.
-    onUpdate: (topic, seq, epoch, raw) => {
+    // An update comes in one call from Go (one crossing of the boundary),
+    // its data the first n bytes of a buffer Go reuses (no JS string made
+    // from Go per update); the page gets {data, epoch, seq, topic}, data
+    // parsed from its JSON.
+    onUpdate: (topic, seq, epoch, n, bytes) => {
+      const raw = dataDecoder.decode(bytes.subarray(0, n));
       let data;
       try { data = JSON.parse(raw); } catch { data = raw; }
       const v = { data, epoch, seq, topic };
