@@ -28,6 +28,9 @@ type metrics struct {
 	published  prometheus.Counter
 
 	publishFailures prometheus.Counter
+	// subLimited counts subscribes answered rate_limited (SubscribeRate),
+	// all connections together: no label, so it stays one series.
+	subLimited prometheus.Counter
 }
 
 var knownCodes = map[int]bool{1000: true, 1001: true, 1006: true, 1008: true, 1009: true, 1011: true, 1012: true, 1013: true,
@@ -58,7 +61,9 @@ func newMetrics() *metrics {
 		Help: "Updates clients published through this node."})
 	m.publishFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_publish_failures_total",
 		Help: "Publishes (clients' and the backend's Server.Publish) the history backend failed to store (an error or HistoryTimeout)."})
-	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests, m.published, m.publishFailures)
+	m.subLimited = prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_subscribe_rate_limited_total",
+		Help: "Subscribe frames answered rate_limited because their connection was over SubscribeRate."})
+	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests, m.published, m.publishFailures, m.subLimited)
 	// The standard collectors: the Go runtime (go_*), this process
 	// (process_*, on Linux and Windows) and the Go build (go_build_info),
 	// plus wsready_build_info with this release's version.
