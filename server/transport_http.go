@@ -532,11 +532,16 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	// ?poll=1: the long-poll mode, for a path that buffers the stream
 	// (servePoll). ?welcome=1 with it: the client got nothing from the
 	// session's streams so far, the welcome included.
+	// ?probe=1 (a stream, not a poll): a client in long polls tries a
+	// stream again on its session; a ping goes first, at once, so an
+	// idle session's stream proves within the client's wait
+	// (bridge.FirstEventTimeout) that the path passes it.
 	q := r.URL.Query()
 	poll := q.Get("poll") == "1"
+	probe := !poll && q.Get("probe") == "1"
 	st := &sseStream{reqs: make(chan *writeReq), end: make(chan struct{}), exited: make(chan struct{})}
 	if !poll && st.hijackStream(w, r) {
-		s.serveRawSSE(st, t, cursors, rawHead(w.Header()))
+		s.serveRawSSE(st, t, cursors, rawHead(w.Header()), probe)
 		return
 	}
 	st.w, st.rc, st.reqDone = w, http.NewResponseController(w), r.Context().Done()
@@ -545,6 +550,9 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		close(st.exited)
 		unknownSession(w)
 		return
+	}
+	if probe {
+		pre = append([][]byte{s.ping}, pre...)
 	}
 	defer t.detach(st)
 	h := w.Header()
@@ -651,8 +659,9 @@ func (s *Server) servePoll(st *sseStream, t *httpTransport, pre [][]byte, welcom
 // the stream live (the session's writer sends to it from then on), starts
 // its goroutine and writes what was parked meanwhile; then the handler
 // returns, and net/http's request and buffers go with it. A close that
-// came during the preamble is written in place of going live.
-func (s *Server) serveRawSSE(st *sseStream, t *httpTransport, cursors map[string]int64, head []byte) {
+// came during the preamble is written in place of going live. probe: a
+// ping goes before the replay (serveSSE's ?probe=1).
+func (s *Server) serveRawSSE(st *sseStream, t *httpTransport, cursors map[string]int64, head []byte, probe bool) {
 	pre, ok := t.attach(st, cursors)
 	if !ok {
 		close(st.exited)
@@ -663,6 +672,9 @@ func (s *Server) serveRawSSE(st *sseStream, t *httpTransport, cursors map[string
 			strconv.Itoa(len(b)+1) + "\r\n\r\n" + string(b) + "\n"))
 		st.nc.Close()
 		return
+	}
+	if probe {
+		pre = append([][]byte{s.ping}, pre...) // serveSSE's ?probe=1
 	}
 	fail := func() { t.detach(st) } // closes the socket
 	if st.writeHead(s, head) != nil ||
