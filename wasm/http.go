@@ -39,7 +39,13 @@ import (
 // across it. A server whose stream was held back (it says so on the poll's
 // answer) starts its next sessions in long polls for bridge.PollModeFor,
 // then tries streaming again; the core re-probes WebSocket as in the
-// streaming mode.
+// streaming mode. A session in long polls tries its stream again every
+// re-probe interval (the core's ReprobeInterval, 10 minutes by default),
+// between two polls: an EventSource on the same session from the last id
+// received, asking the server for a ping at once (&probe=1). Its first
+// event within bridge.FirstEventTimeout moves the session onto it; none,
+// or an error, closes it and the polls go on from the same id, so the
+// updates it may have taken come again and none twice.
 //
 // Every answer of the browser (a fetch settled, a stream event) is handed
 // to the driver's loop (socketEvents.run) before it changes the
@@ -67,6 +73,11 @@ type httpTransport struct {
 	welcome bool         // the next poll asks for the welcome again
 	lastID  string       // the last event id received
 	pollAC  safejs.Value // aborts the poll in flight
+
+	reprobe  time.Duration // how often a session in long polls tries its stream again
+	pollFrom time.Time     // when the session went on in long polls, or its last stream probe failed
+	probing  bool          // a stream probe is out: its first event moves the session onto it
+	gen      int           // the EventSource's generation: events of a closed one are dropped
 }
 
 // pollSince is when a server's stream (by WebSocket URL) was last found held
@@ -97,7 +108,10 @@ func openHTTP(spec dialSpec, ev socketEvents) (transport, error) {
 		return nil, err
 	}
 	t := &httpTransport{ev: ev, url: spec.url, tokened: spec.token != "", es: safejs.Undefined(), ac: safejs.Undefined(),
-		silentT: safejs.Undefined(), pollAC: safejs.Undefined()}
+		silentT: safejs.Undefined(), pollAC: safejs.Undefined(), reprobe: spec.reprobe}
+	if t.reprobe <= 0 {
+		t.reprobe = bridge.PollModeFor
+	}
 	body := "{}"
 	if spec.token != "" {
 		if body, err = jsonOf(map[string]any{"token": spec.token}); err != nil {
@@ -220,9 +234,9 @@ func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.V
 	}
 	t.session = id
 	if at, ok := pollSince[t.url]; ok && time.Since(at) < bridge.PollModeFor {
-		t.polling = true
+		t.polling, t.pollFrom = true, time.Now()
 		t.poll()
-	} else if err := t.openStream(); err != nil {
+	} else if err := t.openStream(""); err != nil {
 		t.fail(protocol.CloseAbnormal, "")
 		return
 	}
@@ -249,12 +263,14 @@ func (t *httpTransport) refused(status int, retryAfter string, body safejs.Value
 
 // openStream opens the EventSource: its open is the socket's, its messages
 // the server's frames, an "event: close" the server's close, an error the
-// end (1006).
-func (t *httpTransport) openStream() error {
+// end (1006), or during a stream probe the end of the probe. query is
+// added to its URL (a probe's).
+func (t *httpTransport) openStream(query string) error {
 	u, err := bridge.HTTPURL(t.url, "sse", t.session)
 	if err != nil {
 		return err
 	}
+	u += query
 	ctor, err := safejs.Global().Get("EventSource")
 	if err != nil {
 		return err
@@ -264,6 +280,8 @@ func (t *httpTransport) openStream() error {
 		return err
 	}
 	t.es = es
+	t.gen++
+	gen := t.gen
 	on := func(name string, fn func(e safejs.Value)) {
 		f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 			e := safejs.Undefined()
@@ -279,10 +297,28 @@ func (t *httpTransport) openStream() error {
 		t.esF = append(t.esF, f)
 		es.Call("addEventListener", name, f.Value())
 	}
-	on("open", func(safejs.Value) { t.ev.run(t.streamOpened) })
+	// current: the step is this EventSource's, still the transport's
+	// (one closed meanwhile may have queued steps before its close).
+	current := func() bool { return gen == t.gen }
+	on("open", func(safejs.Value) {
+		t.ev.run(func() {
+			if current() {
+				t.streamOpened()
+			}
+		})
+	})
 	on("message", func(e safejs.Value) {
 		data, _ := getString(e, "data")
-		t.ev.run(func() { t.event([]byte(data)) })
+		id, hasID := getString(e, "lastEventId")
+		t.ev.run(func() {
+			if !current() {
+				return
+			}
+			if hasID && id != "" {
+				t.lastID = id
+			}
+			t.streamEvent([]byte(data))
+		})
 	})
 	on("close", func(e safejs.Value) {
 		code, reason := float64(0), ""
@@ -295,29 +331,62 @@ func (t *httpTransport) openStream() error {
 			}
 		}
 		c, r := bridge.StreamClose(code, reason)
-		t.ev.run(func() { t.fail(c, r) })
+		t.ev.run(func() {
+			if current() {
+				t.fail(c, r)
+			}
+		})
 	})
 	on("error", func(safejs.Value) {
-		t.ev.run(func() { t.fail(protocol.CloseAbnormal, "") })
+		t.ev.run(func() {
+			switch {
+			case !current():
+			case t.probing:
+				t.probeFailed()
+			default:
+				t.fail(protocol.CloseAbnormal, "")
+			}
+		})
 	})
 	return nil
 }
 
+// closeStream closes the EventSource, if any: what it still queued is
+// dropped (gen).
+func (t *httpTransport) closeStream() {
+	if !t.es.IsUndefined() {
+		t.es.Call("close")
+		t.es = safejs.Undefined()
+	}
+	t.gen++
+}
+
 // streamOpened arms the stream's FirstEventTimeout: an open stream that
-// delivers nothing within it is held back (silent).
+// delivers nothing within it is held back (silent). A stream probe's is
+// armed when it starts.
 func (t *httpTransport) streamOpened() {
-	if t.done || t.heard || t.polling || !t.silentT.IsUndefined() {
+	if t.done || t.heard || t.polling {
 		return
 	}
-	f, err := funcOf(func(safejs.Value, []safejs.Value) any {
-		t.ev.run(t.silent)
-		return nil
-	})
-	if err != nil {
+	t.armSilent()
+}
+
+// armSilent arms the FirstEventTimeout (silent), unless it is armed.
+func (t *httpTransport) armSilent() {
+	if !t.silentT.IsUndefined() {
 		return
 	}
-	t.silentF, t.hasF = f, true
-	if id, err := safejs.Global().Call("setTimeout", f.Value(), bridge.FirstEventTimeout.Milliseconds()); err == nil {
+	if !t.hasF {
+		f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+			t.ev.run(t.silent)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		t.silentF, t.hasF = f, true
+	}
+	if id, err := safejs.Global().Call("setTimeout", t.silentF.Value(), bridge.FirstEventTimeout.Milliseconds()); err == nil {
 		t.silentT = id
 	}
 }
@@ -328,6 +397,21 @@ func (t *httpTransport) stopSilentTimer() {
 		safejs.Global().Call("clearTimeout", t.silentT)
 		t.silentT = safejs.Undefined()
 	}
+}
+
+// streamEvent takes one server frame from the stream: during a stream
+// probe the first moves the session onto the stream (no more polls, and
+// the next sessions stream from the start).
+func (t *httpTransport) streamEvent(frame []byte) {
+	if t.done {
+		return
+	}
+	if t.probing {
+		t.probing, t.polling = false, false
+		t.stopSilentTimer()
+		delete(pollSince, t.url)
+	}
+	t.event(frame)
 }
 
 // event takes one server frame from the stream or a poll: the first opens
@@ -345,16 +429,53 @@ func (t *httpTransport) event(frame []byte) {
 }
 
 // silent is the stream's FirstEventTimeout: nothing came, so the session
-// goes on in long polls, the first asking for the welcome again.
+// goes on in long polls, the first asking for the welcome again; or a
+// stream probe's, which failed.
 func (t *httpTransport) silent() {
 	t.silentT = safejs.Undefined()
-	if t.done || t.heard || t.polling {
+	if t.done {
 		return
 	}
-	if !t.es.IsUndefined() {
-		t.es.Call("close")
+	if t.probing {
+		t.probeFailed()
+		return
 	}
-	t.polling, t.welcome = true, true
+	if t.heard || t.polling {
+		return
+	}
+	t.closeStream()
+	t.polling, t.welcome, t.pollFrom = true, true, time.Now()
+	t.poll()
+}
+
+// probeStream tries the session's stream again from long polls, between
+// two polls (none is in flight): from the last id received, with a ping
+// asked for at once (&probe=1); its wait (FirstEventTimeout) starts now,
+// as a stream the path holds may not even open.
+func (t *httpTransport) probeStream() {
+	q := "&probe=1"
+	if t.lastID != "" {
+		q += "&lastEventId=" + bridge.QueryEscape(t.lastID)
+	}
+	if err := t.openStream(q); err != nil {
+		t.pollFrom = time.Now()
+		t.poll()
+		return
+	}
+	t.probing = true
+	t.armSilent()
+}
+
+// probeFailed ends a stream probe that delivered nothing in time (or
+// failed): the path still holds streams back, so the polls go on from the
+// same id (what the probe's stream took comes again) and the next sessions
+// start in long polls.
+func (t *httpTransport) probeFailed() {
+	t.probing = false
+	t.stopSilentTimer()
+	t.closeStream()
+	now := time.Now()
+	t.pollFrom, pollSince[t.url] = now, now
 	t.poll()
 }
 
@@ -443,6 +564,10 @@ func (t *httpTransport) pollAnswered(body string, held bool) {
 		if t.done {
 			return
 		}
+	}
+	if time.Since(t.pollFrom) >= t.reprobe {
+		t.probeStream()
+		return
 	}
 	t.poll()
 }
@@ -546,9 +671,7 @@ func (t *httpTransport) close(code int, reason string) error {
 // stop closes the stream and aborts the fetch in flight.
 func (t *httpTransport) stop() {
 	t.done = true
-	if !t.es.IsUndefined() {
-		t.es.Call("close")
-	}
+	t.closeStream()
 	if !t.ac.IsUndefined() {
 		t.ac.Call("abort")
 		t.ac = safejs.Undefined()
