@@ -39,13 +39,19 @@ import (
 // across it. A server whose stream was held back (it says so on the poll's
 // answer) starts its next sessions in long polls for bridge.PollModeFor,
 // then tries streaming again; the core re-probes WebSocket as in the
-// streaming mode. A session in long polls tries its stream again every
-// re-probe interval (the core's ReprobeInterval, 10 minutes by default),
-// between two polls: an EventSource on the same session from the last id
-// received, asking the server for a ping at once (&probe=1). Its first
-// event within bridge.FirstEventTimeout moves the session onto it; none,
-// or an error, closes it and the polls go on from the same id, so the
-// updates it may have taken come again and none twice.
+// streaming mode. A session in long polls checks every re-probe interval
+// (the core's ReprobeInterval, 10 minutes by default) whether the path
+// passes a stream now: an EventSource on GET <base>/sse?session=<id>&probe=1
+// beside the polls, to which the server writes a ping at once and which it
+// holds open 5 s; it is not the session's stream, so the polls go on and
+// nothing is taken from them. The ping within bridge.FirstEventTimeout
+// passes the check: between the next two polls the session's stream opens
+// from the last id received, with a ping at once (&ping=1), and its first
+// event moves the session onto it (no more polls; the next sessions stream
+// from the start). No ping in time, or an error, and the polls go on, the
+// next check an interval later; a stream that then delivers nothing in
+// time is closed and the polls go on from the same id, so what it took
+// comes again, once.
 //
 // Every answer of the browser (a fetch settled, a stream event) is handed
 // to the driver's loop (socketEvents.run) before it changes the
@@ -74,10 +80,18 @@ type httpTransport struct {
 	lastID  string       // the last event id received
 	pollAC  safejs.Value // aborts the poll in flight
 
-	reprobe  time.Duration // how often a session in long polls tries its stream again
-	pollFrom time.Time     // when the session went on in long polls, or its last stream probe failed
-	probing  bool          // a stream probe is out: its first event moves the session onto it
+	reprobe  time.Duration // how often a session in long polls checks whether the path streams
+	pollFrom time.Time     // when the session went on in long polls, or last checked the path
+	moving   bool          // the stream is open to move onto from polls: its first event does
 	gen      int           // the EventSource's generation: events of a closed one are dropped
+
+	check     safejs.Value  // the stream probe's EventSource (?probe=1), while one is out
+	checkF    []safejs.Func // its listeners, released when it ends
+	checkT    safejs.Value  // setTimeout's id: its FirstEventTimeout
+	checkTF   safejs.Func
+	hasCheckT bool // checkTF is made: release frees it
+	checkGen  int  // the probe's generation: events of an ended one are dropped
+	passed    bool // the last probe's ping came in time: the next poll's answer moves onto the stream
 }
 
 // pollSince is when a server's stream (by WebSocket URL) was last found held
@@ -108,7 +122,8 @@ func openHTTP(spec dialSpec, ev socketEvents) (transport, error) {
 		return nil, err
 	}
 	t := &httpTransport{ev: ev, url: spec.url, tokened: spec.token != "", es: safejs.Undefined(), ac: safejs.Undefined(),
-		silentT: safejs.Undefined(), pollAC: safejs.Undefined(), reprobe: spec.reprobe}
+		silentT: safejs.Undefined(), pollAC: safejs.Undefined(), reprobe: spec.reprobe,
+		check: safejs.Undefined(), checkT: safejs.Undefined()}
 	if t.reprobe <= 0 {
 		t.reprobe = bridge.PollModeFor
 	}
@@ -341,8 +356,8 @@ func (t *httpTransport) openStream(query string) error {
 		t.ev.run(func() {
 			switch {
 			case !current():
-			case t.probing:
-				t.probeFailed()
+			case t.moving:
+				t.moveFailed()
 			default:
 				t.fail(protocol.CloseAbnormal, "")
 			}
@@ -399,16 +414,17 @@ func (t *httpTransport) stopSilentTimer() {
 	}
 }
 
-// streamEvent takes one server frame from the stream: during a stream
-// probe the first moves the session onto the stream (no more polls, and
+// streamEvent takes one server frame from the stream: while moving from
+// polls the first moves the session onto the stream (no more polls, and
 // the next sessions stream from the start).
 func (t *httpTransport) streamEvent(frame []byte) {
 	if t.done {
 		return
 	}
-	if t.probing {
-		t.probing, t.polling = false, false
+	if t.moving {
+		t.moving, t.polling = false, false
 		t.stopSilentTimer()
+		t.endCheck()
 		delete(pollSince, t.url)
 	}
 	t.event(frame)
@@ -436,8 +452,8 @@ func (t *httpTransport) silent() {
 	if t.done {
 		return
 	}
-	if t.probing {
-		t.probeFailed()
+	if t.moving {
+		t.moveFailed()
 		return
 	}
 	if t.heard || t.polling {
@@ -448,12 +464,101 @@ func (t *httpTransport) silent() {
 	t.poll()
 }
 
-// probeStream tries the session's stream again from long polls, between
-// two polls (none is in flight): from the last id received, with a ping
-// asked for at once (&probe=1); its wait (FirstEventTimeout) starts now,
-// as a stream the path holds may not even open.
-func (t *httpTransport) probeStream() {
-	q := "&probe=1"
+// checkStream starts a stream probe beside the polls (GET
+// <base>/sse?session=<id>&probe=1): the server writes a ping at once, so
+// the ping within FirstEventTimeout says the path passes streams now. The
+// next check is an interval on, whatever this one finds.
+func (t *httpTransport) checkStream() {
+	t.pollFrom = time.Now()
+	u, err := bridge.HTTPURL(t.url, "sse", t.session)
+	if err != nil {
+		return
+	}
+	ctor, err := safejs.Global().Get("EventSource")
+	if err != nil {
+		return
+	}
+	es, err := ctor.New(u + "&probe=1")
+	if err != nil {
+		return
+	}
+	t.check = es
+	t.checkGen++
+	gen := t.checkGen
+	on := func(name string, fn func()) {
+		f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+			t.ev.run(func() {
+				if gen == t.checkGen && !t.done {
+					fn()
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		t.checkF = append(t.checkF, f)
+		es.Call("addEventListener", name, f.Value())
+	}
+	on("message", func() {
+		t.endCheck()
+		t.passed = true
+	})
+	on("error", t.checkFailed)
+	if !t.hasCheckT {
+		f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+			t.ev.run(func() {
+				t.checkT = safejs.Undefined()
+				if !t.check.IsUndefined() && !t.done {
+					t.checkFailed()
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			t.endCheck()
+			return
+		}
+		t.checkTF, t.hasCheckT = f, true
+	}
+	if id, err := safejs.Global().Call("setTimeout", t.checkTF.Value(), bridge.FirstEventTimeout.Milliseconds()); err == nil {
+		t.checkT = id
+	}
+}
+
+// checkFailed ends a stream probe whose ping did not come in time (or
+// that failed): the path still holds streams back, so the next sessions
+// start in long polls too.
+func (t *httpTransport) checkFailed() {
+	t.endCheck()
+	pollSince[t.url] = time.Now()
+}
+
+// endCheck closes the stream probe, if one is out, and frees its
+// listeners; what it queued is dropped (checkGen).
+func (t *httpTransport) endCheck() {
+	if !t.checkT.IsUndefined() {
+		safejs.Global().Call("clearTimeout", t.checkT)
+		t.checkT = safejs.Undefined()
+	}
+	if !t.check.IsUndefined() {
+		t.check.Call("close")
+		t.check = safejs.Undefined()
+	}
+	t.checkGen++
+	for _, f := range t.checkF {
+		f.Release()
+	}
+	t.checkF = nil
+}
+
+// moveToStream opens the session's stream between two polls (none is in
+// flight), after a stream probe passed: from the last id received, with a
+// ping at once (&ping=1). Its first event within FirstEventTimeout (armed
+// now: a stream the path holds may not even open) moves the session onto
+// it.
+func (t *httpTransport) moveToStream() {
+	q := "&ping=1"
 	if t.lastID != "" {
 		q += "&lastEventId=" + bridge.QueryEscape(t.lastID)
 	}
@@ -462,16 +567,15 @@ func (t *httpTransport) probeStream() {
 		t.poll()
 		return
 	}
-	t.probing = true
+	t.moving = true
 	t.armSilent()
 }
 
-// probeFailed ends a stream probe that delivered nothing in time (or
-// failed): the path still holds streams back, so the polls go on from the
-// same id (what the probe's stream took comes again) and the next sessions
-// start in long polls.
-func (t *httpTransport) probeFailed() {
-	t.probing = false
+// moveFailed ends a stream that delivered nothing in time (or failed)
+// while moving from polls: the polls go on from the same id (what the
+// stream took comes again) and the next sessions start in long polls.
+func (t *httpTransport) moveFailed() {
+	t.moving = false
 	t.stopSilentTimer()
 	t.closeStream()
 	now := time.Now()
@@ -565,9 +669,13 @@ func (t *httpTransport) pollAnswered(body string, held bool) {
 			return
 		}
 	}
-	if time.Since(t.pollFrom) >= t.reprobe {
-		t.probeStream()
+	if t.passed {
+		t.passed = false
+		t.moveToStream()
 		return
+	}
+	if t.check.IsUndefined() && time.Since(t.pollFrom) >= t.reprobe {
+		t.checkStream()
 	}
 	t.poll()
 }
@@ -672,6 +780,7 @@ func (t *httpTransport) close(code int, reason string) error {
 func (t *httpTransport) stop() {
 	t.done = true
 	t.closeStream()
+	t.endCheck()
 	if !t.ac.IsUndefined() {
 		t.ac.Call("abort")
 		t.ac = safejs.Undefined()
@@ -695,6 +804,10 @@ func (t *httpTransport) release() {
 	if t.hasF {
 		t.silentF.Release()
 		t.hasF = false
+	}
+	if t.hasCheckT {
+		t.checkTF.Release()
+		t.hasCheckT = false
 	}
 }
 
