@@ -190,6 +190,9 @@ const (
 	// TestMeasureNetFaults's (linux only: it needs network namespaces).
 	netFaultsBegin = "<!-- real network faults: begin (TestMeasureNetFaults) -->"
 	netFaultsEnd   = "<!-- real network faults: end -->"
+	// TestMeasureProxyIdle's (the proxies' 60 s read timeout).
+	proxyIdleBegin = "<!-- idle through proxies: begin (TestMeasureProxyIdle) -->"
+	proxyIdleEnd   = "<!-- idle through proxies: end -->"
 )
 
 // keptSections returns the sections of a measurements.md that other tests
@@ -197,7 +200,7 @@ const (
 // order of the markers' consts.
 func keptSections(prev string) string {
 	var b strings.Builder
-	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}, {netFaultsBegin, netFaultsEnd}} {
+	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}, {netFaultsBegin, netFaultsEnd}, {proxyIdleBegin, proxyIdleEnd}} {
 		i, j := strings.Index(prev, m[0]), strings.Index(prev, m[1])
 		if i >= 0 && j > i {
 			b.WriteString(prev[i:j+len(m[1])] + "\n\n")
@@ -232,11 +235,11 @@ func writeSection(path, begin, end, section string) error {
 	return nil
 }
 
-// afterLastSection is where the last of the load and stage 8 sections in
+// afterLastSection is where the last of the other tests' sections in
 // s ends (after its end marker's line), or -1 when neither is there.
 func afterLastSection(s string) int {
 	k := -1
-	for _, end := range []string{loadEnd, stage8End} {
+	for _, end := range []string{loadEnd, stage8End, netFaultsEnd} {
 		if i := strings.Index(s, end+"\n"); i >= 0 {
 			k = max(k, i+len(end)+1)
 		}
