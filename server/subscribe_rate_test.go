@@ -54,7 +54,7 @@ func TestSubscribeChurnIsRateLimitedPerConnection(t *testing.T) {
 	}
 	// /metrics counts them, one series with no label.
 	if want := "\nwsready_subscribe_rate_limited_total " + strconv.Itoa(limited) + "\n"; !strings.Contains(scrapeMetrics(t, f), want) {
-		t.Errorf("/metrics: want%q", want)
+		t.Errorf("/metrics: want %q", want)
 	}
 	if retry > 100 {
 		t.Fatalf("retryAfterMs %d, want at most one token's wait (50 ms at 20/s)", retry)
