@@ -206,8 +206,12 @@ bench:
 jitter:
 	WSREADY_LONG=1 $(GO) test -count=1 -run TestJitteryPingsNeverKillAHealthyConnection -v ./client/native
 
-measure: build chromium
-	cd e2e && WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
+# The browser suite's measurements (TestMeasure*: docs/measured/measurements.md,
+# each test its own section), among them idle connections through nginx
+# and HAProxy at a 60 s read timeout and 25 s pings for 200 s
+# (TestMeasureProxyIdle, about 7 minutes).
+measure: build chromium proxies
+	cd e2e && WSREADY_MEASURE=1 WSREADY_REQUIRE_PROXIES=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
 
 # The browser client beside centrifuge-js (npm's centrifuge, installed into
 # build/browserbench, never committed) in one headless Chromium, each

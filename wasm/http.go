@@ -366,14 +366,18 @@ func (t *httpTransport) openStream(query string) error {
 	return nil
 }
 
-// closeStream closes the EventSource, if any: what it still queued is
-// dropped (gen).
+// closeStream closes the EventSource, if any, and frees its listeners (a
+// closed EventSource calls none): what it still queued is dropped (gen).
 func (t *httpTransport) closeStream() {
 	if !t.es.IsUndefined() {
 		t.es.Call("close")
 		t.es = safejs.Undefined()
 	}
 	t.gen++
+	for _, f := range t.esF {
+		f.Release()
+	}
+	t.esF = nil
 }
 
 // streamOpened arms the stream's FirstEventTimeout: an open stream that
