@@ -22,7 +22,8 @@ const proxyIdleHold = 200 * time.Second
 // the server at its defaults (25 s pings, the sweep every 10 s with 5 s
 // grace), each connection idle for proxyIdleHold: through nginx over
 // WebSocket and over the HTTP transport (its stream), and through
-// HAProxy over WebSocket, the three at once. Each must keep its one
+// HAProxy over WebSocket, in parallel (go test's -parallel: two at a time
+// on two CPUs). Each must keep its one
 // connection (no dial, no handshake, READY throughout); it writes the
 // table into docs/measured/measurements.md (its own section). make
 // measure runs it; alone (about 4 minutes):
@@ -58,7 +59,7 @@ func TestMeasureProxyIdle(t *testing.T) {
 		}
 	})
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Idle through a proxy's 60 s read timeout at 25 s pings\n\nMade by `make build proxies && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureProxyIdle -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. docs/deploy's nginx.conf and haproxy.cfg as the browser suite runs them (e2e/proxy_test.go), their read timeouts set to 60 s (nginx's default `proxy_read_timeout`; the files say 75 s), in front of a server at its defaults (25 s pings, the sweep every 10 s with 5 s grace) without the feed, so nothing but the pings crosses; a headless Chromium page at `?stage=8` through each, READY, then left idle for %v, the three at once. The browser suite (`make test`) runs the same at a proportional 6 s timeout, 2.5 s pings and a 1 s sweep, with a control whose pings are above the timeout and lose the connection.\n\n",
+	fmt.Fprintf(&md, "## Idle through a proxy's 60 s read timeout at 25 s pings\n\nMade by `make build proxies && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureProxyIdle -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. docs/deploy's nginx.conf and haproxy.cfg as the browser suite runs them (e2e/proxy_test.go), their read timeouts set to 60 s (nginx's default `proxy_read_timeout`; the files say 75 s), in front of a server at its defaults (25 s pings, the sweep every 10 s with 5 s grace) without the feed, so nothing but the pings crosses; a headless Chromium page at `?stage=8` through each, READY, then left idle for %v; each with its own server, proxy and browser, two at a time. The browser suite (`make test`) runs the same at a proportional 6 s timeout, 2.5 s pings and a 1 s sweep, with a control whose pings are above the timeout and lose the connection.\n\n",
 		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), proxyIdleHold)
 	md.WriteString("| proxy | transport | read timeout | pings | idle | dials | handshakes (sessions) | left READY |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
