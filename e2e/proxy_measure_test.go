@@ -37,6 +37,7 @@ func TestMeasureProxyIdle(t *testing.T) {
 		bin, via, version string
 		dials, handshakes float64
 		left, ran         bool
+		closes            []string
 	}
 	runs := []*result{{bin: "nginx", via: "websocket"}, {bin: "nginx", via: "http"}, {bin: "haproxy", via: "websocket"}}
 	loadAtStart := loadAverage()
@@ -47,9 +48,9 @@ func TestMeasureProxyIdle(t *testing.T) {
 			t.Run(r.bin+"-"+r.via, func(t *testing.T) {
 				t.Parallel()
 				requireProxy(t, r.bin)
-				d, h, left := idleThrough(t, r.bin, r.via, "60s", 0, 0, 0, proxyIdleHold)
+				d, h, left, closes := idleCloses(t, r.bin, r.via, "60s", 0, 0, 0, proxyIdleHold)
 				mu.Lock()
-				r.dials, r.handshakes, r.left, r.ran = d, h, left, true
+				r.dials, r.handshakes, r.left, r.ran, r.closes = d, h, left, true, closes
 				mu.Unlock()
 				t.Logf("through %s over %s, 60 s read timeout, 25 s pings, %v idle: %v dials, %v handshakes, left READY: %v", r.bin, r.via, proxyIdleHold, d, h, left)
 				if d != 0 || h != 0 || left {
@@ -61,17 +62,21 @@ func TestMeasureProxyIdle(t *testing.T) {
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Idle through a proxy's 60 s read timeout at 25 s pings\n\nMade by `make build proxies && cd e2e && WSREADY_MEASURE=1 go test -count=1 -run TestMeasureProxyIdle -v ./...` (make measure runs it too) on %s, %s, %s, %d CPUs shared with other work. docs/deploy's nginx.conf and haproxy.cfg as the browser suite runs them (e2e/proxy_test.go), their read timeouts set to 60 s (nginx's default `proxy_read_timeout`; the files say 75 s), in front of a server at its defaults (25 s pings, the sweep every 10 s with 5 s grace) without the feed, so nothing but the pings crosses; a headless Chromium page at `?stage=8` through each, READY, then left idle for %v; each with its own server, proxy and browser, two at a time. The browser suite (`make test`) runs the same at a proportional 6 s timeout, 2.5 s pings and a 1 s sweep, with a control whose pings are above the timeout and lose the connection.\n\n",
 		started.Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), proxyIdleHold)
-	md.WriteString("| proxy | transport | read timeout | pings | idle | dials | handshakes (sessions) | left READY |\n|---|---|---|---|---|---|---|---|\n")
+	md.WriteString("| proxy | transport | read timeout | pings | idle | dials | handshakes (sessions) | left READY | the page's closes |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		if !r.ran {
-			fmt.Fprintf(&md, "| %s %s | %s | 60 s | 25 s | did not finish | | | |\n", r.bin, proxyVersion(r.bin), r.via)
+			fmt.Fprintf(&md, "| %s %s | %s | 60 s | 25 s | did not finish | | | | |\n", r.bin, proxyVersion(r.bin), r.via)
 			continue
 		}
 		via := "WebSocket"
 		if r.via == "http" {
 			via = "HTTP (event stream)"
 		}
-		fmt.Fprintf(&md, "| %s %s | %s | 60 s | 25 s | %v | %v | %v | %v |\n", r.bin, proxyVersion(r.bin), via, proxyIdleHold, r.dials, r.handshakes, yesNo(r.left))
+		closes := strings.Join(r.closes, "; ")
+		if closes == "" {
+			closes = "none"
+		}
+		fmt.Fprintf(&md, "| %s %s | %s | 60 s | 25 s | %v | %v | %v | %v | %s |\n", r.bin, proxyVersion(r.bin), via, proxyIdleHold, r.dials, r.handshakes, yesNo(r.left), closes)
 	}
 	fmt.Fprintf(&md, "\nThe machine's load average (1 min) was %s when this started and %s when it ended.\n", loadAtStart, loadAverage())
 	t.Log("\n" + md.String())

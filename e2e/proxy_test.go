@@ -592,6 +592,13 @@ func withReadTimeout(t *testing.T, bin, timeout string) func(string) string {
 // handshakes (sessions over HTTP) meanwhile, and whether the page left
 // READY.
 func idleThrough(t *testing.T, bin, via, timeout string, ping, sweep, grace, hold time.Duration) (dials, handshakes float64, left bool) {
+	dials, handshakes, left, _ = idleCloses(t, bin, via, timeout, ping, sweep, grace, hold)
+	return dials, handshakes, left
+}
+
+// idleCloses is idleThrough, and the closes the page saw meanwhile as the
+// page logs them ("closed with 1006 at 23.1 s").
+func idleCloses(t *testing.T, bin, via, timeout string, ping, sweep, grace, hold time.Duration) (dials, handshakes float64, left bool, closes []string) {
 	t.Helper()
 	env, b := proxyEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: grace, NoFeed: true})
 	p := startProxy(t, bin, env, withReadTimeout(t, bin, timeout))
@@ -613,8 +620,9 @@ func idleThrough(t *testing.T, bin, via, timeout string, ping, sweep, grace, hol
 	notReady, _ := readyAt(b, "!s.ready", t0)
 	if d1 != d0 || notReady >= 0 {
 		logEvents(t, b, t0) // why it dialed
+		closes, _ = Eval[[]string](b, fmt.Sprintf(`wsreadyDemo.log.filter((e) => e.kind === 'close' && e.t >= %[1]d).map((e) => e.detail.replace(/^socket \d+ /, '') + ' at ' + ((e.t - %[1]d) / 1000).toFixed(1) + ' s')`, t0))
 	}
-	return d1 - d0, float64(env.Srv.Stats().Handshakes - hs0), notReady >= 0
+	return d1 - d0, float64(env.Srv.Stats().Handshakes - hs0), notReady >= 0, closes
 }
 
 // Idle connections outlive the proxy's read timeout: the docs' pair (75 s
