@@ -597,7 +597,9 @@ func idleThrough(t *testing.T, bin, via, timeout string, ping, sweep, grace, hol
 }
 
 // idleCloses is idleThrough, and the closes the page saw meanwhile as the
-// page logs them ("closed with 1006 at 23.1 s").
+// page logs them ("closed with 1006 at 23.1 s"), then what the server's
+// own counters say it closed meanwhile (the sweep, a stalled write, a
+// peer gone).
 func idleCloses(t *testing.T, bin, via, timeout string, ping, sweep, grace, hold time.Duration) (dials, handshakes float64, left bool, closes []string) {
 	t.Helper()
 	env, b := proxyEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: grace, NoFeed: true})
@@ -606,7 +608,7 @@ func idleCloses(t *testing.T, bin, via, timeout string, ping, sweep, grace, hold
 		env.Set("blockWebSocket", true)
 	}
 	openThrough(t, p, b, via, "")
-	hs0 := env.Srv.Stats().Handshakes
+	hs0, l0 := env.Srv.Stats().Handshakes, env.Srv.Stats().Limits
 	d0, err := Eval[float64](b, "wsreadyDemo.client.stats().dials")
 	if err != nil {
 		t.Fatal(err)
@@ -621,6 +623,9 @@ func idleCloses(t *testing.T, bin, via, timeout string, ping, sweep, grace, hold
 	if d1 != d0 || notReady >= 0 {
 		logEvents(t, b, t0) // why it dialed
 		closes, _ = Eval[[]string](b, fmt.Sprintf(`wsreadyDemo.log.filter((e) => e.kind === 'close' && e.t >= %[1]d).map((e) => e.detail.replace(/^socket \d+ /, '') + ' at ' + ((e.t - %[1]d) / 1000).toFixed(1) + ' s')`, t0))
+		l1 := env.Srv.Stats().Limits
+		closes = append(closes, fmt.Sprintf("the server: %d closed by the sweep, %d stalled writes, %d peers gone",
+			l1.SweepClosed-l0.SweepClosed, l1.Stalled-l0.Stalled, l1.PeerGone-l0.PeerGone))
 	}
 	return d1 - d0, float64(env.Srv.Stats().Handshakes - hs0), notReady >= 0, closes
 }
