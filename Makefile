@@ -248,8 +248,12 @@ bench:
 jitter:
 	WSREADY_LONG=1 $(GO) test -count=1 -run 'TestJitteryPings' -v ./client/native
 
-measure: build chromium
-	cd e2e && WSREADY_MEASURE=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
+# The browser suite's measurements (TestMeasure*: docs/measured/measurements.md,
+# each test its own section), among them idle connections through nginx
+# and HAProxy at a 60 s read timeout and 25 s pings for 200 s
+# (TestMeasureProxyIdle, about 7 minutes).
+measure: build chromium proxies
+	cd e2e && WSREADY_MEASURE=1 WSREADY_REQUIRE_PROXIES=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
 
 # The chaos soak (docs/soak.md): make cluster's three NATS servers and
 # three nodes, 1,000 native clients over 8 source addresses resuming three

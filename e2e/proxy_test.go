@@ -151,8 +151,25 @@ func replaceIn(t *testing.T, file, s, old, new string) string {
 
 // proxy is one running proxy in front of the server.
 type proxy struct {
-	Base string // https://127.0.0.1:port
-	out  *lockedBuffer
+	Base   string // https://127.0.0.1:port
+	out    *lockedBuffer
+	cmd    *exec.Cmd
+	render func(edit func(string) string) // writes its file again with edit applied
+}
+
+// reload renders the proxy's file again with edit applied and tells nginx
+// to load it (SIGHUP: new workers take new connections, old ones finish
+// theirs), then waits (5 s at most) for nginx to say it did.
+func (p *proxy) reload(t *testing.T, edit func(string) string) {
+	t.Helper()
+	n := strings.Count(p.out.String(), "reconfiguring")
+	p.render(edit)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatalf("failed to signal the proxy: %v", err)
+	}
+	if !poll.Until(5*time.Second, func() bool { return strings.Count(p.out.String(), "reconfiguring") > n }) {
+		t.Fatalf("the proxy did not reload within 5 s:\n%s", p.out.String())
+	}
 }
 
 // proxyConf is a proxy's tested file rendered for this run: listen on
@@ -193,7 +210,9 @@ func nginxConf(t *testing.T, dir string, port, upstream int, edit func(string) s
 	if os.Geteuid() == 0 { // workers stay root: the temp dirs are the test's, mode 0700
 		user = "user root;"
 	}
+	// notice: a reload says "reconfiguring" (proxy.reload waits for it).
 	main := fmt.Sprintf(`daemon off;
+error_log stderr notice;
 worker_processes 1;
 pid %[1]s/nginx.pid;
 %[2]s
@@ -297,7 +316,8 @@ func startProxy(t *testing.T, bin string, env *Env, edit func(string) string) *p
 			t.Logf("%s's output:\n%s", bin, out.String())
 		}
 	})
-	p := &proxy{Base: fmt.Sprintf("https://127.0.0.1:%d", port), out: out}
+	p := &proxy{Base: fmt.Sprintf("https://127.0.0.1:%d", port), out: out, cmd: cmd,
+		render: func(edit func(string) string) { proxies[bin](t, dir, port, upstream, edit) }}
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test's self-signed certificate
 	}}
@@ -542,6 +562,75 @@ func waitConns(t *testing.T, env *Env, n int) {
 	}
 }
 
+// withReadTimeout sets bin's read (and send) timeouts in its tested file
+// to timeout (nginx: proxy_read_timeout and proxy_send_timeout; HAProxy:
+// timeout client, server and tunnel), e.g. "6s".
+func withReadTimeout(t *testing.T, bin, timeout string) func(string) string {
+	switch bin {
+	case "nginx":
+		return func(c string) string {
+			c = replaceIn(t, "docs/deploy/nginx.conf", c, "proxy_read_timeout 75s;", "proxy_read_timeout "+timeout+";")
+			return replaceIn(t, "docs/deploy/nginx.conf", c, "proxy_send_timeout 75s;", "proxy_send_timeout "+timeout+";")
+		}
+	case "haproxy":
+		return func(c string) string {
+			for _, k := range []string{"client", "server", "tunnel"} {
+				c = replaceIn(t, "docs/deploy/haproxy.cfg", c, "timeout "+k+" 75s", "timeout "+k+" "+timeout)
+			}
+			return c
+		}
+	}
+	t.Fatalf("no read timeout to set in %s's file", bin)
+	return nil
+}
+
+// idleThrough opens the stage 8 page through bin with its read timeout
+// set to timeout, over via ("websocket", or "http" with upgrades
+// refused), against a server with no feed (its updates would keep the
+// connection busy) at ping, sweep and grace (0: Options' defaults), and
+// leaves it idle for hold. It returns the page's dials and the server's
+// handshakes (sessions over HTTP) meanwhile, and whether the page left
+// READY.
+func idleThrough(t *testing.T, bin, via, timeout string, ping, sweep, grace, hold time.Duration) (dials, handshakes float64, left bool) {
+	dials, handshakes, left, _ = idleCloses(t, bin, via, timeout, ping, sweep, grace, hold)
+	return dials, handshakes, left
+}
+
+// idleCloses is idleThrough, and the closes the page saw meanwhile as the
+// page logs them ("closed with 1006 at 23.1 s"), then what the server's
+// own counters say it closed meanwhile (the sweep, a stalled write, a
+// peer gone).
+func idleCloses(t *testing.T, bin, via, timeout string, ping, sweep, grace, hold time.Duration) (dials, handshakes float64, left bool, closes []string) {
+	t.Helper()
+	// No feed: its updates would keep the connection busy.
+	env, b := proxyDemoEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: grace}, &demo.Options{NoFeed: true})
+	p := startProxy(t, bin, env, withReadTimeout(t, bin, timeout))
+	if via == "http" {
+		env.Set("blockWebSocket", true)
+	}
+	openThrough(t, p, b, via, "")
+	hs0, l0 := env.Srv.Stats().Handshakes, env.Srv.Stats().Limits
+	d0, err := Eval[float64](b, "wsreadyDemo.client.stats().dials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UnixMilli()
+	browserRuns(hold) // the idle connection outlives the proxy's read timeouts
+	d1, err := Eval[float64](b, "wsreadyDemo.client.stats().dials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notReady, _ := readyAt(b, "!s.ready", t0)
+	if d1 != d0 || notReady >= 0 {
+		logEvents(t, b, t0) // why it dialed
+		closes, _ = Eval[[]string](b, fmt.Sprintf(`wsreadyDemo.log.filter((e) => e.kind === 'close' && e.t >= %[1]d).map((e) => e.detail.replace(/^socket \d+ /, '') + ' at ' + ((e.t - %[1]d) / 1000).toFixed(1) + ' s')`, t0))
+		l1 := env.Srv.Stats().Limits
+		closes = append(closes, fmt.Sprintf("the server: %d closed by the sweep, %d stalled writes, %d peers gone",
+			l1.SweepClosed-l0.SweepClosed, l1.Stalled-l0.Stalled, l1.PeerGone-l0.PeerGone))
+	}
+	return d1 - d0, float64(env.Srv.Stats().Handshakes - hs0), notReady >= 0, closes
+}
+
 // Idle connections outlive the proxy's read timeout: the docs' pair (75 s
 // read timeout, 25 s pings and a 10 s sweep) scaled down for CI to a 6 s
 // timeout, 2.5 s pings and a 1 s sweep (grace 0.5 s). A page that only
@@ -551,39 +640,8 @@ func waitConns(t *testing.T, env *Env, n int) {
 // pings and sweep above it loses the connection, so the timeout is real.
 func TestProxyIdleOutlivesReadTimeout(t *testing.T) {
 	const timeout = 6 * time.Second
-	shorten := map[string]func(string) string{
-		"nginx": func(c string) string {
-			c = replaceIn(t, "docs/deploy/nginx.conf", c, "proxy_read_timeout 75s;", "proxy_read_timeout 6s;")
-			return replaceIn(t, "docs/deploy/nginx.conf", c, "proxy_send_timeout 75s;", "proxy_send_timeout 6s;")
-		},
-		"haproxy": func(c string) string {
-			for _, k := range []string{"client", "server", "tunnel"} {
-				c = replaceIn(t, "docs/deploy/haproxy.cfg", c, "timeout "+k+" 75s", "timeout "+k+" 6s")
-			}
-			return c
-		},
-	}
 	idle := func(t *testing.T, bin, via string, ping, sweep time.Duration) (dials, handshakes float64, left bool) {
-		// No feed: its updates would keep the connection busy.
-		env, b := proxyDemoEnv(t, &server.Options{PingInterval: ping, SweepInterval: sweep, SweepGrace: sweep / 2}, &demo.Options{NoFeed: true})
-		p := startProxy(t, bin, env, shorten[bin])
-		if via == "http" {
-			env.Set("blockWebSocket", true)
-		}
-		openThrough(t, p, b, via, "")
-		hs0 := env.Srv.Stats().Handshakes
-		d0, err := Eval[float64](b, "wsreadyDemo.client.stats().dials")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t0 := time.Now().UnixMilli()
-		browserRuns(3*timeout + time.Second) // the idle connection outlives three of the proxy's read timeouts
-		d1, err := Eval[float64](b, "wsreadyDemo.client.stats().dials")
-		if err != nil {
-			t.Fatal(err)
-		}
-		notReady, _ := readyAt(b, "!s.ready", t0)
-		return d1 - d0, float64(env.Srv.Stats().Handshakes - hs0), notReady >= 0
+		return idleThrough(t, bin, via, "6s", ping, sweep, sweep/2, 3*timeout+time.Second)
 	}
 	for _, bin := range []string{"nginx", "haproxy"} {
 		t.Run(bin, func(t *testing.T) {
@@ -677,3 +735,94 @@ func TestProxyBufferingFallsBackToLongPoll(t *testing.T) {
 	}
 	assertNoLoss(t, b, "across the move from long polls to WebSocket")
 }
+
+// jsStreamProbes counts, from the page, its long polls (window.__polls:
+// fetches of poll=1) and keeps the EventSources it opens to check the path
+// (window.__probes: &probe=1) and to move its session onto a stream
+// (window.__streams: &ping=1), by wrapping fetch and EventSource; the wasm
+// looks both up at each use.
+const jsStreamProbes = `(() => {
+	if (window.__probes) return true;
+	window.__polls = 0; window.__probes = []; window.__streams = [];
+	const f = window.fetch;
+	window.fetch = (u, i) => { if (String(u).includes('poll=1')) window.__polls++; return f(u, i); };
+	const ES = window.EventSource;
+	window.EventSource = class extends ES {
+		constructor(u, o) {
+			super(u, o);
+			if (String(u).includes('probe=1')) window.__probes.push(this);
+			if (String(u).includes('ping=1')) window.__streams.push(this);
+		}
+	};
+	return true;
+})()`
+
+// A session in long polls behind a buffering nginx checks every re-probe
+// interval whether the path streams: while nginx buffers, the check's
+// ping does not come, it is closed, and the polls go on beside it, READY
+// throughout; once nginx is reloaded without buffering (the docs' file as
+// it is), the next check passes and the session moves onto its stream: no
+// more polls, READY throughout, the feed with none lost or duplicated.
+// Before, a session in long polls polled until it ended.
+func TestProxyBufferingStopsAndTheSessionStreamsAgain(t *testing.T) {
+	requireProxy(t, "nginx")
+	env, b := proxyEnv(t, nil)
+	buffering := func(c string) string {
+		return replaceIn(t, "docs/deploy/nginx.conf", c, "proxy_buffering off;", "proxy_buffering on;\n        proxy_ignore_headers X-Accel-Buffering;")
+	}
+	p := startProxy(t, "nginx", env, buffering)
+	env.Set("blockWebSocket", true)
+	openThrough(t, p, b, "http", fmt.Sprintf("&reprobeMs=%d", reprobe.Milliseconds()))
+	if _, err := Eval[bool](b, jsStreamProbes); err != nil {
+		t.Fatal(err)
+	}
+	if longPolls(t, b) == 0 {
+		t.Fatal("READY through a buffering nginx without a long poll")
+	}
+	t0 := time.Now().UnixMilli()
+	// A check while nginx buffers: silent, closed, and the polls go on.
+	if err := WaitJS(b, "window.__probes.some((e) => e.readyState === 2)", reprobe+bridgeFirstEventTimeout+5*time.Second); err != nil {
+		t.Fatalf("no stream probe closed within a re-probe interval and its wait: %v", err)
+	}
+	if n, _ := Eval[int](b, "window.__streams.length"); n != 0 {
+		t.Fatalf("%d streams opened while nginx buffers; want none (no check can pass)", n)
+	}
+	polls, _ := Eval[int](b, "window.__polls")
+	if err := WaitJS(b, fmt.Sprintf("window.__polls > %d", polls), 5*time.Second); err != nil {
+		t.Fatal("no long poll after the silent probe")
+	}
+	moreUpdates(t, b, 4, 10*time.Second)
+	assertNoLoss(t, b, "across a silent stream probe")
+
+	p.reload(t, nil)
+	tr := time.Now()
+	if err := WaitJS(b, "window.__streams.some((e) => e.readyState === 1)", 2*reprobe+bridgeFirstEventTimeout+10*time.Second); err != nil {
+		t.Fatalf("no stream open %v after nginx stopped buffering: %v", time.Since(tr), err)
+	}
+	// On the stream: the polls stop.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, _ := Eval[int](b, "window.__polls")
+		time.Sleep(1500 * time.Millisecond) // the feed's 250 ms would make several polls meanwhile
+		m, _ := Eval[int](b, "window.__polls")
+		if n == m {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still polling %v after nginx stopped buffering (%d polls in 1.5 s)", time.Since(tr), m-n)
+		}
+	}
+	t.Logf("streaming again %v after nginx stopped buffering (re-probe every %v)", time.Since(tr).Round(100*time.Millisecond), reprobe)
+	moreUpdates(t, b, 8, 10*time.Second)
+	if at, _ := readyAt(b, "!s.ready", t0); at >= 0 {
+		logEvents(t, b, t0)
+		t.Errorf("the page left READY %d ms into the probes", at-t0)
+	}
+	if v, _ := Eval[string](b, "wsreadyDemo.state.via"); v != "http" {
+		t.Errorf("via %q; want http (WebSocket is still blocked)", v)
+	}
+	assertNoLoss(t, b, "across the move from long polls to the stream")
+}
+
+// bridgeFirstEventTimeout is bridge.FirstEventTimeout (3 s): how long a
+// stream probe may stay silent.
+const bridgeFirstEventTimeout = 3 * time.Second

@@ -193,6 +193,9 @@ const (
 	// TestMeasureNetFaultRequests's (linux only, as TestMeasureNetFaults).
 	netFaultRequestsBegin = "<!-- a request into a blackhole: begin (TestMeasureNetFaultRequests) -->"
 	netFaultRequestsEnd   = "<!-- a request into a blackhole: end -->"
+	// TestMeasureProxyIdle's (the proxies' 60 s read timeout).
+	proxyIdleBegin = "<!-- idle through proxies: begin (TestMeasureProxyIdle) -->"
+	proxyIdleEnd   = "<!-- idle through proxies: end -->"
 )
 
 // keptSections returns the sections of a measurements.md that other tests
@@ -200,7 +203,7 @@ const (
 // order of the markers' consts.
 func keptSections(prev string) string {
 	var b strings.Builder
-	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}, {netFaultsBegin, netFaultsEnd}, {netFaultRequestsBegin, netFaultRequestsEnd}} {
+	for _, m := range [][2]string{{loadBegin, loadEnd}, {stage8Begin, stage8End}, {netFaultsBegin, netFaultsEnd}, {netFaultRequestsBegin, netFaultRequestsEnd}, {proxyIdleBegin, proxyIdleEnd}} {
 		i, j := strings.Index(prev, m[0]), strings.Index(prev, m[1])
 		if i >= 0 && j > i {
 			b.WriteString(prev[i:j+len(m[1])] + "\n\n")
@@ -235,12 +238,11 @@ func writeSection(path, begin, end, section string) error {
 	return nil
 }
 
-// afterLastSection is where the last of the load, stage 8 and network
-// fault sections in s ends (after its end marker's line), or -1 when none
-// is there.
+// afterLastSection is where the last of the other tests' sections in
+// s ends (after its end marker's line), or -1 when none is there.
 func afterLastSection(s string) int {
 	k := -1
-	for _, end := range []string{loadEnd, stage8End, netFaultsEnd} {
+	for _, end := range []string{loadEnd, stage8End, netFaultsEnd, netFaultRequestsEnd, proxyIdleEnd} {
 		if i := strings.Index(s, end+"\n"); i >= 0 {
 			k = max(k, i+len(end)+1)
 		}

@@ -28,6 +28,9 @@ type metrics struct {
 	published  prometheus.Counter
 
 	publishFailures prometheus.Counter
+	// subLimited counts subscribes answered rate_limited (SubscribeRate),
+	// all connections together: no label, so it stays one series.
+	subLimited prometheus.Counter
 
 	rep *reportMetrics // the clients' readiness reports (reports.go)
 }
@@ -60,7 +63,9 @@ func newMetrics() *metrics {
 		Help: "Updates clients published through this node."})
 	m.publishFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_publish_failures_total",
 		Help: "Publishes (clients' and the backend's Server.Publish) the history backend failed to store (an error or HistoryTimeout)."})
-	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests, m.published, m.publishFailures)
+	m.subLimited = prometheus.NewCounter(prometheus.CounterOpts{Name: "wsready_subscribe_rate_limited_total",
+		Help: "Subscribe frames answered rate_limited because their connection was over SubscribeRate."})
+	m.reg.MustRegister(m.handshakes, m.closes, m.sweep, m.drained, m.requests, m.published, m.publishFailures, m.subLimited)
 	m.rep = newReportMetrics(m.reg)
 	// The standard collectors: the Go runtime (go_*), this process
 	// (process_*, on Linux and Windows) and the Go build (go_build_info),

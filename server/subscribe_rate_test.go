@@ -3,6 +3,8 @@
 package server
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +51,10 @@ func TestSubscribeChurnIsRateLimitedPerConnection(t *testing.T) {
 	// 64 at once, and none more: the clock stood (one per 50 ms after).
 	if subscribed != 64 || limited != n-subscribed {
 		t.Fatalf("%d subscribed, %d rate_limited of %d; want the burst of 64 (and the refill) served, the rest limited", subscribed, limited, n)
+	}
+	// /metrics counts them, one series with no label.
+	if want := "\nwsready_subscribe_rate_limited_total " + strconv.Itoa(limited) + "\n"; !strings.Contains(scrapeMetrics(t, f), want) {
+		t.Errorf("/metrics: want %q", want)
 	}
 	if retry > 100 {
 		t.Fatalf("retryAfterMs %d, want at most one token's wait (50 ms at 20/s)", retry)

@@ -630,6 +630,7 @@ func (c *conn) overSubscribeRate(m protocol.Message) bool {
 	res.CancelAt(now)
 	ms := max(int64(math.Ceil(float64(wait)/float64(time.Millisecond))), 1)
 	c.errorsOut.Add(1)
+	c.s.metrics.subLimited.Inc()
 	c.reply(protocol.ErrorFrame{Type: protocol.TypeError, Topic: m.Topic, Code: protocol.ErrRateLimited, RetryAfterMs: ms,
 		Message: "this connection subscribes more than " + strconv.FormatFloat(o.SubscribeRate, 'g', -1, 64) + " times per second: retry after retryAfterMs"})
 	return true

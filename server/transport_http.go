@@ -33,6 +33,8 @@ import (
 //	                               with id: (the session's per-topic cursors), a close as
 //	                               event: close; Last-Event-ID resumes the cursors
 //	POST <mount>/send?session=ID   one client frame or a JSON array of them: 204
+//	GET  <mount>/sse?session=ID&poll=1   a long poll: the events queued, then the answer ends
+//	GET  <mount>/sse?session=ID&probe=1  a ping, held open 5 s: does the path stream now?
 //
 // A session is a conn like a WebSocket's, with an httpTransport: the same
 // reader (frames from POSTs, handed over one at a time), the same send
@@ -540,11 +542,20 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	// ?poll=1: the long-poll mode, for a path that buffers the stream
 	// (servePoll). ?welcome=1 with it: the client got nothing from the
 	// session's streams so far, the welcome included.
+	// ?probe=1: not the session's stream but a check that the path
+	// passes one (serveStreamProbe). ?ping=1 on a stream: a ping goes
+	// first, at once, so a client that moves an idle session from long
+	// polls onto a stream hears from it within its wait.
 	q := r.URL.Query()
 	poll := q.Get("poll") == "1"
+	if !poll && q.Get("probe") == "1" {
+		s.serveStreamProbe(w, r, t)
+		return
+	}
+	probe := !poll && q.Get("ping") == "1"
 	st := &sseStream{reqs: make(chan *writeReq), end: make(chan struct{}), exited: make(chan struct{})}
 	if !poll && st.hijackStream(w, r) {
-		s.serveRawSSE(st, t, cursors, rawHead(w.Header()))
+		s.serveRawSSE(st, t, cursors, rawHead(w.Header()), probe)
 		return
 	}
 	st.w, st.rc, st.reqDone = w, http.NewResponseController(w), r.Context().Done()
@@ -553,6 +564,9 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		close(st.exited)
 		unknownSession(w)
 		return
+	}
+	if probe {
+		pre = append([][]byte{s.ping}, pre...)
 	}
 	defer t.detach(st)
 	h := w.Header()
@@ -594,6 +608,64 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		case <-st.reqDone:
 			return
 		}
+	}
+}
+
+// streamProbeHold is how long a stream probe's response stays open after
+// its ping (5 s): past the client's wait for the ping (3 s,
+// bridge.FirstEventTimeout), so a proxy that buffers the response until it
+// ends delivers the ping too late to count.
+const streamProbeHold = 5 * time.Second
+
+// serveStreamProbe answers GET <mount>/sse?session=ID&probe=1: a check, for
+// a client whose session is in long polls, that the path passes a stream
+// now. It writes a ping event at once and holds the response open for
+// streamProbeHold (or until the client goes or the session ends); the
+// client counts the path as streaming if the ping arrives within its wait.
+// It is not the session's stream: the session's frames go on to its polls,
+// so the check loses and delays nothing. One at a time per session (a
+// second is answered 429), so a peer holds at most one per session.
+func (s *Server) serveStreamProbe(w http.ResponseWriter, r *http.Request, t *httpTransport) {
+	if !t.streamProbe.CompareAndSwap(false, true) {
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusTooManyRequests, closeBody{Error: "a stream probe of this session is in progress"})
+		return
+	}
+	defer t.streamProbe.Store(false)
+	hold := time.NewTimer(streamProbeHold)
+	defer hold.Stop()
+	// Framed as the session's stream would be (a proxy may pass one
+	// framing and hold the other back): over HTTP/1.1 without TLS a
+	// hijacked connection, its body ending with it (sse_raw.go); else the
+	// handler's response.
+	if r.ProtoMajor == 1 && r.TLS == nil {
+		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(s.opts.WriteTimeout))
+			if _, err := nc.Write(append(rawHead(w.Header()), appendData(nil, s.ping)...)); err != nil {
+				return
+			}
+			select { // the client leaving is not watched: the hold is short and one per session
+			case <-hold.C:
+			case <-t.gone:
+			}
+			return
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	if _, err := w.Write(appendData(nil, s.ping)); err != nil || rc.Flush() != nil {
+		return
+	}
+	select {
+	case <-hold.C:
+	case <-r.Context().Done():
+	case <-t.gone:
 	}
 }
 
@@ -659,8 +731,9 @@ func (s *Server) servePoll(st *sseStream, t *httpTransport, pre [][]byte, welcom
 // the stream live (the session's writer sends to it from then on), starts
 // its goroutine and writes what was parked meanwhile; then the handler
 // returns, and net/http's request and buffers go with it. A close that
-// came during the preamble is written in place of going live.
-func (s *Server) serveRawSSE(st *sseStream, t *httpTransport, cursors map[string]int64, head []byte) {
+// came during the preamble is written in place of going live. probe: a
+// ping goes before the replay (serveSSE's ?ping=1).
+func (s *Server) serveRawSSE(st *sseStream, t *httpTransport, cursors map[string]int64, head []byte, probe bool) {
 	pre, ok := t.attach(st, cursors)
 	if !ok {
 		close(st.exited)
@@ -671,6 +744,9 @@ func (s *Server) serveRawSSE(st *sseStream, t *httpTransport, cursors map[string
 			strconv.Itoa(len(b)+1) + "\r\n\r\n" + string(b) + "\n"))
 		st.nc.Close()
 		return
+	}
+	if probe {
+		pre = append([][]byte{s.ping}, pre...) // serveSSE's ?ping=1
 	}
 	fail := func() { t.detach(st) } // closes the socket
 	if st.writeHead(s, head) != nil ||
@@ -706,9 +782,10 @@ type httpTransport struct {
 	gone chan struct{} // closed when the session ends
 	once sync.Once
 
-	sendMu   sync.Mutex   // one POST's frames at a time, in order
-	posts    atomic.Int32 // POST <mount>/send requests in progress (MaxSendPOSTs)
-	attachMu sync.Mutex   // one attach at a time
+	sendMu      sync.Mutex   // one POST's frames at a time, in order
+	posts       atomic.Int32 // POST <mount>/send requests in progress (MaxSendPOSTs)
+	streamProbe atomic.Bool  // a GET <mount>/sse?probe=1 is in progress (serveStreamProbe)
+	attachMu    sync.Mutex   // one attach at a time
 
 	// kick tells the attached stream's handler a frame is parked (cap 1;
 	// a kick with no stream waits for the next one, which looks anyway).

@@ -39,7 +39,19 @@ import (
 // across it. A server whose stream was held back (it says so on the poll's
 // answer) starts its next sessions in long polls for bridge.PollModeFor,
 // then tries streaming again; the core re-probes WebSocket as in the
-// streaming mode.
+// streaming mode. A session in long polls checks every re-probe interval
+// (the core's ReprobeInterval, 10 minutes by default) whether the path
+// passes a stream now: an EventSource on GET <base>/sse?session=<id>&probe=1
+// beside the polls, to which the server writes a ping at once and which it
+// holds open 5 s; it is not the session's stream, so the polls go on and
+// nothing is taken from them. The ping within bridge.FirstEventTimeout
+// passes the check: between the next two polls the session's stream opens
+// from the last id received, with a ping at once (&ping=1), and its first
+// event moves the session onto it (no more polls; the next sessions stream
+// from the start). No ping in time, or an error, and the polls go on, the
+// next check an interval later; a stream that then delivers nothing in
+// time is closed and the polls go on from the same id, so what it took
+// comes again, once.
 //
 // Every answer of the browser (a fetch settled, a stream event) is handed
 // to the driver's loop (socketEvents.run) before it changes the
@@ -67,6 +79,19 @@ type httpTransport struct {
 	welcome bool         // the next poll asks for the welcome again
 	lastID  string       // the last event id received
 	pollAC  safejs.Value // aborts the poll in flight
+
+	reprobe  time.Duration // how often a session in long polls checks whether the path streams
+	pollFrom time.Time     // when the session went on in long polls, or last checked the path
+	moving   bool          // the stream is open to move onto from polls: its first event does
+	gen      int           // the EventSource's generation: events of a closed one are dropped
+
+	check     safejs.Value  // the stream probe's EventSource (?probe=1), while one is out
+	checkF    []safejs.Func // its listeners, released when it ends
+	checkT    safejs.Value  // setTimeout's id: its FirstEventTimeout
+	checkTF   safejs.Func
+	hasCheckT bool // checkTF is made: release frees it
+	checkGen  int  // the probe's generation: events of an ended one are dropped
+	passed    bool // the last probe's ping came in time: the next poll's answer moves onto the stream
 }
 
 // pollSince is when a server's stream (by WebSocket URL) was last found held
@@ -97,7 +122,11 @@ func openHTTP(spec dialSpec, ev socketEvents) (transport, error) {
 		return nil, err
 	}
 	t := &httpTransport{ev: ev, url: spec.url, tokened: spec.token != "", es: safejs.Undefined(), ac: safejs.Undefined(),
-		silentT: safejs.Undefined(), pollAC: safejs.Undefined()}
+		silentT: safejs.Undefined(), pollAC: safejs.Undefined(), reprobe: spec.reprobe,
+		check: safejs.Undefined(), checkT: safejs.Undefined()}
+	if t.reprobe <= 0 {
+		t.reprobe = bridge.PollModeFor
+	}
 	body := "{}"
 	if spec.token != "" {
 		if body, err = jsonOf(map[string]any{"token": spec.token}); err != nil {
@@ -228,9 +257,9 @@ func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.V
 	}
 	t.session = id
 	if at, ok := pollSince[t.url]; ok && time.Since(at) < bridge.PollModeFor {
-		t.polling = true
+		t.polling, t.pollFrom = true, time.Now()
 		t.poll()
-	} else if err := t.openStream(); err != nil {
+	} else if err := t.openStream(""); err != nil {
 		t.broken()
 		return
 	}
@@ -257,12 +286,14 @@ func (t *httpTransport) refused(status int, retryAfter string, body safejs.Value
 
 // openStream opens the EventSource: its open is the socket's, its messages
 // the server's frames, an "event: close" the server's close, an error the
-// end (1006).
-func (t *httpTransport) openStream() error {
+// end (1006), or during a stream probe the end of the probe. query is
+// added to its URL (a probe's).
+func (t *httpTransport) openStream(query string) error {
 	u, err := bridge.HTTPURL(t.url, "sse", t.session)
 	if err != nil {
 		return err
 	}
+	u += query
 	ctor, err := safejs.Global().Get("EventSource")
 	if err != nil {
 		return err
@@ -272,6 +303,8 @@ func (t *httpTransport) openStream() error {
 		return err
 	}
 	t.es = es
+	t.gen++
+	gen := t.gen
 	on := func(name string, fn func(e safejs.Value)) {
 		f, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 			e := safejs.Undefined()
@@ -287,10 +320,28 @@ func (t *httpTransport) openStream() error {
 		t.esF = append(t.esF, f)
 		es.Call("addEventListener", name, f.Value())
 	}
-	on("open", func(safejs.Value) { t.ev.run(t.streamOpened) })
+	// current: the step is this EventSource's, still the transport's
+	// (one closed meanwhile may have queued steps before its close).
+	current := func() bool { return gen == t.gen }
+	on("open", func(safejs.Value) {
+		t.ev.run(func() {
+			if current() {
+				t.streamOpened()
+			}
+		})
+	})
 	on("message", func(e safejs.Value) {
 		data, _ := getString(e, "data")
-		t.ev.run(func() { t.event([]byte(data)) })
+		id, hasID := getString(e, "lastEventId")
+		t.ev.run(func() {
+			if !current() {
+				return
+			}
+			if hasID && id != "" {
+				t.lastID = id
+			}
+			t.streamEvent([]byte(data))
+		})
 	})
 	on("close", func(e safejs.Value) {
 		code, reason := float64(0), ""
@@ -303,29 +354,66 @@ func (t *httpTransport) openStream() error {
 			}
 		}
 		c, r := bridge.StreamClose(code, reason)
-		t.ev.run(func() { t.fail(c, r) })
+		t.ev.run(func() {
+			if current() {
+				t.fail(c, r)
+			}
+		})
 	})
 	on("error", func(safejs.Value) {
-		t.ev.run(t.broken)
+		t.ev.run(func() {
+			switch {
+			case !current():
+			case t.moving:
+				t.moveFailed()
+			default:
+				t.broken()
+			}
+		})
 	})
 	return nil
 }
 
+// closeStream closes the EventSource, if any, and frees its listeners (a
+// closed EventSource calls none): what it still queued is dropped (gen).
+func (t *httpTransport) closeStream() {
+	if !t.es.IsUndefined() {
+		t.es.Call("close")
+		t.es = safejs.Undefined()
+	}
+	t.gen++
+	for _, f := range t.esF {
+		f.Release()
+	}
+	t.esF = nil
+}
+
 // streamOpened arms the stream's FirstEventTimeout: an open stream that
-// delivers nothing within it is held back (silent).
+// delivers nothing within it is held back (silent). A stream probe's is
+// armed when it starts.
 func (t *httpTransport) streamOpened() {
-	if t.done || t.heard || t.polling || !t.silentT.IsUndefined() {
+	if t.done || t.heard || t.polling {
 		return
 	}
-	f, err := funcOf(func(safejs.Value, []safejs.Value) any {
-		t.ev.run(t.silent)
-		return nil
-	})
-	if err != nil {
+	t.armSilent()
+}
+
+// armSilent arms the FirstEventTimeout (silent), unless it is armed.
+func (t *httpTransport) armSilent() {
+	if !t.silentT.IsUndefined() {
 		return
 	}
-	t.silentF, t.hasF = f, true
-	if id, err := safejs.Global().Call("setTimeout", f.Value(), bridge.FirstEventTimeout.Milliseconds()); err == nil {
+	if !t.hasF {
+		f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+			t.ev.run(t.silent)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		t.silentF, t.hasF = f, true
+	}
+	if id, err := safejs.Global().Call("setTimeout", t.silentF.Value(), bridge.FirstEventTimeout.Milliseconds()); err == nil {
 		t.silentT = id
 	}
 }
@@ -336,6 +424,22 @@ func (t *httpTransport) stopSilentTimer() {
 		safejs.Global().Call("clearTimeout", t.silentT)
 		t.silentT = safejs.Undefined()
 	}
+}
+
+// streamEvent takes one server frame from the stream: while moving from
+// polls the first moves the session onto the stream (no more polls, and
+// the next sessions stream from the start).
+func (t *httpTransport) streamEvent(frame []byte) {
+	if t.done {
+		return
+	}
+	if t.moving {
+		t.moving, t.polling = false, false
+		t.stopSilentTimer()
+		t.endCheck()
+		delete(pollSince, t.url)
+	}
+	t.event(frame)
 }
 
 // event takes one server frame from the stream or a poll: the first opens
@@ -353,16 +457,141 @@ func (t *httpTransport) event(frame []byte) {
 }
 
 // silent is the stream's FirstEventTimeout: nothing came, so the session
-// goes on in long polls, the first asking for the welcome again.
+// goes on in long polls, the first asking for the welcome again; or a
+// stream probe's, which failed.
 func (t *httpTransport) silent() {
 	t.silentT = safejs.Undefined()
-	if t.done || t.heard || t.polling {
+	if t.done {
 		return
 	}
-	if !t.es.IsUndefined() {
-		t.es.Call("close")
+	if t.moving {
+		t.moveFailed()
+		return
 	}
-	t.polling, t.welcome = true, true
+	if t.heard || t.polling {
+		return
+	}
+	t.closeStream()
+	t.polling, t.welcome, t.pollFrom = true, true, time.Now()
+	t.poll()
+}
+
+// checkStream starts a stream probe beside the polls (GET
+// <base>/sse?session=<id>&probe=1): the server writes a ping at once, so
+// the ping within FirstEventTimeout says the path passes streams now. The
+// next check is an interval on, whatever this one finds.
+func (t *httpTransport) checkStream() {
+	t.pollFrom = time.Now()
+	u, err := bridge.HTTPURL(t.url, "sse", t.session)
+	if err != nil {
+		return
+	}
+	ctor, err := safejs.Global().Get("EventSource")
+	if err != nil {
+		return
+	}
+	es, err := ctor.New(u + "&probe=1")
+	if err != nil {
+		return
+	}
+	t.check = es
+	t.checkGen++
+	gen := t.checkGen
+	on := func(name string, fn func()) {
+		f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+			t.ev.run(func() {
+				if gen == t.checkGen && !t.done {
+					fn()
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		t.checkF = append(t.checkF, f)
+		es.Call("addEventListener", name, f.Value())
+	}
+	on("message", func() {
+		t.endCheck()
+		t.passed = true
+	})
+	on("error", t.checkFailed)
+	if !t.hasCheckT {
+		f, err := funcOf(func(safejs.Value, []safejs.Value) any {
+			t.ev.run(func() {
+				t.checkT = safejs.Undefined()
+				if !t.check.IsUndefined() && !t.done {
+					t.checkFailed()
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			t.endCheck()
+			return
+		}
+		t.checkTF, t.hasCheckT = f, true
+	}
+	if id, err := safejs.Global().Call("setTimeout", t.checkTF.Value(), bridge.FirstEventTimeout.Milliseconds()); err == nil {
+		t.checkT = id
+	}
+}
+
+// checkFailed ends a stream probe whose ping did not come in time (or
+// that failed): the path still holds streams back, so the next sessions
+// start in long polls too.
+func (t *httpTransport) checkFailed() {
+	t.endCheck()
+	pollSince[t.url] = time.Now()
+}
+
+// endCheck closes the stream probe, if one is out, and frees its
+// listeners; what it queued is dropped (checkGen).
+func (t *httpTransport) endCheck() {
+	if !t.checkT.IsUndefined() {
+		safejs.Global().Call("clearTimeout", t.checkT)
+		t.checkT = safejs.Undefined()
+	}
+	if !t.check.IsUndefined() {
+		t.check.Call("close")
+		t.check = safejs.Undefined()
+	}
+	t.checkGen++
+	for _, f := range t.checkF {
+		f.Release()
+	}
+	t.checkF = nil
+}
+
+// moveToStream opens the session's stream between two polls (none is in
+// flight), after a stream probe passed: from the last id received, with a
+// ping at once (&ping=1). Its first event within FirstEventTimeout (armed
+// now: a stream the path holds may not even open) moves the session onto
+// it.
+func (t *httpTransport) moveToStream() {
+	q := "&ping=1"
+	if t.lastID != "" {
+		q += "&lastEventId=" + bridge.QueryEscape(t.lastID)
+	}
+	if err := t.openStream(q); err != nil {
+		t.pollFrom = time.Now()
+		t.poll()
+		return
+	}
+	t.moving = true
+	t.armSilent()
+}
+
+// moveFailed ends a stream that delivered nothing in time (or failed)
+// while moving from polls: the polls go on from the same id (what the
+// stream took comes again) and the next sessions start in long polls.
+func (t *httpTransport) moveFailed() {
+	t.moving = false
+	t.stopSilentTimer()
+	t.closeStream()
+	now := time.Now()
+	t.pollFrom, pollSince[t.url] = now, now
 	t.poll()
 }
 
@@ -431,6 +660,14 @@ func (t *httpTransport) pollAnswered(body string, held bool) {
 		if t.done {
 			return
 		}
+	}
+	if t.passed {
+		t.passed = false
+		t.moveToStream()
+		return
+	}
+	if t.check.IsUndefined() && time.Since(t.pollFrom) >= t.reprobe {
+		t.checkStream()
 	}
 	t.poll()
 }
@@ -532,9 +769,8 @@ func (t *httpTransport) close(code int, reason string) error {
 // stop closes the stream and aborts the fetch in flight.
 func (t *httpTransport) stop() {
 	t.done = true
-	if !t.es.IsUndefined() {
-		t.es.Call("close")
-	}
+	t.closeStream()
+	t.endCheck()
 	if !t.ac.IsUndefined() {
 		t.ac.Call("abort")
 		t.ac = safejs.Undefined()
@@ -558,6 +794,10 @@ func (t *httpTransport) release() {
 	if t.hasF {
 		t.silentF.Release()
 		t.hasF = false
+	}
+	if t.hasCheckT {
+		t.checkTF.Release()
+		t.hasCheckT = false
 	}
 }
 

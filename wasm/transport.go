@@ -44,6 +44,9 @@ type dialSpec struct {
 	token string
 	warm  safejs.Value
 	wrap  safejs.Value // wsready.js's frameOnly (openWebSocket), or undefined
+	// reprobe is how often an HTTP session in long polls tries its stream
+	// again: the core's ReprobeInterval (0: bridge.PollModeFor, 10 minutes).
+	reprobe time.Duration
 }
 
 // opener starts a transport for the core's socket and returns at once; its
@@ -108,7 +111,7 @@ func (d *driver) dial(id client.SocketID, via client.Transport) {
 	url := d.urls[d.nextURL]
 	d.nextURL = (d.nextURL + 1) % len(d.urls)
 	ev := d.eventsOf(id)
-	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm, wrap: d.cb.frameOnly}
+	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm, wrap: d.cb.frameOnly, reprobe: d.cfg.ReprobeInterval}
 	d.cb.warm = safejs.Undefined() // the first dial only
 	t, err := d.open(spec, ev)
 	if err != nil {

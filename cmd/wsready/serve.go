@@ -81,6 +81,12 @@ func serve(args []string) error {
 	histAge := fs.Duration("history-age", 10*time.Minute, "updates older than this are not kept")
 	maxTopics := fs.Int("max-topics", 256, "most topics; a publish that would create one more is refused with too_many_topics")
 	maxSubs := fs.Int("max-subscriptions", 16, "most topics one connection may subscribe to")
+	subRate := fs.Float64("subscribe-rate", 20, "subscribe frames per second one connection may send; beyond, answered rate_limited with retryAfterMs (the socket stays)")
+	subBurst := fs.Int("subscribe-burst", 0, "burst above -subscribe-rate (at least 1); default 4 x -max-subscriptions (64), so a reconnect subscribes to all its topics at once")
+	maxSendPOSTs := fs.Int("max-send-posts", 2, "HTTP transport: POST /ws/send requests one session may have in progress; one more is answered 429 with Retry-After")
+	maxSendBytes := fs.Int("max-send-bytes", 8<<20, "HTTP transport: bytes of POST /ws/send bodies this node holds at once, all sessions; at least 1048576 (one full body); beyond, 429 with Retry-After")
+	attachTimeout := fs.Duration("http-attach-timeout", 5*time.Second, "HTTP transport: how long a new session waits for its first stream before it is dropped and gives back its place under the connection limits")
+	idemPerScope := fs.Int("max-idempotency-keys-per-scope", 256, "idempotency keys remembered per user (or anonymous session); past it that scope's least recently used answers go, never another's; at most 10000 (the node's)")
 	dataDir := fs.String("data", "", "keep topics in JetStream, in a NATS server embedded in this process storing in this directory (history survives a restart); no NATS port is opened")
 	natsURL := fs.String("nats", "", "keep topics in the JetStream of the NATS server(s) at this URL, shared with every node given the same; several comma-separated (the servers of a NATS cluster): the node reconnects to another when one dies")
 	natsReplicas := fs.Int("nats-replicas", 1, "with -nats: how many servers of the NATS cluster keep each topic's stream and the high-water marks, 1 to 5; 3 on a cluster of three survives the death of any one (more than the cluster has is refused)")
@@ -99,7 +105,7 @@ func serve(args []string) error {
 	}
 	for name, d := range map[string]time.Duration{"ping": *ping, "feed": *feed, "slow": *slow, "restart-downtime": *downtime,
 		"write-timeout": *writeTimeout, "message-timeout": *msgTimeout, "sweep-interval": *sweepInterval,
-		"sweep-grace": *sweepGrace, "drain-window": *drainWindow, "history-age": *histAge} {
+		"sweep-grace": *sweepGrace, "drain-window": *drainWindow, "history-age": *histAge, "http-attach-timeout": *attachTimeout} {
 		if d <= 0 {
 			return usagef("serve: -%s must be positive, not %v", name, d)
 		}
@@ -128,8 +134,9 @@ func serve(args []string) error {
 	if *ticketLife <= 0 {
 		return usagef("serve: -ticket-life must be positive")
 	}
-	for name, v := range map[string]float64{"admit-rate": *admitRate, "tenant-rate": *tenantRate, "probe-rate": *probeRate, "ticket-rate": *ticketRate} {
-		if !(v > 0) {
+	for name, v := range map[string]float64{"admit-rate": *admitRate, "tenant-rate": *tenantRate, "probe-rate": *probeRate, "ticket-rate": *ticketRate,
+		"subscribe-rate": *subRate} {
+		if !(v > 0) || v > math.MaxFloat64 {
 			return usagef("serve: -%s must be positive, not %v", name, v)
 		}
 	}
@@ -150,10 +157,16 @@ func serve(args []string) error {
 		return usagef("serve: -refuse must be close or http, not %q", *refuseWith)
 	}
 	for name, n := range map[string]int{"admit-burst": *admitBurst, "tenant-burst": *tenantBurst, "rejection-threshold": *rejThreshold, "bad-ticket-threshold": *badThreshold, "ticket-burst": *ticketBurst, "max-conns": *maxConns, "max-conns-per-ip": *maxPerIP, "max-queued-bytes": *maxQueued, "max-pending-replies": *maxPending,
-		"history-msgs": *histMsgs, "history-bytes": *histBytes, "max-topics": *maxTopics, "max-subscriptions": *maxSubs} {
+		"history-msgs": *histMsgs, "history-bytes": *histBytes, "max-topics": *maxTopics, "max-subscriptions": *maxSubs,
+		"max-send-posts": *maxSendPOSTs, "max-send-bytes": *maxSendBytes, "max-idempotency-keys-per-scope": *idemPerScope} {
 		if n < 1 {
 			return usagef("serve: -%s must be at least 1, not %d", name, n)
 		}
+	}
+	// -subscribe-burst's default follows -max-subscriptions (Options'
+	// 0); given, 0 would be the default in Options, not "none": refused.
+	if flagSet(fs, "subscribe-burst") && *subBurst < 1 {
+		return usagef("serve: -subscribe-burst must be at least 1, not %d", *subBurst)
 	}
 	if *ping > time.Hour {
 		return usagef("serve: -ping must be at most 1h (clients refuse longer intervals)")
@@ -221,6 +234,8 @@ func serve(args []string) error {
 		SweepInterval: *sweepInterval, SweepGrace: *sweepGrace, DrainWindow: *drainWindow,
 		Publish: *publish, HistoryMsgs: *histMsgs, HistoryBytes: *histBytes,
 		HistoryAge: *histAge, MaxTopics: *maxTopics, MaxSubscriptions: *maxSubs,
+		SubscribeRate: *subRate, SubscribeBurst: *subBurst, MaxSendPOSTs: *maxSendPOSTs, MaxSendBytes: *maxSendBytes,
+		HTTPAttachTimeout: *attachTimeout, MaxIdempotencyKeysPerScope: *idemPerScope,
 		Logger: log,
 	}
 	if err := opts.Validate(); err != nil {

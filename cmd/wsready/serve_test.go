@@ -63,6 +63,9 @@ func TestServeRefusesInvalidFlags(t *testing.T) {
 		{"-tenant-msg-burst", "5"}, {"-tenant-msg-rate", "5", "-tenant-msg-burst", "0"},
 		{"-trusted-proxies", "10.0.0.0/33"}, {"-trusted-proxies", "10.0.0.0/8,proxy.example"},
 		{"-tls-cert", goodSecret}, {"-tls-key", goodSecret},
+		{"-max-send-posts", "0"}, {"-max-send-bytes", "1000"}, {"-http-attach-timeout", "0s"}, {"-subscribe-rate", "0"},
+		{"-subscribe-rate", "+Inf"}, {"-subscribe-burst", "0"}, {"-max-idempotency-keys-per-scope", "0"},
+		{"-max-idempotency-keys-per-scope", "10001"},
 	} {
 		// The address is one this test holds: an invalid flag that got
 		// as far as the listen would fail there, not with a usage error.

@@ -189,14 +189,14 @@ func PollURL(wsURL, session, lastID string, welcome bool) (string, error) {
 		u += "&welcome=1"
 	}
 	if lastID != "" {
-		u += "&lastEventId=" + queryEscape(lastID)
+		u += "&lastEventId=" + QueryEscape(lastID)
 	}
 	return u, nil
 }
 
-// queryEscape percent-encodes every byte of s but A-Z a-z 0-9 - _ . ~
+// QueryEscape percent-encodes every byte of s but A-Z a-z 0-9 - _ . ~
 // (net/url's would cost the wasm the package).
-func queryEscape(s string) string {
+func QueryEscape(s string) string {
 	const hex = "0123456789ABCDEF"
 	b := make([]byte, 0, len(s)+8)
 	for i := 0; i < len(s); i++ {
