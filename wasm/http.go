@@ -81,7 +81,11 @@ type httpTransport struct {
 	pollAC  safejs.Value // aborts the poll in flight
 
 	reprobe  time.Duration // how often a session in long polls checks whether the path streams
-	pollFrom time.Time     // when the session went on in long polls, or last checked the path
+	// pollFrom is when the session went on in long polls, or last checked
+	// the path, in Unix milliseconds: not a time.Time, since a time.Time
+	// field in a value held in an interface (the transport) links
+	// time.Time's String and its formatting into the wasm (20 KB brotli).
+	pollFrom int64
 	moving   bool          // the stream is open to move onto from polls: its first event does
 	gen      int           // the EventSource's generation: events of a closed one are dropped
 
@@ -257,7 +261,7 @@ func (t *httpTransport) sessionBody(status int, retryAfter string, body safejs.V
 	}
 	t.session = id
 	if at, ok := pollSince[t.url]; ok && time.Since(at) < bridge.PollModeFor {
-		t.polling, t.pollFrom = true, time.Now()
+		t.polling, t.pollFrom = true, time.Now().UnixMilli()
 		t.poll()
 	} else if err := t.openStream(""); err != nil {
 		t.broken()
@@ -472,7 +476,7 @@ func (t *httpTransport) silent() {
 		return
 	}
 	t.closeStream()
-	t.polling, t.welcome, t.pollFrom = true, true, time.Now()
+	t.polling, t.welcome, t.pollFrom = true, true, time.Now().UnixMilli()
 	t.poll()
 }
 
@@ -481,7 +485,7 @@ func (t *httpTransport) silent() {
 // the ping within FirstEventTimeout says the path passes streams now. The
 // next check is an interval on, whatever this one finds.
 func (t *httpTransport) checkStream() {
-	t.pollFrom = time.Now()
+	t.pollFrom = time.Now().UnixMilli()
 	u, err := bridge.HTTPURL(t.url, "sse", t.session)
 	if err != nil {
 		return
@@ -575,7 +579,7 @@ func (t *httpTransport) moveToStream() {
 		q += "&lastEventId=" + bridge.QueryEscape(t.lastID)
 	}
 	if err := t.openStream(q); err != nil {
-		t.pollFrom = time.Now()
+		t.pollFrom = time.Now().UnixMilli()
 		t.poll()
 		return
 	}
@@ -591,7 +595,7 @@ func (t *httpTransport) moveFailed() {
 	t.stopSilentTimer()
 	t.closeStream()
 	now := time.Now()
-	t.pollFrom, pollSince[t.url] = now, now
+	t.pollFrom, pollSince[t.url] = now.UnixMilli(), now
 	t.poll()
 }
 
@@ -666,7 +670,7 @@ func (t *httpTransport) pollAnswered(body string, held bool) {
 		t.moveToStream()
 		return
 	}
-	if t.check.IsUndefined() && time.Since(t.pollFrom) >= t.reprobe {
+	if t.check.IsUndefined() && time.Duration(time.Now().UnixMilli()-t.pollFrom)*time.Millisecond >= t.reprobe {
 		t.checkStream()
 	}
 	t.poll()
