@@ -54,7 +54,16 @@ func (s *Server) serveDrain(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": "a drain is already running"})
 		return
 	}
+	// Added under s.mu with closed false, as every other goroutine the
+	// server counts: Close's Wait then follows it, never races it.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		http.Error(w, "the server is closing", http.StatusServiceUnavailable)
+		return
+	}
 	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		s.Drain(s.ctx, true)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -221,5 +222,17 @@ func TestMetrics(t *testing.T) {
 	}
 	if strings.Contains(text, "CANARY") || strings.Contains(text, "127.0.0.1") {
 		t.Fatal("peer text or an address in the metrics")
+	}
+}
+
+// A drain asked for once the server is closing is refused, not counted
+// against a WaitGroup whose Wait may already have returned.
+func TestDrainAfterCloseIsRefused(t *testing.T) {
+	f := newFixture(t, &Options{})
+	f.srv.Close()
+	rec := httptest.NewRecorder()
+	f.srv.serveDrain(rec, httptest.NewRequest(http.MethodPost, "/api/drain", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("drain after Close answered %d, want 503", rec.Code)
 	}
 }
