@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/server"
+	"github.com/wsready/wsready/server/demo"
 )
 
 // In-band refresh end to end, on loopback against the real server: 2 s
@@ -57,5 +58,42 @@ func TestNativeInBandRefreshKeepsOneConnection(t *testing.T) {
 	}
 	if a := srv.Stats().Auth; a.Accepted != 1 {
 		t.Fatalf("auth stats %+v: one connection's token accepted", a)
+	}
+}
+
+// In-band refresh over the native HTTP transport: with every upgrade
+// refused the client runs over HTTP, and its refresh frames are POSTed
+// like any other, so 2 s tickets keep one session for 6 s.
+func TestNativeInBandRefreshOverHTTP(t *testing.T) {
+	t.Parallel()
+	srv, base, url := authServer(t, server.Options{TicketLife: 2 * time.Second}, demo.Options{NoFeed: true})
+	srv.Set("blockWebSocket", true)
+	var fetched atomic.Int64
+	cfg := client.Config{Transports: []client.Transport{client.TransportWebSocket, client.TransportHTTP}}
+	var lostReady atomic.Int64
+	var ready atomic.Bool
+	c, err := Dial(context.Background(), url, &Options{Config: &cfg, Token: tokenHook(http.DefaultClient, base, "refresher-http", &fetched),
+		OnState: func(s client.State) {
+			if s.Ready {
+				ready.Store(true)
+			} else if ready.Load() {
+				lostReady.Add(1)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitState(ctx, func(s State) bool { return s.Ready && s.Via == client.TransportHTTP }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second) // real time: three ticket lifetimes on a real session
+	st := c.Stats()
+	a := srv.Stats().Auth
+	if lostReady.Load() != 0 || !c.State().Ready || c.State().Via != client.TransportHTTP || st.Refreshes < 3 || a.Refreshed < 3 {
+		t.Fatalf("6 s of 2 s tickets over HTTP: READY lost %d times, state %+v, %d refreshes (server: %+v); want 0 lost, READY over HTTP, at least 3 refreshes",
+			lostReady.Load(), c.State(), st.Refreshes, a)
 	}
 }
