@@ -20,7 +20,7 @@ import (
 
 // Event kinds in a history.
 const (
-	KindSub     = "sub"     // a client subscribed Topic from Seq (its since)
+	KindSub     = "sub"     // a client subscribed Topic from Seq (its since); N=Unacked: nobody acknowledges Topic's publishes
 	KindUpdate  = "upd"     // a client was handed Topic's Seq with Data
 	KindLost    = "lost"    // a client was told Topic's Seq..To cannot be delivered
 	KindAck     = "ack"     // a publisher's publish of Data was acknowledged as Topic's Seq
@@ -35,6 +35,12 @@ const (
 	KindFinal   = "final"   // at the end, client Who was READY (N=1) or not (N=0)
 	KindSkip    = "skip"    // a fault kind the machine cannot make, Err says why
 )
+
+// Unacked is a sub event's N for a topic no publisher in the history
+// acknowledges (the demo's feed, which a Chromium page follows): its
+// updates are held to no duplicate, increasing seqs and the final READY,
+// not to the acknowledged data (there is none to hold them to).
+const Unacked = 1
 
 // Event is one line of a history. T is milliseconds since the run
 // started. Data is the publish's own payload (the soak's, never a user's).
