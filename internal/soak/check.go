@@ -182,6 +182,7 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 	var fleet []Event
 	samples := map[string][]Event{}
 	finals := map[string]bool{}
+	finalWhy := map[string]string{} // a final's Err: the client's state when not READY
 	var lastHeal int64
 	err := each(func(e Event) error {
 		switch e.Kind {
@@ -247,6 +248,7 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 			add(Violation{T: e.T, Rule: RuleCrash, Who: e.Who, Detail: e.Err})
 		case KindFinal:
 			finals[e.Who] = e.N == 1
+			finalWhy[e.Who] = e.Err
 		case KindSkip:
 			r.Skips = append(r.Skips, e)
 		}
@@ -395,7 +397,11 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 	slices.Sort(names)
 	for _, who := range names {
 		if !finals[who] {
-			add(Violation{T: lastHeal + b.ReadyWithin, Rule: RuleNotReady, Who: who, Detail: "not READY at the end of the run"})
+			detail := "not READY at the end of the run"
+			if finalWhy[who] != "" {
+				detail += " (" + finalWhy[who] + ")"
+			}
+			add(Violation{T: lastHeal + b.ReadyWithin, Rule: RuleNotReady, Who: who, Detail: detail})
 		}
 	}
 

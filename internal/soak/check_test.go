@@ -328,7 +328,7 @@ func TestAPageOnTheUnacknowledgedFeedIsHeldToOrderAndREADY(t *testing.T) {
 	}{
 		{"a second delivery", RuleDuplicate, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 8})},
 		{"a seq going back", RuleOrder, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 6})},
-		{"not READY at the end", RuleNotReady, append(page(), Event{T: 51, Kind: KindFinal, Who: "page0", N: 0})},
+		{"not READY at the end", RuleNotReady, append(page(), Event{T: 51, Kind: KindFinal, Who: "page0", N: 0, Err: "ended=budget"})},
 	} {
 		r := mustCheck(t, tc.h)
 		found := false
@@ -337,6 +337,9 @@ func TestAPageOnTheUnacknowledgedFeedIsHeldToOrderAndREADY(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: want a %s violation by page0, got %v", tc.name, tc.rule, r.Violations)
+		}
+		if tc.rule == RuleNotReady && !strings.Contains(r.First().Detail, "ended=budget") {
+			t.Errorf("a page not READY at the end: the state it reported is not said: %v", r.First())
 		}
 	}
 	// Without the Unacked mark, the same feed is a phantom: the mark, not

@@ -32,7 +32,7 @@ const (
 	KindHeal    = "heal"    // the nemesis healed Fault on Who
 	KindSample  = "sample"  // process Who had RSS bytes and Gor goroutines (0: unknown)
 	KindCrash   = "crash"   // process Who printed a panic or a race report, or exited unasked
-	KindFinal   = "final"   // at the end, client Who was READY (N=1) or not (N=0)
+	KindFinal   = "final"   // at the end, client Who was READY (N=1) or not (N=0; Err: its state then)
 	KindSkip    = "skip"    // a fault kind the machine cannot make, Err says why
 )
 
