@@ -246,11 +246,11 @@ SEED ?= 0
 SOAK_CLIENTS ?= 1000
 SOAK_REPORT ?= docs/measured/soak.md
 BREAK ?=
-soak:
+soak: wasm
 	ulimit -n 20000; WSREADY_SOAK=1 $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
 	  -args -soak.minutes=$(MINUTES) -soak.seed=$(SEED) -soak.clients=$(SOAK_CLIENTS) -soak.report=$(SOAK_REPORT) -soak.break=$(BREAK)
 
-soak-race:
+soak-race: wasm
 	ulimit -n 20000; WSREADY_SOAK=1 WSREADY_BIN_RACE=1 $(GO) test -race -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
 	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=$(SOAK_CLIENTS) -soak.report=build/soak-race.md
 
