@@ -234,10 +234,11 @@ measure: build chromium
 
 # The chaos soak (docs/soak.md): make cluster's three NATS servers and
 # three nodes, 1,000 native clients over 8 source addresses resuming three
-# topics, a publisher per topic, and a nemesis drawing a fault every 10-30
-# s from SEED (kills, drains, resets, NATS kills, the demo's switches,
-# publish bursts); the checker reads the whole history afterwards and
-# docs/measured/soak.md is the report. MINUTES=30 by default; SEED=0 draws
+# topics, a publisher per topic, three Chromium pages at stage 8
+# (e2e/soakpages; none where Chromium is missing), and a nemesis drawing a
+# fault every 10-30 s from SEED (kills, drains, resets, NATS kills, the
+# demo's switches, publish bursts, page freezes); the checker reads the
+# whole history afterwards and docs/measured/soak.md is the report. MINUTES=30 by default; SEED=0 draws
 # one (printed; the same seed replays the schedule); BREAK=resume runs
 # clients with resume off, which the checker must fail. soak-race builds
 # every process with -race (3 minutes).
