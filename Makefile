@@ -238,10 +238,10 @@ measure: build chromium
 # (e2e/soakpages; none where Chromium is missing), and a nemesis drawing a
 # fault every 10-30 s from SEED (kills, drains, resets, NATS kills, the
 # demo's switches, publish bursts, page freezes); the checker reads the
-# whole history afterwards and docs/measured/soak.md is the report. MINUTES=30 by default; SEED=0 draws
-# one (printed; the same seed replays the schedule); BREAK=resume runs
-# clients with resume off, which the checker must fail. soak-race builds
-# every process with -race (3 minutes).
+# whole history afterwards and docs/measured/soak.md is the report.
+# MINUTES=30 by default; SEED=0 draws one (printed; the same seed replays
+# the schedule); BREAK=resume runs clients with resume off, which the
+# checker must fail. soak-race builds every process with -race (3 minutes).
 MINUTES ?= 30
 SEED ?= 0
 SOAK_CLIENTS ?= 1000
