@@ -266,6 +266,11 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 	// Pass 2: every update against what was published.
 	delivered := map[topicKey]*seqSet{}
 	last := map[topicKey]int64{}
+	// An Unacked subscription's first seq and the time of its last update:
+	// with no acknowledgements to hold it to, its stream is held to
+	// itself, every seq from its first to its last delivered or lost.
+	firstSeq := map[topicKey]int64{}
+	lastAt := map[topicKey]int64{}
 	err = each(func(e Event) error {
 		if e.Kind != KindUpdate {
 			return nil
@@ -293,6 +298,10 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 		set.add(e.Seq)
 		last[k] = max(last[k], e.Seq)
 		if unacked[k] {
+			if f, ok := firstSeq[k]; !ok || e.Seq < f {
+				firstSeq[k] = e.Seq
+			}
+			lastAt[k] = e.T
 			return nil
 		}
 		if want, ok := acks[e.Topic][e.Seq]; ok {
@@ -351,6 +360,22 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 					first = q
 				}
 				missing++
+			}
+		}
+		if unacked[k] {
+			gap, from := 0, int64(0)
+			if f, ok := firstSeq[k]; ok {
+				for q := f + 1; q < last[k]; q++ {
+					if !set.has(q) && !inLost(q) {
+						if gap == 0 {
+							from = q
+						}
+						gap++
+					}
+				}
+			}
+			if gap > 0 {
+				add(Violation{T: lastAt[k], Rule: RuleMissing, Who: k.who, Detail: fmt.Sprintf("%d seqs of %s (no acknowledgements) between its first and last update neither delivered nor reported lost, the first seq %d", gap, k.topic, from)})
 			}
 		}
 		if missing > 0 {

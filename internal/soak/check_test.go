@@ -308,7 +308,8 @@ func TestARestartedProcessIsHeldToItsFirstSteadyState(t *testing.T) {
 
 // A Chromium page follows the demo's feed, which no publisher in the
 // history acknowledges: its updates are no phantom, but a second
-// delivery, a seq going back or a page left not READY is still named.
+// delivery, a seq going back, a gap not reported lost or a page left not
+// READY is still named.
 func TestAPageOnTheUnacknowledgedFeedIsHeldToOrderAndREADY(t *testing.T) {
 	page := func(extra ...Event) []Event {
 		h := append(clean(),
@@ -322,12 +323,17 @@ func TestAPageOnTheUnacknowledgedFeedIsHeldToOrderAndREADY(t *testing.T) {
 	if r := mustCheck(t, page()); !r.OK() {
 		t.Fatalf("a page's clean feed: %v", r.Violations)
 	}
+	// A gap reported lost is kept.
+	if r := mustCheck(t, page(Event{T: 14, Kind: KindLost, Who: "page0", Topic: "feed", Seq: 9, To: 10}, Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 11})); !r.OK() {
+		t.Fatalf("a page's gap reported lost: %v", r.Violations)
+	}
 	for _, tc := range []struct {
 		name, rule string
 		h          []Event
 	}{
 		{"a second delivery", RuleDuplicate, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 8})},
 		{"a seq going back", RuleOrder, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 6})},
+		{"a gap not reported lost", RuleMissing, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 11})},
 		{"not READY at the end", RuleNotReady, append(page(), Event{T: 51, Kind: KindFinal, Who: "page0", N: 0, Err: "ended=budget"})},
 	} {
 		r := mustCheck(t, tc.h)

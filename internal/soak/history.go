@@ -38,8 +38,9 @@ const (
 
 // Unacked is a sub event's N for a topic no publisher in the history
 // acknowledges (the demo's feed, which a Chromium page follows): its
-// updates are held to no duplicate, increasing seqs and the final READY,
-// not to the acknowledged data (there is none to hold them to).
+// updates are held to no duplicate, increasing seqs, no gap between its
+// first and last seq not reported lost, and the final READY; not to the
+// acknowledged data (there is none to hold them to).
 const Unacked = 1
 
 // Event is one line of a history. T is milliseconds since the run
