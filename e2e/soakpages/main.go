@@ -183,7 +183,10 @@ func run(node, proxied, out string, startMs int64) error {
 		{name: "page1", b: &e2e.Browser{Ctx: tab2}},
 		{name: "page2", b: other},
 	}
-	urls := []string{node + "/?stage=8", node + "/?stage=8", "http://" + ln.Addr().String() + "/?stage=8"}
+	// The native fleet's backoff cap (3 s, not the library's 30 s), so
+	// that a page, like the fleet, is READY within 15 s of the last heal.
+	const q = "/?stage=8&backoffCapMs=3000"
+	urls := []string{node + q, node + q, "http://" + ln.Addr().String() + q}
 	for i, p := range pages {
 		h.add(event{Kind: "sub", Who: p.name, Topic: "feed", N: unacked})
 		if err := p.b.Navigate(urls[i]); err != nil {
