@@ -257,24 +257,26 @@ measure: build chromium proxies
 
 # The chaos soak (docs/soak.md): make cluster's three NATS servers and
 # three nodes, 1,000 native clients over 8 source addresses resuming three
-# topics, a publisher per topic, and a nemesis drawing a fault every 10-30
-# s from SEED (kills, drains, resets, NATS kills, the demo's switches,
-# publish bursts); the checker reads the whole history afterwards and
-# docs/measured/soak.md is the report. MINUTES=30 by default; SEED=0 draws
-# one (printed; the same seed replays the schedule); BREAK=resume runs
-# clients with resume off, which the checker must fail. soak-race builds
-# every process with -race (3 minutes, 300 clients: the race detector
-# allows 8,128 live goroutines in the test process).
+# topics, a publisher per topic, three Chromium pages at stage 8
+# (e2e/soakpages; none where Chromium is missing), and a nemesis drawing a
+# fault every 10-30 s from SEED (kills, drains, resets, NATS kills, the
+# demo's switches, publish bursts, page freezes); the checker reads the
+# whole history afterwards and docs/measured/soak.md is the report.
+# MINUTES=30 by default; SEED=0 draws one (printed; the same seed replays
+# the schedule); BREAK=resume runs clients with resume off, which the
+# checker must fail. soak-race builds every process with -race (3 minutes,
+# 300 clients: the race detector allows 8,128 live goroutines in the test
+# process).
 MINUTES ?= 30
 SEED ?= 0
 SOAK_CLIENTS ?= 1000
 SOAK_REPORT ?= docs/measured/soak.md
 BREAK ?=
-soak:
+soak: wasm
 	ulimit -n 20000; WSREADY_SOAK=1 $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
 	  -args -soak.minutes=$(MINUTES) -soak.seed=$(SEED) -soak.clients=$(SOAK_CLIENTS) -soak.report=$(SOAK_REPORT) -soak.break=$(BREAK)
 
-soak-race:
+soak-race: wasm
 	ulimit -n 20000; WSREADY_SOAK=1 WSREADY_BIN_RACE=1 $(GO) test -race -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
 	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=300 -soak.report=build/soak-race.md
 

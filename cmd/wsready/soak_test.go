@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +46,7 @@ var (
 	soakTopics  = flag.Int("soak.topics", 3, "topics, one publisher each")
 	soakBreak   = flag.String("soak.break", "", `"resume": the clients run with resume turned off, a broken build the checker must catch`)
 	soakReport  = flag.String("soak.report", "", "write the report (markdown) to this file")
+	soakPagesN  = flag.Int("soak.pages", 3, "Chromium pages at stage 8 (e2e/soakpages): 3, or 0 for none; none, with a note in the report, where Chromium is missing")
 	soakHistory = flag.String("soak.history", "", "keep the history (JSON lines) at this path; default a temporary file")
 )
 
@@ -80,8 +82,18 @@ func TestSoak(t *testing.T) {
 			t.Logf("FAILED with seed %d: replay with make soak SEED=%d MINUTES=%g", seed, seed, *soakMinutes)
 		}
 	}()
+	if *soakPagesN != 0 && *soakPagesN != 3 {
+		t.Fatalf("-soak.pages %d: 3 or 0 (soakpages runs two tabs sharing a connection and one over HTTP)", *soakPagesN)
+	}
+	pagesN, pagesNote := *soakPagesN, ""
+	if pagesN == 0 {
+		pagesNote = "-soak.pages=0"
+	} else if _, err := chromiumPath(); err != nil {
+		pagesN, pagesNote = 0, err.Error()
+		t.Logf("no Chromium pages in this soak: %v", err)
+	}
 	plan := soak.Plan{Seed: seed, Length: length, Warmup: 30 * time.Second, Quiet: 30 * time.Second,
-		Nodes: 3, NATS: 3, Topics: *soakTopics, MinGap: 10 * time.Second, MaxGap: 30 * time.Second}
+		Nodes: 3, NATS: 3, Topics: *soakTopics, Pages: pagesN, MinGap: 10 * time.Second, MaxGap: 30 * time.Second}
 	schedule, err := soak.Schedule(plan)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +125,14 @@ func TestSoak(t *testing.T) {
 	for i, s := range r.nats {
 		urls[i] = s.url
 	}
-	common := []string{"-nats", strings.Join(urls, ","), "-nats-replicas", "3", "-demo", "-publish", "-auth", "optional",
+	// One ticket key for every node, as docs/auth.md asks of a cluster: with
+	// a random key per process, a page's ticket is refused (4003, the
+	// session ends) by the node that issued it once that node restarts.
+	keyFile := filepath.Join(t.TempDir(), "ticket.key")
+	if err := os.WriteFile(keyFile, []byte(crand.Text()+crand.Text()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"-auth-key-file", keyFile, "-nats", strings.Join(urls, ","), "-nats-replicas", "3", "-demo", "-publish", "-auth", "optional",
 		"-max-conns-per-ip", "5000", "-tenant-rate", "5000", "-tenant-burst", "5000", "-admit-burst", "1000",
 		"-drain-window", "3s", "-restart-downtime", "2s"}
 	for i := range 3 {
@@ -162,6 +181,15 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("%d of %d clients not READY within 60 s of the start", r.notReady.Load(), len(clients))
 	}
 	t.Logf("%d clients READY after %v", len(clients), time.Since(start).Round(time.Millisecond))
+	if pagesN > 0 {
+		// Two tabs on node2, the third page through a proxy refusing
+		// upgrades in front of node3 (node1 leads the feed).
+		r.pages, err = startSoakPages(t, t.TempDir(), "http://"+r.nodes[1].addr, "http://"+r.nodes[2].addr, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d Chromium pages READY after %v", pagesN, time.Since(start).Round(time.Millisecond))
+	}
 
 	// Observers: the fleet's READY count on change, the processes'
 	// resources every soakSampleEvery.
@@ -212,6 +240,14 @@ func TestSoak(t *testing.T) {
 	// the fleet leaving READY).
 	stopObs()
 	obs.Wait()
+	if r.pages != nil {
+		if err := r.pages.do("final"); err != nil {
+			t.Error(err)
+		}
+		if err := r.pages.quit(); err != nil {
+			t.Error(err)
+		}
+	}
 	for i, c := range clients {
 		ready := int64(0)
 		if c.State().Ready {
@@ -228,12 +264,17 @@ func TestSoak(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if r.pages != nil {
+		if err := appendFile(histPath, r.pages.path); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	res, err := soak.CheckFile(histPath, soak.DefaultBounds())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := soak.Report(soak.ReportInput{Seed: seed, Length: length, Clients: len(clients), Topics: len(topics),
+	rep := soak.Report(soak.ReportInput{Seed: seed, Length: length, Clients: len(clients), Topics: len(topics), Pages: pagesN, PagesNote: pagesNote,
 		Schedule: schedule, Result: res, Took: time.Since(start), Race: os.Getenv("WSREADY_BIN_RACE") == "1", Broken: *soakBreak})
 	if *soakReport != "" {
 		if err := os.WriteFile(*soakReport, []byte(rep), 0o644); err != nil {
@@ -259,6 +300,7 @@ type soakRun struct {
 	asked  map[string]bool // processes the nemesis stopped on purpose (by what)
 	gen    map[string]int  // each process's incarnation
 	cursor map[int]int64   // each client's last seq
+	pages  *soakPages      // the Chromium pages, or nil
 
 	notReady atomic.Int64
 	reqID    atomic.Int64
@@ -541,6 +583,27 @@ func (r *soakRun) sampleLoop(ctx context.Context) {
 func (r *soakRun) apply(ctx context.Context, heals *sync.WaitGroup, f soak.Fault, pubs []*soakPublisher, canReset, canBlackhole error) {
 	t := r.t
 	switch f.Kind {
+	case soak.PageFreeze:
+		who := "page" + strconv.Itoa(f.Target)
+		if r.pages == nil {
+			r.h.Add(soak.Event{Kind: soak.KindSkip, Who: who, Fault: f.Kind, Err: "no Chromium pages"})
+			return
+		}
+		r.h.Add(soak.Event{Kind: soak.KindFault, Who: who, Fault: f.Kind})
+		if err := r.pages.do("freeze " + strconv.Itoa(f.Target)); err != nil {
+			t.Errorf("%s: %v", who, err)
+			return
+		}
+		heals.Add(1)
+		go func() {
+			defer heals.Done()
+			sleepCtx(ctx, f.Hold)
+			if err := r.pages.do("thaw " + strconv.Itoa(f.Target)); err != nil {
+				t.Errorf("%s: %v", who, err)
+			}
+			r.h.Add(soak.Event{Kind: soak.KindHeal, Who: who, Fault: f.Kind})
+		}()
+		return
 	case soak.Blackhole:
 		who := "node" + strconv.Itoa(f.Target+1)
 		if canBlackhole != nil {

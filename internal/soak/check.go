@@ -175,12 +175,14 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 	ackedData := map[string]map[string]int64{} // topic -> data -> seq
 	failed := map[string]map[string]bool{}     // topic -> data
 	since := map[topicKey]int64{}
+	unacked := map[topicKey]bool{}
 	lost := map[topicKey][][2]int64{}
 	reqs := map[string]map[int64]int64{} // who -> id -> t sent
 	var faults []Event
 	var fleet []Event
 	samples := map[string][]Event{}
 	finals := map[string]bool{}
+	finalWhy := map[string]string{} // a final's Err: the client's state when not READY
 	var lastHeal int64
 	err := each(func(e Event) error {
 		switch e.Kind {
@@ -211,6 +213,9 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 			k := topicKey{e.Who, e.Topic}
 			if _, ok := since[k]; !ok {
 				since[k] = e.Seq
+			}
+			if e.N == Unacked {
+				unacked[k] = true
 			}
 		case KindLost:
 			k := topicKey{e.Who, e.Topic}
@@ -243,6 +248,7 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 			add(Violation{T: e.T, Rule: RuleCrash, Who: e.Who, Detail: e.Err})
 		case KindFinal:
 			finals[e.Who] = e.N == 1
+			finalWhy[e.Who] = e.Err
 		case KindSkip:
 			r.Skips = append(r.Skips, e)
 		}
@@ -260,6 +266,11 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 	// Pass 2: every update against what was published.
 	delivered := map[topicKey]*seqSet{}
 	last := map[topicKey]int64{}
+	// An Unacked subscription's first seq and the time of its last update:
+	// with no acknowledgements to hold it to, its stream is held to
+	// itself, every seq from its first to its last delivered or lost.
+	firstSeq := map[topicKey]int64{}
+	lastAt := map[topicKey]int64{}
 	err = each(func(e Event) error {
 		if e.Kind != KindUpdate {
 			return nil
@@ -286,6 +297,13 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 		}
 		set.add(e.Seq)
 		last[k] = max(last[k], e.Seq)
+		if unacked[k] {
+			if f, ok := firstSeq[k]; !ok || e.Seq < f {
+				firstSeq[k] = e.Seq
+			}
+			lastAt[k] = e.T
+			return nil
+		}
 		if want, ok := acks[e.Topic][e.Seq]; ok {
 			if want != e.Data {
 				add(Violation{T: e.T, Rule: RuleData, Who: e.Who, Detail: fmt.Sprintf("%s seq %d delivered as %q, acknowledged as %q", e.Topic, e.Seq, e.Data, want)})
@@ -344,6 +362,22 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 				missing++
 			}
 		}
+		if unacked[k] {
+			gap, from := 0, int64(0)
+			if f, ok := firstSeq[k]; ok {
+				for q := f + 1; q < last[k]; q++ {
+					if !set.has(q) && !inLost(q) {
+						if gap == 0 {
+							from = q
+						}
+						gap++
+					}
+				}
+			}
+			if gap > 0 {
+				add(Violation{T: lastAt[k], Rule: RuleMissing, Who: k.who, Detail: fmt.Sprintf("%d seqs of %s (no acknowledgements) between its first and last update neither delivered nor reported lost, the first seq %d", gap, k.topic, from)})
+			}
+		}
 		if missing > 0 {
 			add(Violation{T: ackedAt[k.topic][first], Rule: RuleMissing, Who: k.who, Detail: fmt.Sprintf("%d acknowledged publishes of %s neither delivered nor reported lost, the first seq %d", missing, k.topic, first)})
 		}
@@ -388,7 +422,11 @@ func check(each func(func(Event) error) error, b Bounds) (*Result, error) {
 	slices.Sort(names)
 	for _, who := range names {
 		if !finals[who] {
-			add(Violation{T: lastHeal + b.ReadyWithin, Rule: RuleNotReady, Who: who, Detail: "not READY at the end of the run"})
+			detail := "not READY at the end of the run"
+			if finalWhy[who] != "" {
+				detail += " (" + finalWhy[who] + ")"
+			}
+			add(Violation{T: lastHeal + b.ReadyWithin, Rule: RuleNotReady, Who: who, Detail: detail})
 		}
 	}
 

@@ -187,7 +187,7 @@ func TestADamagedHistoryIsRefusedNotCheckedInPart(t *testing.T) {
 
 func plan(seed uint64) Plan {
 	return Plan{Seed: seed, Length: 30 * time.Minute, Warmup: 30 * time.Second, Quiet: 30 * time.Second,
-		Nodes: 3, NATS: 3, Topics: 3, MinGap: 10 * time.Second, MaxGap: 30 * time.Second}
+		Nodes: 3, NATS: 3, Topics: 3, Pages: 3, MinGap: 10 * time.Second, MaxGap: 30 * time.Second}
 }
 
 func TestTheSameSeedReplaysTheSameSchedule(t *testing.T) {
@@ -227,6 +227,9 @@ func TestTheScheduleKeepsAMajorityUp(t *testing.T) {
 		}
 		for i, f := range fs {
 			kinds[f.Kind]++
+			if f.Kind == PageFreeze && (f.Hold < 5*time.Second && f.At+f.Hold != p.Length-p.Quiet || f.Hold > 40*time.Second || f.Target >= p.Pages) {
+				t.Fatalf("seed %d: %v: a page frozen 5-40 s, one of %d pages", seed, f, p.Pages)
+			}
 			if f.At < p.Warmup || f.At+f.Hold > p.Length-p.Quiet {
 				t.Fatalf("seed %d: %v outside the warmup and the quiet end", seed, f)
 			}
@@ -243,6 +246,9 @@ func TestTheScheduleKeepsAMajorityUp(t *testing.T) {
 					t.Fatalf("seed %d: two NATS servers down at once: %v and %v", seed, g, f)
 				case cf == "down" && cg == "down":
 					t.Fatalf("seed %d: two nodes down at once: %v and %v", seed, g, f)
+				case cf == "page" && cg == "page":
+					t.Fatalf("seed %d: two pages frozen at once: %v and %v", seed, g, f)
+				case cf == "page" || cg == "page":
 				case cf != "nats" && cg != "nats" && cf != "burst" && cg != "burst" && f.Target == g.Target:
 					t.Fatalf("seed %d: two faults on node %d at once: %v and %v", seed, f.Target, g, f)
 				}
@@ -259,6 +265,21 @@ func TestTheScheduleKeepsAMajorityUp(t *testing.T) {
 	}
 	if _, err := Schedule(Plan{Length: time.Hour, Nodes: 3, NATS: 3, Topics: 1, MinGap: time.Second, MaxGap: time.Second, Kinds: []string{"meteor"}}); err == nil {
 		t.Fatal("an unknown kind was accepted")
+	}
+	if _, err := Schedule(Plan{Length: time.Hour, Nodes: 3, NATS: 3, Topics: 1, MinGap: time.Second, MaxGap: time.Second, Kinds: []string{PageFreeze}}); err == nil {
+		t.Fatal("a page freeze without pages was accepted")
+	}
+	// Without pages no page is frozen, and a seed draws what it drew
+	// before pages existed.
+	for seed := uint64(1); seed <= 10; seed++ {
+		p := plan(seed)
+		p.Pages = 0
+		fs, _ := Schedule(p)
+		for _, f := range fs {
+			if f.Kind == PageFreeze {
+				t.Fatalf("seed %d without pages: %v", seed, f)
+			}
+		}
 	}
 }
 
@@ -282,5 +303,60 @@ func TestARestartedProcessIsHeldToItsFirstSteadyState(t *testing.T) {
 	h = append(h, Event{T: 200, Kind: KindSample, Who: "node1#1", RSS: 20 << 20, Gor: 9000})
 	if r := mustCheck(t, h); r.Count[RuleResources] != 1 {
 		t.Fatalf("9,000 goroutines against a steady 3,000: %v", r.Violations)
+	}
+}
+
+// A Chromium page follows the demo's feed, which no publisher in the
+// history acknowledges: its updates are no phantom, but a second
+// delivery, a seq going back, a gap not reported lost or a page left not
+// READY is still named.
+func TestAPageOnTheUnacknowledgedFeedIsHeldToOrderAndREADY(t *testing.T) {
+	page := func(extra ...Event) []Event {
+		h := append(clean(),
+			Event{T: 1, Kind: KindSub, Who: "page0", Topic: "feed", N: Unacked},
+			Event{T: 12, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 7},
+			Event{T: 13, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 8},
+		)
+		h = append(h, extra...)
+		return append(h, Event{T: 50, Kind: KindFinal, Who: "page0", N: 1})
+	}
+	if r := mustCheck(t, page()); !r.OK() {
+		t.Fatalf("a page's clean feed: %v", r.Violations)
+	}
+	// A gap reported lost is kept.
+	if r := mustCheck(t, page(Event{T: 14, Kind: KindLost, Who: "page0", Topic: "feed", Seq: 9, To: 10}, Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 11})); !r.OK() {
+		t.Fatalf("a page's gap reported lost: %v", r.Violations)
+	}
+	for _, tc := range []struct {
+		name, rule string
+		h          []Event
+	}{
+		{"a second delivery", RuleDuplicate, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 8})},
+		{"a seq going back", RuleOrder, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 6})},
+		{"a gap not reported lost", RuleMissing, page(Event{T: 14, Kind: KindUpdate, Who: "page0", Topic: "feed", Seq: 11})},
+		{"not READY at the end", RuleNotReady, append(page(), Event{T: 51, Kind: KindFinal, Who: "page0", N: 0, Err: "ended=budget"})},
+	} {
+		r := mustCheck(t, tc.h)
+		found := false
+		for _, v := range r.Violations {
+			found = found || v.Rule == tc.rule && v.Who == "page0"
+		}
+		if !found {
+			t.Errorf("%s: want a %s violation by page0, got %v", tc.name, tc.rule, r.Violations)
+		}
+		if tc.rule == RuleNotReady && !strings.Contains(r.First().Detail, "ended=budget") {
+			t.Errorf("a page not READY at the end: the state it reported is not said: %v", r.First())
+		}
+	}
+	// Without the Unacked mark, the same feed is a phantom: the mark, not
+	// the topic's name, is what exempts it.
+	h := page()
+	for i := range h {
+		if h[i].Who == "page0" && h[i].Kind == KindSub {
+			h[i].N = 0
+		}
+	}
+	if r := mustCheck(t, h); r.Count[RulePhantom] != 2 {
+		t.Fatalf("an unmarked feed: want 2 phantoms, got %v", r.Violations)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // Event kinds in a history.
 const (
-	KindSub     = "sub"     // a client subscribed Topic from Seq (its since)
+	KindSub     = "sub"     // a client subscribed Topic from Seq (its since); N=Unacked: nobody acknowledges Topic's publishes
 	KindUpdate  = "upd"     // a client was handed Topic's Seq with Data
 	KindLost    = "lost"    // a client was told Topic's Seq..To cannot be delivered
 	KindAck     = "ack"     // a publisher's publish of Data was acknowledged as Topic's Seq
@@ -32,9 +32,16 @@ const (
 	KindHeal    = "heal"    // the nemesis healed Fault on Who
 	KindSample  = "sample"  // process Who had RSS bytes and Gor goroutines (0: unknown)
 	KindCrash   = "crash"   // process Who printed a panic or a race report, or exited unasked
-	KindFinal   = "final"   // at the end, client Who was READY (N=1) or not (N=0)
+	KindFinal   = "final"   // at the end, client Who was READY (N=1) or not (N=0; Err: its state then)
 	KindSkip    = "skip"    // a fault kind the machine cannot make, Err says why
 )
+
+// Unacked is a sub event's N for a topic no publisher in the history
+// acknowledges (the demo's feed, which a Chromium page follows): its
+// updates are held to no duplicate, increasing seqs, no gap between its
+// first and last seq not reported lost, and the final READY; not to the
+// acknowledged data (there is none to hold them to).
+const Unacked = 1
 
 // Event is one line of a history. T is milliseconds since the run
 // started. Data is the publish's own payload (the soak's, never a user's).

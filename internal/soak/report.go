@@ -9,15 +9,17 @@ import (
 
 // ReportInput is what a report is made of.
 type ReportInput struct {
-	Seed     uint64
-	Length   time.Duration
-	Clients  int
-	Topics   int
-	Schedule []Fault
-	Result   *Result
-	Took     time.Duration
-	Race     bool   // the processes were built with -race
-	Broken   string // a deliberately broken client ("resume"), or ""
+	Seed      uint64
+	Length    time.Duration
+	Clients   int
+	Topics    int
+	Schedule  []Fault
+	Result    *Result
+	Took      time.Duration
+	Race      bool   // the processes were built with -race
+	Broken    string // a deliberately broken client ("resume"), or ""
+	Pages     int    // Chromium pages at stage 8 (0: none)
+	PagesNote string // why there were none
 }
 
 // rules in the order the report lists them, with what each promises.
@@ -53,8 +55,12 @@ func Report(in ReportInput) string {
 	if in.Broken != "" {
 		fmt.Fprintf(&b, ", the clients deliberately broken (%s off)", in.Broken)
 	}
-	fmt.Fprintf(&b, ": %d native clients on %d topics, three nodes on three NATS servers (replicas 3), %d faults in %v (the run took %v). Result: **%s**.\n\n",
-		in.Clients, in.Topics, len(in.Schedule), in.Length, in.Took.Round(time.Second), verdict)
+	pages := fmt.Sprintf("%d Chromium pages at stage 8 (two tabs sharing a connection, one over HTTP behind a proxy refusing upgrades)", in.Pages)
+	if in.Pages == 0 {
+		pages = "no Chromium pages (" + in.PagesNote + ")"
+	}
+	fmt.Fprintf(&b, ": %d native clients on %d topics, %s, three nodes on three NATS servers (replicas 3), %d faults in %v (the run took %v). Result: **%s**.\n\n",
+		in.Clients, in.Topics, pages, len(in.Schedule), in.Length, in.Took.Round(time.Second), verdict)
 	fmt.Fprintf(&b, "%d updates handed to clients, %d publishes acknowledged, %d failed, %d seqs reported lost, %d requests.\n\n",
 		r.Updates, r.Acks, r.PubFails, r.Lost, r.Requests)
 
@@ -130,6 +136,8 @@ func Report(in ReportInput) string {
 			target = fmt.Sprintf("nats%d", f.Target+1)
 		case "burst":
 			target = fmt.Sprintf("topic %d", f.Target+1)
+		case "page":
+			target = fmt.Sprintf("page%d", f.Target) // soakpages's own names, from 0
 		}
 		fmt.Fprintf(&b, "| %.1f s | %s | %s | %v |\n", f.At.Seconds(), f.Kind, target, f.Hold.Round(100*time.Millisecond))
 	}

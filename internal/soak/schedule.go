@@ -23,10 +23,14 @@ const (
 	Restart     = "restart"
 	Jitter      = "jitter"
 	Overload    = "overload"
+	// PageFreeze freezes one Chromium page (CDP Page.setWebLifecycleState
+	// frozen) for Hold, then makes it active again: what Chromium does to a
+	// background tab. One page at a time; drawn only when Plan.Pages > 0.
+	PageFreeze = "page-freeze"
 )
 
 // Kinds is every fault kind, in the order the nemesis draws from.
-var Kinds = []string{KillNode, KillNATS, DrainNode, ResetNode, Blackhole, Burst, Freeze, ServiceDown, Flapping, Restart, Jitter, Overload}
+var Kinds = []string{KillNode, KillNATS, DrainNode, ResetNode, Blackhole, Burst, Freeze, ServiceDown, Flapping, Restart, Jitter, Overload, PageFreeze}
 
 // BurstSize is how many publishes a burst sends back to back.
 const BurstSize = 100
@@ -53,7 +57,8 @@ type Plan struct {
 	Nodes  int
 	NATS   int
 	Topics int
-	Kinds  []string // default Kinds
+	Pages  int      // Chromium pages; 0: none, and no page-freeze drawn
+	Kinds  []string // default Kinds (without PageFreeze when Pages is 0)
 	MinGap time.Duration
 	MaxGap time.Duration
 }
@@ -71,13 +76,16 @@ func holdRange(kind string) (time.Duration, time.Duration) {
 		return 5 * time.Second, 60 * time.Second
 	case Freeze, ServiceDown, Flapping, Jitter, Overload:
 		return 5 * time.Second, 20 * time.Second
+	case PageFreeze:
+		return 5 * time.Second, 40 * time.Second
 	}
 	return 0, 0
 }
 
 // category is what a fault occupies: a NATS server, a node down, a node
-// switched, or nothing (a burst). At most one NATS server and one node
-// down at once keeps a majority of NATS servers and two of three nodes up.
+// switched, a page, or nothing (a burst). At most one NATS server and one
+// node down at once keeps a majority of NATS servers and two of three
+// nodes up; one page frozen at a time keeps a page to read.
 func category(kind string) string {
 	switch kind {
 	case KillNATS:
@@ -86,6 +94,8 @@ func category(kind string) string {
 		return "down"
 	case Burst:
 		return "burst"
+	case PageFreeze:
+		return "page"
 	}
 	return "node"
 }
@@ -93,7 +103,7 @@ func category(kind string) string {
 // Schedule draws the nemesis's faults from p.Seed: one every MinGap to
 // MaxGap after Warmup, each healed by Length-Quiet. Faults may overlap
 // (a node killed while another is frozen), but never two on one target,
-// never two NATS servers or two nodes down at once. The same plan gives
+// never two NATS servers or two nodes down at once, never two pages frozen. The same plan gives
 // the same schedule.
 func Schedule(p Plan) ([]Fault, error) {
 	if p.Length <= 0 || p.Warmup < 0 || p.Quiet < 0 || p.Warmup+p.Quiet >= p.Length {
@@ -105,13 +115,25 @@ func Schedule(p Plan) ([]Fault, error) {
 	if p.MinGap <= 0 || p.MaxGap < p.MinGap {
 		return nil, fmt.Errorf("soak: fault gaps %v..%v", p.MinGap, p.MaxGap)
 	}
+	if p.Pages < 0 {
+		return nil, fmt.Errorf("soak: %d pages", p.Pages)
+	}
 	kinds := p.Kinds
 	if len(kinds) == 0 {
-		kinds = Kinds
+		// Without pages the kinds (and so a seed's schedule) are those
+		// of a soak before pages existed.
+		for _, k := range Kinds {
+			if k != PageFreeze || p.Pages > 0 {
+				kinds = append(kinds, k)
+			}
+		}
 	}
 	for _, k := range kinds {
 		if !known(k) {
 			return nil, fmt.Errorf("soak: unknown fault kind %q (known: %s)", k, strings.Join(Kinds, ", "))
+		}
+		if k == PageFreeze && p.Pages == 0 {
+			return nil, fmt.Errorf("soak: fault kind %s needs pages", k)
 		}
 	}
 	rng := rand.New(rand.NewPCG(p.Seed, 0x50a4))
@@ -135,6 +157,8 @@ func Schedule(p Plan) ([]Fault, error) {
 				n = p.NATS
 			case "burst":
 				n = p.Topics
+			case "page":
+				n = p.Pages
 			}
 			// At most one NATS server and one node down at once; a node
 			// takes one fault at a time (down or a switch).
@@ -145,8 +169,8 @@ func Schedule(p Plan) ([]Fault, error) {
 				switch cat {
 				case "burst":
 					ok = true
-				case "nats":
-					ok = until["nats"][t] <= at
+				case "nats", "page":
+					ok = until[cat][t] <= at
 				default:
 					ok = until["down"][t] <= at && until["node"][t] <= at
 				}
@@ -157,7 +181,7 @@ func Schedule(p Plan) ([]Fault, error) {
 					free = append(free, t)
 				}
 			}
-			if (cat == "nats" || cat == "down") && anyBusy || len(free) == 0 {
+			if (cat == "nats" || cat == "down" || cat == "page") && anyBusy || len(free) == 0 {
 				continue
 			}
 			target := free[rng.IntN(len(free))]

@@ -67,6 +67,15 @@ function reprobeFromURL() {
   return raw !== null && /^[1-9][0-9]{0,8}$/.test(raw) ? { reprobeMs: Number(raw) } : {};
 }
 
+// ?backoffCapMs=N (stage 5 and up, a whole number of ms) caps the
+// reconnect backoff (the library's default, 30 s, when absent). The chaos
+// soak's pages take the native fleet's 3 s so that a page is READY within
+// its 15 s of the last fault healing, as the fleet is.
+function backoffFromURL() {
+  const raw = new URLSearchParams(location.search).get('backoffCapMs');
+  return raw !== null && /^[1-9][0-9]{0,8}$/.test(raw) ? { backoffCapMs: Number(raw) } : {};
+}
+
 function renderStageNav(current) {
   const nav = $('stages');
   nav.replaceChildren(...STAGES.map((_, i) => {
@@ -454,6 +463,7 @@ async function main() {
       topic: 'feed', // the demo's service: READY includes its subscription
       ...(stage >= 6 ? STAGE6 : {}),
       ...(stage >= 7 ? { resume: 'session' } : {}),
+      ...(stage >= 5 ? backoffFromURL() : {}),
       ...(stage >= 8 ? reprobeFromURL() : {}),
       onContinuityLost: (l) => {
         demo.lost.push(l);
