@@ -80,14 +80,14 @@ type httpTransport struct {
 	lastID  string       // the last event id received
 	pollAC  safejs.Value // aborts the poll in flight
 
-	reprobe  time.Duration // how often a session in long polls checks whether the path streams
+	reprobe time.Duration // how often a session in long polls checks whether the path streams
 	// pollFrom is when the session went on in long polls, or last checked
 	// the path, in Unix milliseconds: not a time.Time, since a time.Time
 	// field in a value held in an interface (the transport) links
 	// time.Time's String and its formatting into the wasm (20 KB brotli).
 	pollFrom int64
-	moving   bool          // the stream is open to move onto from polls: its first event does
-	gen      int           // the EventSource's generation: events of a closed one are dropped
+	moving   bool // the stream is open to move onto from polls: its first event does
+	gen      int  // the EventSource's generation: events of a closed one are dropped
 
 	check     safejs.Value  // the stream probe's EventSource (?probe=1), while one is out
 	checkF    []safejs.Func // its listeners, released when it ends
