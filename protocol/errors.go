@@ -53,12 +53,6 @@ type DecodeError struct {
 	Detail string // a human-readable explanation; never echoes the whole frame
 }
 
-// decodeError returns a *DecodeError. One function builds every one: a
-// literal per site was code of its own in the browser client's wasm.
-func decodeError(code, field, detail string) *DecodeError {
-	return &DecodeError{Code: code, Field: field, Detail: detail}
-}
-
 func (e *DecodeError) Error() string {
 	s := "failed to decode frame: " + e.Code
 	if e.Field != "" {

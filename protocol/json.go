@@ -38,7 +38,7 @@ func (s *scanner) skipSpace() {
 }
 
 func (s *scanner) errf(msg string) *DecodeError {
-	return decodeError(ErrBadJSON, "", msg+" at offset "+strconv.Itoa(s.pos))
+	return &DecodeError{Code: ErrBadJSON, Detail: msg + " at offset " + strconv.Itoa(s.pos)}
 }
 
 // kinds is the stack of open containers of a value being scanned, one bit

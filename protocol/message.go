@@ -199,7 +199,7 @@ func Decode(b []byte) (Message, error) {
 }
 
 func tooLarge(n int) *DecodeError {
-	return decodeError(ErrTooLarge, "", "frame of "+strconv.Itoa(n)+" bytes exceeds "+strconv.Itoa(MaxFrameBytes))
+	return &DecodeError{Code: ErrTooLarge, Detail: "frame of " + strconv.Itoa(n) + " bytes exceeds " + strconv.Itoa(MaxFrameBytes)}
 }
 
 // notAnObject is the verdict on a frame that does not begin with '{':
@@ -214,7 +214,7 @@ func notAnObject(b []byte) *DecodeError {
 	if s.pos != len(b) {
 		return s.errf("trailing data after JSON value")
 	}
-	return decodeError(ErrNotObject, "", "frame must be a JSON object")
+	return &DecodeError{Code: ErrNotObject, Detail: "frame must be a JSON object"}
 }
 
 // decodeObject decodes a frame that begins (after space) with '{': it
@@ -229,7 +229,7 @@ func decodeObject(b []byte, unq func([]byte) string) (Message, error) {
 		return m, err
 	}
 	if f.raw[fType] == nil {
-		return m, decodeError(ErrMissingField, "type", "every frame needs a type")
+		return m, &DecodeError{Code: ErrMissingField, Field: "type", Detail: "every frame needs a type"}
 	}
 	typ, err := f.str(fType, "", true)
 	if err != nil {
@@ -251,7 +251,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if n < 1 || n > MaxIntervalMs {
-			return decodeError(ErrWrongType, "intervalMs", "must be between 1 and "+strconv.Itoa(MaxIntervalMs))
+			return &DecodeError{Code: ErrWrongType, Field: "intervalMs", Detail: "must be between 1 and " + strconv.Itoa(MaxIntervalMs)}
 		}
 		m.IntervalMs = n
 	case TypeSubscribe:
@@ -264,7 +264,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 				return err
 			}
 			if n < 0 {
-				return decodeError(ErrWrongType, "since", "must not be negative")
+				return &DecodeError{Code: ErrWrongType, Field: "since", Detail: "must not be negative"}
 			}
 			m.HasSince, m.Since = true, n
 		}
@@ -285,7 +285,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if m.From < 0 {
-			return decodeError(ErrWrongType, "from", "must not be negative")
+			return &DecodeError{Code: ErrWrongType, Field: "from", Detail: "must not be negative"}
 		}
 		if m.Head, err = f.int(fHead, m.Type, false); err != nil {
 			return err
@@ -328,7 +328,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if m.Method == "" {
-			return decodeError(ErrWrongType, "method", "must not be empty")
+			return &DecodeError{Code: ErrWrongType, Field: "method", Detail: "must not be empty"}
 		}
 		m.Params = clone(f.raw[fParams])
 		if m.TimeoutMs, err = f.int(fTimeoutMs, m.Type, false); err != nil {
@@ -336,7 +336,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		}
 		if f.raw[fTimeoutMs] != nil && (m.TimeoutMs < 1 || m.TimeoutMs > MaxTimeoutMs) {
 			m.TimeoutMs = 0
-			return decodeError(ErrWrongType, "timeoutMs", "must be between 1 and "+strconv.Itoa(MaxTimeoutMs))
+			return &DecodeError{Code: ErrWrongType, Field: "timeoutMs", Detail: "must be between 1 and " + strconv.Itoa(MaxTimeoutMs)}
 		}
 		return f.key(m)
 	case TypeResponse:
@@ -345,11 +345,11 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if id < 0 {
-			return decodeError(ErrWrongType, "id", "must not be negative")
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must not be negative"}
 		}
 		m.ID = uint64(id)
 		if (f.raw[fResult] == nil) == (f.raw[fError] == nil) {
-			return decodeError(ErrMissingField, "result", "response needs exactly one of result and error")
+			return &DecodeError{Code: ErrMissingField, Field: "result", Detail: "response needs exactly one of result and error"}
 		}
 		if f.raw[fError] != nil {
 			m.Error, err = f.errorBody(f.raw[fError])
@@ -362,7 +362,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if m.Token == "" || len(m.Token) > MaxTokenBytes {
-			return decodeError(ErrWrongType, "token", "must be 1 to "+strconv.Itoa(MaxTokenBytes)+" bytes")
+			return &DecodeError{Code: ErrWrongType, Field: "token", Detail: "must be 1 to " + strconv.Itoa(MaxTokenBytes) + " bytes"}
 		}
 	case TypeAuthenticated:
 		var err *DecodeError
@@ -388,7 +388,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 		}
 		if m.Event != PresenceJoin && m.Event != PresenceLeave {
 			m.Event = ""
-			return decodeError(ErrWrongType, "event", "must be join or leave")
+			return &DecodeError{Code: ErrWrongType, Field: "event", Detail: "must be join or leave"}
 		}
 		m.User, err = f.id(fUser, m.Type, true)
 		return err
@@ -398,7 +398,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if id < 0 {
-			return decodeError(ErrWrongType, "id", "must not be negative")
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must not be negative"}
 		}
 		m.ID = uint64(id)
 	case TypeError:
@@ -407,7 +407,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if id < 0 {
-			return decodeError(ErrWrongType, "id", "must not be negative")
+			return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must not be negative"}
 		}
 		m.ID = uint64(id)
 		eb := &ErrorBody{}
@@ -415,7 +415,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 			return err
 		}
 		if eb.Code == "" {
-			return decodeError(ErrMissingField, "code", "")
+			return &DecodeError{Code: ErrMissingField, Field: "code"}
 		}
 		if eb.Message, err = f.str(fMessage, m.Type, false); err != nil {
 			return err
@@ -430,7 +430,7 @@ func decodeFields(m *Message, f *fields) *DecodeError {
 	case TypeReport:
 		return decodeReport(m, f)
 	default:
-		return decodeError(ErrUnknownType, "type", "unknown type "+quote.ASCII(truncate(string(m.Type), 40)))
+		return &DecodeError{Code: ErrUnknownType, Field: "type", Detail: "unknown type " + quote.ASCII(truncate(string(m.Type), 40))}
 	}
 	return nil
 }
@@ -626,7 +626,7 @@ func (s *scanner) members(depth int, fn func(key, val []byte)) *DecodeError {
 }
 
 func missing(name string, t Type) *DecodeError {
-	return decodeError(ErrMissingField, name, string(t)+" needs "+name)
+	return &DecodeError{Code: ErrMissingField, Field: name, Detail: string(t) + " needs " + name}
 }
 
 func (f *fields) int(k field, t Type, required bool) (int64, *DecodeError) {
@@ -659,7 +659,7 @@ func (f *fields) bool(k field) (bool, *DecodeError) {
 	case string(v) == "false":
 		return false, nil
 	}
-	return false, decodeError(ErrWrongType, fieldNames[k], "must be true or false")
+	return false, &DecodeError{Code: ErrWrongType, Field: fieldNames[k], Detail: "must be true or false"}
 }
 
 // id reads an opaque id (welcome's session, user and node; presence's
@@ -670,7 +670,7 @@ func (f *fields) id(k field, t Type, required bool) (string, *DecodeError) {
 		return "", err
 	}
 	if f.raw[k] != nil && (s == "" || len(s) > MaxIDBytes) {
-		return "", decodeError(ErrWrongType, fieldNames[k], "must be 1 to "+strconv.Itoa(MaxIDBytes)+" bytes")
+		return "", &DecodeError{Code: ErrWrongType, Field: fieldNames[k], Detail: "must be 1 to " + strconv.Itoa(MaxIDBytes) + " bytes"}
 	}
 	return s, nil
 }
@@ -682,7 +682,7 @@ func (f *fields) key(m *Message) *DecodeError {
 		return err
 	}
 	if f.raw[fKey] != nil && !ValidKey(k) {
-		return decodeError(ErrWrongType, "key", "must be 1 to "+strconv.Itoa(MaxKeyBytes)+" of A-Z a-z 0-9 - _")
+		return &DecodeError{Code: ErrWrongType, Field: "key", Detail: "must be 1 to " + strconv.Itoa(MaxKeyBytes) + " of A-Z a-z 0-9 - _"}
 	}
 	m.Key = k
 	return nil
@@ -698,7 +698,7 @@ func (f *fields) retryAfter(v []byte, name string) (int64, *DecodeError) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, decodeError(ErrWrongType, name, "must not be negative")
+		return 0, &DecodeError{Code: ErrWrongType, Field: name, Detail: "must not be negative"}
 	}
 	return n, nil
 }
@@ -710,7 +710,7 @@ func (f *fields) callID(m *Message) *DecodeError {
 		return err
 	}
 	if id <= 0 {
-		return decodeError(ErrWrongType, "id", "must be positive")
+		return &DecodeError{Code: ErrWrongType, Field: "id", Detail: "must be positive"}
 	}
 	m.ID = uint64(id)
 	return nil
@@ -731,10 +731,10 @@ func (f *fields) topic(m *Message) *DecodeError {
 		return err
 	}
 	if m.Topic == "" {
-		return decodeError(ErrWrongType, "topic", "must not be empty")
+		return &DecodeError{Code: ErrWrongType, Field: "topic", Detail: "must not be empty"}
 	}
 	if !ValidTopic(m.Topic) {
-		return decodeError(ErrInvalidTopic, "topic", ErrBadTopic.Error())
+		return &DecodeError{Code: ErrInvalidTopic, Field: "topic", Detail: ErrBadTopic.Error()}
 	}
 	return nil
 }
@@ -751,7 +751,7 @@ func clone(b []byte) []byte {
 // a repeated key keeps its last value.
 func (f *fields) errorBody(val []byte) (*ErrorBody, *DecodeError) {
 	if val[0] != '{' {
-		return nil, decodeError(ErrWrongType, "error", "must be an object")
+		return nil, &DecodeError{Code: ErrWrongType, Field: "error", Detail: "must be an object"}
 	}
 	var code, msg, retry []byte
 	s := scanner{b: val}
@@ -780,7 +780,7 @@ func (f *fields) errorBody(val []byte) (*ErrorBody, *DecodeError) {
 		}
 	}
 	if eb.Code == "" {
-		return nil, decodeError(ErrMissingField, "error.code", "")
+		return nil, &DecodeError{Code: ErrMissingField, Field: "error.code"}
 	}
 	if eb.RetryAfterMs, err = f.retryAfter(retry, "error.retryAfterMs"); err != nil {
 		return nil, err
@@ -797,7 +797,7 @@ func truncate(s string, n int) string {
 
 func (f *fields) asString(field string, val []byte) (string, *DecodeError) {
 	if val[0] != '"' {
-		return "", decodeError(ErrWrongType, field, "must be a string")
+		return "", &DecodeError{Code: ErrWrongType, Field: field, Detail: "must be a string"}
 	}
 	return f.unquote(val), nil
 }
@@ -805,7 +805,7 @@ func (f *fields) asString(field string, val []byte) (string, *DecodeError) {
 func asInt(field string, val []byte) (int64, *DecodeError) {
 	n, ok := ParseInt64(string(val))
 	if !ok {
-		return 0, decodeError(ErrWrongType, field, "must be an integer")
+		return 0, &DecodeError{Code: ErrWrongType, Field: field, Detail: "must be an integer"}
 	}
 	return n, nil
 }

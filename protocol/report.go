@@ -80,7 +80,7 @@ func decodeReport(m *Message, f *fields) *DecodeError {
 		return missing("report", m.Type)
 	}
 	if v[0] != '{' {
-		return decodeError(ErrWrongType, "report", "must be an object")
+		return &DecodeError{Code: ErrWrongType, Field: "report", Detail: "must be an object"}
 	}
 	var raw [nReportFields][]byte
 	s := scanner{b: v}
@@ -96,7 +96,7 @@ func decodeReport(m *Message, f *fields) *DecodeError {
 	for k := range nReportFields {
 		name := "report." + reportFieldNames[k]
 		if raw[k] == nil {
-			return decodeError(ErrMissingField, name, "report needs "+reportFieldNames[k])
+			return &DecodeError{Code: ErrMissingField, Field: name, Detail: "report needs " + reportFieldNames[k]}
 		}
 		allowed := reportEnums[k]
 		if allowed == nil {
@@ -109,7 +109,7 @@ func decodeReport(m *Message, f *fields) *DecodeError {
 				most = MaxReportMs
 			}
 			if n < 0 || n > most {
-				return decodeError(ErrWrongType, name, "must be between 0 and "+strconv.FormatInt(most, 10))
+				return &DecodeError{Code: ErrWrongType, Field: name, Detail: "must be between 0 and " + strconv.FormatInt(most, 10)}
 			}
 			nums[k] = n
 			continue
@@ -123,7 +123,7 @@ func decodeReport(m *Message, f *fields) *DecodeError {
 			known = known || got == a
 		}
 		if !known {
-			return decodeError(ErrWrongType, name, "not a known value")
+			return &DecodeError{Code: ErrWrongType, Field: name, Detail: "not a known value"}
 		}
 		strs[k] = got
 	}

@@ -51,9 +51,9 @@ func decodeValue(b []byte) (Message, error) {
 	s.skipSpace()
 	if s.pos >= len(b) || b[s.pos] != '{' {
 		if !utf8.Valid(b) {
-			return Message{}, decodeError(ErrBadJSON, "", "invalid UTF-8")
+			return Message{}, &DecodeError{Code: ErrBadJSON, Detail: "invalid UTF-8"}
 		}
-		return Message{}, decodeError(ErrNotObject, "", "frame must be a JSON object")
+		return Message{}, &DecodeError{Code: ErrNotObject, Detail: "frame must be a JSON object"}
 	}
 	return decodeObject(b, unquoteJSON)
 }
@@ -93,7 +93,7 @@ func DecodeJSON(b []byte) (Message, error) {
 		if se := (*json.SyntaxError)(nil); errors.As(json.Unmarshal(b, &struct{}{}), &se) {
 			detail += ": " + se.Error() + " at offset " + strconv.FormatInt(se.Offset, 10)
 		}
-		return Message{}, decodeError(ErrBadJSON, "", detail)
+		return Message{}, &DecodeError{Code: ErrBadJSON, Detail: detail}
 	}
 	return decodeValue(b)
 }
