@@ -180,6 +180,14 @@ func (c *Core) Effects() []Effect {
 //go:noinline
 func (c *Core) emit(e Effect) { c.effects = append(c.effects, e) }
 
+// emitClose emits an EffClose. One function builds the Effect for every
+// close the core asks for: an Effect literal at each site is code of its
+// own in the wasm (the literal's offsets differ per frame), not a repeat
+// brotli can match.
+func (c *Core) emitClose(s SocketID, code int, reason string) {
+	c.emit(Effect{Kind: EffClose, Socket: s, Code: code, Reason: reason})
+}
+
 // trace emits a diagnostic event when Config.Trace is on. The check stays
 // inlined (it is on the per-frame path); the emission is out of line.
 func (c *Core) trace(kind string, s SocketID, detail string) {
@@ -338,7 +346,7 @@ func (c *Core) Stop(now time.Time) {
 		return
 	}
 	if c.ended == NotEnded && c.current != 0 && c.transport != Down {
-		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "client stopped"})
+		c.emitClose(c.current, protocol.CloseNormal, "client stopped")
 	}
 	c.trace("stop", c.current, "client stopped")
 	c.end(now, Stopped, 0, "")
@@ -405,12 +413,12 @@ func (c *Core) connectionLost(now time.Time, cause Cause) {
 // move needs a live socket to move from.
 func (c *Core) dropSockets(ending bool) {
 	if c.cand.id != 0 {
-		c.emit(Effect{Kind: EffClose, Socket: c.cand.id, Code: protocol.CloseNormal, Reason: "connection lost"})
+		c.emitClose(c.cand.id, protocol.CloseNormal, "connection lost")
 	}
 	c.cand = candidate{}
 	c.moving = false
 	if ending && c.draining != 0 {
-		c.emit(Effect{Kind: EffClose, Socket: c.draining, Code: protocol.CloseNormal, Reason: "session over"})
+		c.emitClose(c.draining, protocol.CloseNormal, "session over")
 		c.draining = 0
 	}
 }

@@ -102,6 +102,6 @@ func (c *Core) clearScope(s scope) {
 
 func (c *Core) connectTimedOut(now time.Time) {
 	c.trace("connect-timeout", c.current, "socket "+c.current.String()+" did not open within "+c.cfg.ConnectTimeout.String())
-	c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "connect timeout"})
+	c.emitClose(c.current, protocol.CloseNormal, "connect timeout")
 	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseAbnormal, Fail: FailTimeout})
 }

@@ -246,7 +246,7 @@ func (c *Core) watchdogFired(now time.Time) {
 	}
 	c.probing = false
 	c.trace("watchdog", s, "watchdog fired on socket "+s.String()+": "+what+"; closing it")
-	c.emit(Effect{Kind: EffClose, Socket: s, Code: protocol.CloseHeartbeatTimeout, Reason: "heartbeat timeout"})
+	c.emitClose(s, protocol.CloseHeartbeatTimeout, "heartbeat timeout")
 	fail := FailHeartbeat
 	if c.protocol != Up && !c.served && !c.cfg.Auth {
 		// Not a ping, not a welcome, and no token sent: a server that

@@ -99,17 +99,17 @@ func (c *Core) call(m protocol.Message, invalid string, o RequestOptions, now ti
 	}
 	switch {
 	case invalid != "":
-		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: invalid})
+		c.reject(id, ErrInvalidRequest, invalid)
 	case o.Timeout < 0:
-		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "timeout must not be negative"})
+		c.reject(id, ErrInvalidRequest, "timeout must not be negative")
 	case o.Key != "" && !protocol.ValidKey(o.Key):
-		c.settleErr(id, &RequestError{Kind: ErrInvalidRequest, ID: id, Detail: "an idempotency key is 1 to 64 of A-Z a-z 0-9 - _"})
+		c.reject(id, ErrInvalidRequest, "an idempotency key is 1 to 64 of A-Z a-z 0-9 - _")
 	case c.ended == Stopped:
-		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "client stopped"})
+		c.reject(id, ErrNotReady, "client stopped")
 	case c.ended != NotEnded:
-		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "session " + string(c.ended)})
+		c.reject(id, ErrNotReady, "session "+string(c.ended))
 	case !ready && !queue:
-		c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: "connection not ready"})
+		c.reject(id, ErrNotReady, "connection not ready")
 	default:
 		m.Key = o.Key
 		if queue && m.Key == "" {
@@ -277,7 +277,7 @@ func (c *Core) rejectOn(s SocketID, detail string, stopping bool) {
 		p.done, p.msg = true, protocol.Message{}
 		delete(c.pending, id)
 		if !p.everSent {
-			c.settleErr(id, &RequestError{Kind: ErrNotReady, ID: id, Detail: detail})
+			c.reject(id, ErrNotReady, detail)
 			continue
 		}
 		c.settleErr(id, &RequestError{Kind: ErrConnectionClosed, ID: id, Epoch: uint64(p.epoch), Detail: detail})
@@ -309,6 +309,12 @@ func (c *Core) nextRequestDeadline() time.Time {
 func timeoutMs(left time.Duration) int64 {
 	ms := (left + time.Millisecond - 1) / time.Millisecond
 	return int64(min(max(ms, 1), protocol.MaxTimeoutMs))
+}
+
+// reject settles request id with a *RequestError of kind (one function
+// builds it for every site, for the reason emitClose gives).
+func (c *Core) reject(id uint64, kind error, detail string) {
+	c.settleErr(id, &RequestError{Kind: kind, ID: id, Detail: detail})
 }
 
 func (c *Core) settleErr(id uint64, err error) {

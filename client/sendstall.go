@@ -66,7 +66,7 @@ func (c *Core) sendStalled(now time.Time) {
 	}
 	c.stats.SendStalls++
 	c.trace("send-stall", s, "no answer to the send-stall probe: closing socket "+s.String())
-	c.emit(Effect{Kind: EffClose, Socket: s, Code: protocol.CloseSendStalled, Reason: "send stalled"})
+	c.emitClose(s, protocol.CloseSendStalled, "send stalled")
 	c.connectionLost(now, Cause{By: ByClient, Code: protocol.CloseSendStalled, Fail: FailSendStalled})
 }
 

@@ -152,7 +152,7 @@ func (c *Core) windowRanOut(now time.Time) {
 	c.record(Record{At: now, Session: c.session, Epoch: uint64(c.nextSocket), Attempt: c.rc.BackoffAttempt(), Class: ClassBackoff, By: ByClient,
 		Code: protocol.CloseAbnormal, Cap: c.rc.CapInForce(), BudgetLeft: -1, WindowLeft: 0, Outcome: Outcome(GaveUp)})
 	if c.current != 0 && c.transport != Down {
-		c.emit(Effect{Kind: EffClose, Socket: c.current, Code: protocol.CloseNormal, Reason: "reconnect window over"})
+		c.emitClose(c.current, protocol.CloseNormal, "reconnect window over")
 	}
 	c.end(now, GaveUp, 0, "")
 }

@@ -49,12 +49,12 @@ func (c *Core) BecameFollower(now time.Time) {
 	c.tokenWait, c.token = false, ""
 	lost := c.current
 	if lost != 0 && c.transport != Down {
-		c.emit(Effect{Kind: EffClose, Socket: lost, Code: protocol.CloseNormal, Reason: "another tab leads"})
+		c.emitClose(lost, protocol.CloseNormal, "another tab leads")
 	}
 	c.transport, c.current, c.probing = Down, 0, false
 	c.clearScope(scopeSocket)
 	if d := c.draining; d != 0 {
-		c.emit(Effect{Kind: EffClose, Socket: d, Code: protocol.CloseNormal, Reason: "another tab leads"})
+		c.emitClose(d, protocol.CloseNormal, "another tab leads")
 		c.draining = 0
 		c.rejectOn(d, "another tab leads", false)
 	}

@@ -202,7 +202,7 @@ func (c *Core) candidateTimedOut(now time.Time) {
 // dropCandidate gives up on the candidate and arms the next re-probe.
 func (c *Core) dropCandidate(now time.Time, close bool) {
 	if close && c.cand.id != 0 {
-		c.emit(Effect{Kind: EffClose, Socket: c.cand.id, Code: protocol.CloseNormal, Reason: "reprobe failed"})
+		c.emitClose(c.cand.id, protocol.CloseNormal, "reprobe failed")
 	}
 	c.cand = candidate{}
 	c.dl[dlCandidate] = time.Time{}
@@ -259,7 +259,7 @@ func (c *Core) moved() {
 			return
 		}
 	}
-	c.emit(Effect{Kind: EffClose, Socket: c.draining, Code: protocol.CloseNormal, Reason: "moved to another transport"})
+	c.emitClose(c.draining, protocol.CloseNormal, "moved to another transport")
 	c.draining = 0
 }
 

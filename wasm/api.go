@@ -175,7 +175,8 @@ func (d *driver) method(m int, a []safejs.Value) any {
 		return p
 	case mCancel:
 		if len(a) > 0 && a[0].Type() == safejs.TypeNumber {
-			ticket, _ := a[0].Float()
+			f, _ := a[0].Float()
+			ticket := ticketKey(f)
 			d.q.Push(func(now time.Time) { d.cancel(ticket, now) })
 		}
 	case mReconnect:
@@ -202,7 +203,7 @@ func argString(a []safejs.Value, i int) string {
 // callOptions reads a request's or a publish's options from its
 // arguments 2..5: timeoutMs (0: the client's), the wrapper's ticket, queue,
 // key. msg says what is wrong with them.
-func callOptions(a []safejs.Value) (o client.RequestOptions, ticket float64, msg string) {
+func callOptions(a []safejs.Value) (o client.RequestOptions, ticket uint64, msg string) {
 	if len(a) > 2 && a[2].Type() == safejs.TypeNumber {
 		ms, _ := a[2].Float()
 		if ms < 0 || ms > 1e9 || ms != float64(int64(ms)) {
@@ -211,7 +212,8 @@ func callOptions(a []safejs.Value) (o client.RequestOptions, ticket float64, msg
 		o.Timeout = time.Duration(ms) * time.Millisecond
 	}
 	if len(a) > 3 && a[3].Type() == safejs.TypeNumber {
-		ticket, _ = a[3].Float()
+		f, _ := a[3].Float()
+		ticket = ticketKey(f)
 	}
 	if len(a) > 4 && a[4].Type() == safejs.TypeBoolean {
 		o.Queue, _ = a[4].Bool()

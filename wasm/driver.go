@@ -35,9 +35,9 @@ type driver struct {
 	timer    *timer
 	watch    watcher
 	promises map[uint64]promise
-	tickets  map[float64]uint64 // JS ticket -> request id, while pending
-	aborted  map[float64]bool   // tickets aborted before their request step ran (at most maxAborted)
-	handle   []safejs.Func      // the page's handle: released by its dispose, so state() works after close()
+	tickets  map[uint64]uint64 // JS ticket (ticketKey) -> request id, while pending
+	aborted  map[uint64]bool   // tickets (ticketKey) aborted before their request step ran (at most maxAborted)
+	handle   []safejs.Func     // the page's handle: released by its dispose, so state() works after close()
 	stopped  bool
 	busy     bool           // a step is running (loop or stepNow): a frame waits in the queue
 	onStop   []safejs.Value // resolve functions of close() promises
@@ -81,7 +81,7 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 	cfg.Auth = isFunc(cb.token)
 	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue(),
 		open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
-		tickets: map[float64]uint64{}, aborted: map[float64]bool{},
+		tickets: map[uint64]uint64{}, aborted: map[uint64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
 	if o.Tabs {
 		d.tabs, d.tabsMode = newTabs(d, o.URL)

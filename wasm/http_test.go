@@ -404,7 +404,7 @@ func testDriver(t *testing.T, cfg client.Config) *driver {
 		t.Fatal(err)
 	}
 	d := &driver{urls: []string{"ws://a.test/ws"}, cfg: cfg, core: core, q: bridge.NewQueue(),
-		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{},
+		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[uint64]uint64{}, aborted: map[uint64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
 	d.buf.on = !cfg.Disable.WhereUsersAre
 	d.timer, err = newTimer(func() {})

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"math"
 	"time"
 
 	"github.com/hack-pad/safejs"
@@ -18,7 +19,19 @@ import (
 // names it for an AbortSignal.
 type promise struct {
 	resolve safejs.Value
-	ticket  float64
+	ticket  uint64 // ticketKey's
+}
+
+// ticketKey is a JS ticket's key in d.tickets and d.aborted: the
+// float's bits, so the maps are keyed by uint64 (a float64 key linked the
+// runtime's generic map code into the wasm beside the uint64 and string
+// variants every other map uses). NaN and ±0 are no ticket: 0, as a NaN
+// could never be found again in a float-keyed map.
+func ticketKey(t float64) uint64 {
+	if t != t || t == 0 {
+		return 0
+	}
+	return math.Float64bits(t)
 }
 
 // maxAborted bounds d.aborted: tickets aborted before their request step
@@ -49,18 +62,18 @@ func newPromise() (p, resolve safejs.Value, err error) {
 // request starts a request and returns a Promise of its settle value.
 // A ticket (chosen by the JS wrapper, non-zero) names the request for an
 // AbortSignal's cancel; the map holds only requests still pending.
-func (d *driver) request(method string, params []byte, o client.RequestOptions, ticket float64) (safejs.Value, error) {
+func (d *driver) request(method string, params []byte, o client.RequestOptions, ticket uint64) (safejs.Value, error) {
 	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.RequestWith(method, params, o, now) })
 }
 
 // publish is request's twin for a publish.
-func (d *driver) publish(topic string, data []byte, o client.RequestOptions, ticket float64) (safejs.Value, error) {
+func (d *driver) publish(topic string, data []byte, o client.RequestOptions, ticket uint64) (safejs.Value, error) {
 	return d.callPromise(ticket, func(now time.Time) uint64 { return d.core.PublishWith(topic, data, o, now) })
 }
 
 // callPromise starts a request or publish (start returns its id) and returns a
 // Promise of its settle value.
-func (d *driver) callPromise(ticket float64, start func(now time.Time) uint64) (safejs.Value, error) {
+func (d *driver) callPromise(ticket uint64, start func(now time.Time) uint64) (safejs.Value, error) {
 	p, resolve, err := newPromise()
 	if err != nil {
 		return safejs.Undefined(), err
@@ -93,7 +106,10 @@ func (d *driver) settle(id uint64, result []byte, err error) {
 
 // cancel settles the request with ticket as Aborted: the core forgets it
 // (a late response is dropped) or, if it was not sent yet, it never is.
-func (d *driver) cancel(ticket float64, now time.Time) {
+func (d *driver) cancel(ticket uint64, now time.Time) {
+	if ticket == 0 {
+		return // no ticket names no request
+	}
 	id, ok := d.tickets[ticket]
 	if !ok {
 		if len(d.aborted) < maxAborted {

@@ -315,7 +315,7 @@ func TestDriverDrivesATransport(t *testing.T) {
 	var tried []string // every URL the driver opened, or tried to
 	failNext := false
 	d := &driver{urls: []string{"ws://a.test/ws", "ws://b.test/ws"}, core: core, q: bridge.NewQueue(),
-		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
+		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[uint64]uint64{}, aborted: map[uint64]bool{}}
 	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
 		url := spec.url
 		tried = append(tried, url)
@@ -390,7 +390,7 @@ func TestFrameSteppedInItsCallback(t *testing.T) {
 	}
 	var f *fakeTransport
 	d := &driver{urls: []string{"ws://a.test/ws"}, core: core, q: bridge.NewQueue(),
-		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[float64]uint64{}, aborted: map[float64]bool{}}
+		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[uint64]uint64{}, aborted: map[uint64]bool{}}
 	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
 		f = &fakeTransport{url: spec.url, ev: ev, spec: spec}
 		return f, nil

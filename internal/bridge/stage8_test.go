@@ -105,3 +105,15 @@ func TestReportsOption(t *testing.T) {
 		t.Errorf("reports: \"no\": %v", err)
 	}
 }
+
+// StatsValue's key table names every counter once: 36 int counters and
+// four converted ones, no empty key.
+func TestStatsKeys(t *testing.T) {
+	st := StatsValue(client.Stats{Dials: 1, Resent: 7, LastSeq: 9})
+	if len(st) != len(statsKeys)+4 || st[""] != nil {
+		t.Fatalf("%d keys: %v", len(st), st)
+	}
+	if st["dials"] != 1 || st["resent"] != 7 || st["lastSeq"] != float64(9) {
+		t.Fatalf("%v", st)
+	}
+}
