@@ -670,13 +670,8 @@ func (r *soakRun) apply(ctx context.Context, heals *sync.WaitGroup, f soak.Fault
 			nn.wait(t, 40*time.Second)
 			r.mu.Lock()
 			r.nodes[f.Target] = nn
-			delete(r.asked, who)
-			if r.gen == nil {
-				r.gen = map[string]int{}
-			}
-			r.gen[who]++
 			r.mu.Unlock()
-			r.h.Add(soak.Event{Kind: soak.KindHeal, Who: who, Fault: f.Kind})
+			r.restarted(who, f.Kind)
 		}()
 		return
 	case soak.KillNATS:
@@ -695,13 +690,8 @@ func (r *soakRun) apply(ctx context.Context, heals *sync.WaitGroup, f soak.Fault
 			ns.wait(t, 70*time.Second)
 			r.mu.Lock()
 			r.nats[f.Target] = ns
-			delete(r.asked, who)
-			if r.gen == nil {
-				r.gen = map[string]int{}
-			}
-			r.gen[who]++
 			r.mu.Unlock()
-			r.h.Add(soak.Event{Kind: soak.KindHeal, Who: who, Fault: f.Kind})
+			r.restarted(who, f.Kind)
 		}()
 		return
 	}
@@ -727,6 +717,20 @@ func (r *soakRun) apply(ctx context.Context, heals *sync.WaitGroup, f soak.Fault
 		}
 		r.h.Add(soak.Event{Kind: soak.KindHeal, Who: who, Fault: f.Kind})
 	}()
+}
+
+// restarted records that the nemesis brought process who back after
+// kind: its next samples are a new incarnation, and it may be sampled
+// (and found gone) again.
+func (r *soakRun) restarted(who, kind string) {
+	r.mu.Lock()
+	delete(r.asked, who)
+	if r.gen == nil {
+		r.gen = map[string]int{}
+	}
+	r.gen[who]++
+	r.mu.Unlock()
+	r.h.Add(soak.Event{Kind: soak.KindHeal, Who: who, Fault: kind})
 }
 
 // ssWorks says whether ss -K can reset connections here (root and a
