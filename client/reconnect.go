@@ -50,6 +50,10 @@ func (c *Core) scheduleReconnect(now time.Time, cause Cause) {
 		}
 		c.trace("reconnect-wait", 0, why)
 	case OutcomeRefresh:
+		// The refused ticket is dropped: over HTTP a session refused in
+		// its POST never opened, so the core still held it, and dialing
+		// with it again met the same 4001 until the refreshes ran out.
+		c.token = ""
 		c.forceToken = true
 		c.dial(now)
 		c.armWindow()

@@ -103,6 +103,29 @@ func TestTokenExpiredRefreshesAndDialsAtOnce(t *testing.T) {
 	}
 }
 
+// A 4001 before the socket opened (an HTTP session refused in its POST,
+// its ticket expired while the WebSocket attempts failed) drops the
+// refused ticket: the next dial waits for a forced fresh one, and never
+// dials with the refused ticket again.
+func TestTokenExpiredBeforeOpenAsksForAFreshOne(t *testing.T) {
+	h := newHarness(t, 6, withAuth)
+	h.start()
+	h.c.TokenReady("ticket-1", h.now)
+	h.drain()
+	s := h.last()
+	h.closedWith(s, 4001, "") // refused before it opened: the core still held ticket-1
+	if len(h.tokens) != 2 || !h.tokens[1] || len(h.dials) != 1 {
+		t.Fatalf("after a 4001 before open: tokens %v (want a second, forced), dials %v (want none until it comes)", h.tokens, h.dials)
+	}
+	h.c.TokenReady("ticket-2", h.now)
+	h.drain()
+	s = h.last()
+	h.open(s)
+	if sent := h.sockets[s].sent; len(sent) == 0 || sent[0].Type != protocol.TypeAuth || sent[0].Token != "ticket-2" {
+		t.Fatalf("the new socket's first frames: %+v, want the fresh ticket", sent)
+	}
+}
+
 // Two refreshes that never reach READY are allowed; the third 4001 is
 // terminal. Reaching READY starts the count over.
 func TestRefreshesAreBounded(t *testing.T) {
