@@ -56,6 +56,22 @@ type ServerRun struct {
 	// they dial, until all are subscribed.
 	ConnectMany        int     `json:"connectMany"`
 	ConnectManySeconds float64 `json:"connectManySeconds"`
+	// ConnectManyError: that step alone failed (a client dropped while
+	// the fresh server took ConnectMany): its figure is left out, the
+	// run's others stand.
+	ConnectManyError string `json:"connectManyError,omitempty"`
+}
+
+// figureFailed says why run has no value for the figure key: the whole
+// run failed, or (connectMany) that step alone; "" when it has one.
+func figureFailed(key string, run ServerRun) string {
+	switch {
+	case run.Error != "":
+		return run.Kind + " failed"
+	case key == "connectMany" && run.ConnectManyError != "":
+		return run.Kind + " dropped clients"
+	}
+	return ""
 }
 
 // IdleRun is the idle row in one trial.
@@ -294,14 +310,15 @@ func (r *Report) finish(runs map[string][]ServerRun, notes map[string]string) {
 			var xs []float64
 			for i := range runs["wsready"] {
 				wr, or := runs["wsready"][i], runs[other][i]
-				if wr.Error != "" || or.Error != "" && !g.absolute {
-					row.Runs = append(row.Runs, RatioRun{Ratio: math.NaN(), Failed: failedKinds(wr, or)})
+				wf, of := figureFailed(g.key, wr), figureFailed(g.key, or)
+				if wf != "" || of != "" && !g.absolute {
+					row.Runs = append(row.Runs, RatioRun{Ratio: math.NaN(), Failed: joinFailed(wf, of)})
 					continue
 				}
 				w, o := f.get(wr), f.get(or)
 				rr := RatioRun{Wsready: w, Other: o, Ratio: ratio(w, o)}
-				if or.Error != "" {
-					rr.Ratio, rr.Failed = math.NaN(), failedKinds(wr, or)
+				if of != "" {
+					rr.Ratio, rr.Failed = math.NaN(), of
 				}
 				row.Runs = append(row.Runs, rr)
 				if g.absolute {
@@ -331,15 +348,12 @@ func (r *Report) finish(runs map[string][]ServerRun, notes map[string]string) {
 	r.SSE.finish()
 }
 
-// failedKinds names the servers whose run failed.
-func failedKinds(runs ...ServerRun) string {
-	var k []string
-	for _, r := range runs {
-		if r.Error != "" {
-			k = append(k, r.Kind)
-		}
+// joinFailed joins figureFailed's answers for two runs.
+func joinFailed(a, b string) string {
+	if a != "" && b != "" {
+		return a + "; " + b
 	}
-	return strings.Join(k, " and ") + " failed"
+	return a + b
 }
 
 // ratio is a / b to two places; NaN when b is 0 (nothing to compare).
@@ -579,8 +593,8 @@ func (r *Report) markdown() string {
 			fmt.Fprintf(&b, "| %s |", f.label)
 			var xs []float64
 			for _, run := range runs {
-				if run.Error != "" {
-					b.WriteString(" failed |")
+				if why := figureFailed(f.key, run); why != "" {
+					b.WriteString(" " + strings.TrimPrefix(why, run.Kind+" ") + " |")
 					continue
 				}
 				x := f.get(run)
@@ -601,6 +615,8 @@ func (r *Report) markdown() string {
 		for _, run := range runs {
 			if run.Error != "" {
 				fmt.Fprintf(&b, "\nRun %d failed: %s\n", run.Trial, run.Error)
+			} else if run.ConnectManyError != "" {
+				fmt.Fprintf(&b, "\nRun %d's connect of %s clients to a fresh server failed (its other figures stand): %s\n", run.Trial, thousands(run.ConnectMany), run.ConnectManyError)
 			}
 		}
 	}

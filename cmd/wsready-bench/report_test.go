@@ -250,3 +250,25 @@ func TestAFailedRunIsShownAndLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A run whose connect of many clients alone failed keeps its other
+// figures: the connect row names the drop, the others are judged.
+func TestAFailedConnectLeavesTheRunsOtherFigures(t *testing.T) {
+	runs := testRuns()
+	runs["centrifuge"][1].ConnectManyError = "connecting 19000: 0 connections failed and 3 dropped"
+	runs["centrifuge"][1].ConnectManySeconds = 0
+	runs["centrifuge"][1].Trial, runs["centrifuge"][1].ConnectMany = 2, 19000
+	r := newReport(nil, params{Conns: 10000, Connect: 19000, Trials: 3, Servers: allServers})
+	r.finish(runs, nil)
+	rss := findRow(t, r, "centrifuge", "rssPerConn")
+	if len(rss.Runs) != 3 || math.IsNaN(rss.Runs[1].Ratio) || rss.Runs[1].Failed != "" {
+		t.Fatalf("the RSS row lost the run whose connect failed: %+v", rss)
+	}
+	md := r.markdown()
+	if !strings.Contains(md, "centrifuge dropped clients") || !strings.Contains(md, "Run 2's connect of 19,000 clients to a fresh server failed") {
+		t.Fatalf("the report does not name the failed connect:\n%s", md)
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Fatalf("the report with a failed connect does not marshal: %v", err)
+	}
+}

@@ -177,6 +177,16 @@ func runBench(args []string) error {
 				failures = append(failures, fmt.Errorf("failed to measure %s (trial %d): %w", kind, tr+1, err))
 				logf("%v", failures[len(failures)-1])
 				r = ServerRun{Kind: kind, Trial: tr + 1, Conns: p.Conns, ConnectMany: p.Connect, Error: err.Error()}
+			} else if r.ConnectManyError != "" {
+				// The connect step alone failed. Centrifuge's is a figure
+				// shown beside ours, no goal of ours: noted in the report
+				// (its clients drop at times while 19,000 connect on this
+				// machine), not a failure of the bench.
+				err := fmt.Errorf("%s (trial %d): the connect of %d clients failed, its other figures stand: %s", kind, tr+1, p.Connect, r.ConnectManyError)
+				if kind != "centrifuge" {
+					failures = append(failures, err)
+				}
+				logf("%v", err)
 			}
 			runs[kind] = append(runs[kind], r)
 		}
@@ -515,9 +525,10 @@ func (e *env) measureServer(kind string, trial int) (ServerRun, error) {
 	if p.Connect > 0 {
 		took, err := e.connectMany(kind, "")
 		if err != nil {
-			return r, err
+			r.ConnectManyError = err.Error() // this figure alone: the run's others stand
+		} else {
+			r.ConnectManySeconds = took.Seconds()
 		}
-		r.ConnectManySeconds = took.Seconds()
 	}
 	return r, nil
 }
