@@ -724,3 +724,17 @@ func (s SimFigures) markdown() string {
 	}
 	return b.String()
 }
+
+// handWritten starts the part of bench.md written by hand (findings from
+// earlier runs, profiles, before-and-after tables): make bench rewrites
+// the page above it and keeps everything from it on.
+const handWritten = "<!-- written by hand below: make bench keeps this part as it is -->"
+
+// keepHandWritten appends prev's hand-written part, if it has one, to md.
+func keepHandWritten(md, prev string) string {
+	i := strings.Index(prev, handWritten)
+	if i < 0 {
+		return md
+	}
+	return strings.TrimRight(md, "\n") + "\n\n" + prev[i:]
+}

@@ -272,3 +272,15 @@ func TestAFailedConnectLeavesTheRunsOtherFigures(t *testing.T) {
 		t.Fatalf("the report with a failed connect does not marshal: %v", err)
 	}
 }
+
+// make bench rewrites bench.md and keeps its hand-written part.
+func TestBenchKeepsTheHandWrittenPart(t *testing.T) {
+	prev := "# old generated\n\nold figures\n\n" + handWritten + "\n\n## A profile\n\nwhere the time went\n"
+	got := keepHandWritten("# new generated\n\nnew figures\n", prev)
+	if !strings.HasPrefix(got, "# new generated\n\nnew figures\n\n"+handWritten) || !strings.HasSuffix(got, "where the time went\n") || strings.Contains(got, "old figures") {
+		t.Fatalf("kept:\n%s", got)
+	}
+	if got := keepHandWritten("# new\n", "# old, nothing by hand\n"); got != "# new\n" {
+		t.Fatalf("a page with no hand-written part: %q", got)
+	}
+}

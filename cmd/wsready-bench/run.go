@@ -220,7 +220,11 @@ func runBench(args []string) error {
 
 	md := rep.markdown()
 	fmt.Print(md)
-	if err := os.WriteFile(filepath.Join(*out, "bench.md"), []byte(md), 0o644); err != nil {
+	mdPath := filepath.Join(*out, "bench.md")
+	if prev, err := os.ReadFile(mdPath); err == nil {
+		md = keepHandWritten(md, string(prev))
+	}
+	if err := os.WriteFile(mdPath, []byte(md), 0o644); err != nil {
 		return fmt.Errorf("failed to write bench.md: %w", err)
 	}
 	js, err := json.MarshalIndent(rep, "", "  ")
