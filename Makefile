@@ -280,11 +280,12 @@ SOAK_REPORT ?= docs/measured/soak.md
 BREAK ?=
 soak: wasm
 	ulimit -n 20000; WSREADY_SOAK=1 $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
-	  -args -soak.minutes=$(MINUTES) -soak.seed=$(SEED) -soak.clients=$(SOAK_CLIENTS) -soak.report=$(SOAK_REPORT) -soak.break=$(BREAK)
+	  -args -soak.minutes=$(MINUTES) -soak.seed=$(SEED) -soak.clients=$(SOAK_CLIENTS) -soak.report=$(abspath $(SOAK_REPORT)) -soak.break=$(BREAK)
 
 soak-race: wasm
+	mkdir -p build
 	ulimit -n 20000; WSREADY_SOAK=1 WSREADY_BIN_RACE=1 $(GO) test -race -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
-	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=300 -soak.report=build/soak-race.md
+	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=300 -soak.report=$(CURDIR)/build/soak-race.md
 
 # make test's soak: soak-race's 3 minutes (300 clients, the three pages,
 # every process built with -race, a seed drawn and printed), its log in
@@ -295,7 +296,7 @@ soak-race: wasm
 soak-ci: wasm
 	mkdir -p build
 	ulimit -n 20000; WSREADY_SOAK=1 WSREADY_BIN_RACE=1 $(GO) test -race -count=1 -timeout 15m -run '^TestSoak$$' -v ./cmd/wsready \
-	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=300 -soak.report=build/soak-ci.md > build/soak-ci.log 2>&1 \
+	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=300 -soak.report=$(CURDIR)/build/soak-ci.md > build/soak-ci.log 2>&1 \
 	  || { tail -60 build/soak-ci.log; echo "make soak-ci failed: build/soak-ci.log; the seed is printed above"; exit 1; }
 	@grep -m1 'soak seed' build/soak-ci.log || true
 	@tail -3 build/soak-ci.log

@@ -45,7 +45,7 @@ var (
 	soakClients = flag.Int("soak.clients", 1000, "native clients")
 	soakTopics  = flag.Int("soak.topics", 3, "topics, one publisher each")
 	soakBreak   = flag.String("soak.break", "", `"resume": the clients run with resume turned off, a broken build the checker must catch`)
-	soakReport  = flag.String("soak.report", "", "write the report (markdown) to this file")
+	soakReport  = flag.String("soak.report", "", "write the report (markdown) to this file (a relative path is the package directory's, cmd/wsready: the Makefile passes absolute ones)")
 	soakPagesN  = flag.Int("soak.pages", 3, "Chromium pages at stage 8 (e2e/soakpages): 3, or 0 for none; none, with a note in the report, where Chromium is missing")
 	soakHistory = flag.String("soak.history", "", "keep the history (JSON lines) at this path; default a temporary file")
 )
