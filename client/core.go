@@ -384,7 +384,7 @@ func (c *Core) dial(now time.Time) {
 		detail += " over " + c.via.String()
 	}
 	c.trace("dial", c.current, detail)
-	c.emit(Effect{Kind: EffDial, Socket: c.current, Transport: c.via})
+	c.emit(Effect{Kind: EffDial, Socket: c.current, Transport: c.via, Token: c.token})
 }
 
 // connectionLost handles the loss of the current socket (or of an attempt): every

@@ -142,7 +142,7 @@ func (c *Core) dialCandidate(now time.Time) {
 	c.dl[dlCandidate] = now.Add(c.cfg.ConnectTimeout + c.cfg.FirstPingTimeout)
 	c.stats.Dials++
 	c.trace("reprobe", c.cand.id, "trying "+c.cand.via.String()+" again beside the "+c.via.String()+" socket")
-	c.emit(Effect{Kind: EffDial, Socket: c.cand.id, Transport: c.cand.via})
+	c.emit(Effect{Kind: EffDial, Socket: c.cand.id, Transport: c.cand.via, Token: c.cand.token})
 }
 
 // candidateEvent handles an event of the candidate socket; it reports
