@@ -301,7 +301,7 @@ func (c *Core) Received(s SocketID, frame []byte, now time.Time) {
 // never kept, logged or recorded. A driver whose dial was refused over
 // HTTP with a Retry-After passes it the same way.
 func (c *Core) Closed(s SocketID, code int, reason string, now time.Time) {
-	if c.ended != NotEnded || c.candidateClosed(s, now) || c.drainingClosed(s, now) || !c.accept(s, "close") {
+	if c.ended != NotEnded || c.candidateClosed(s, code, now) || c.drainingClosed(s, now) || !c.accept(s, "close") {
 		return
 	}
 	c.stats.Closes++
@@ -384,7 +384,7 @@ func (c *Core) dial(now time.Time) {
 		detail += " over " + c.via.String()
 	}
 	c.trace("dial", c.current, detail)
-	c.emit(Effect{Kind: EffDial, Socket: c.current, Transport: c.via})
+	c.emit(Effect{Kind: EffDial, Socket: c.current, Transport: c.via, Token: c.token})
 }
 
 // connectionLost handles the loss of the current socket (or of an attempt): every

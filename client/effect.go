@@ -84,6 +84,14 @@ type Effect struct {
 	// live connection (refresh.go). The answer comes back as for any
 	// other ask, through TokenReady or TokenFailed.
 	Refresh bool
+	// Token is EffDial's: the ticket the core holds for this socket ("":
+	// none). Over HTTP the driver makes the session with it (POST
+	// <base>/session) and drops the auth frame the core sends at the open;
+	// over WebSocket the driver ignores it (the auth frame carries it).
+	// Tokens are interchangeable, so the core may dial with an answer
+	// meant for another ask (an in-band refresh's, say): a driver keeps
+	// no copy of its own, it dials with this.
+	Token string
 }
 
 // PresenceEvent is a presence frame the server sent for a topic the app

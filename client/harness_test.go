@@ -27,6 +27,7 @@ type harness struct {
 	topicErrs []string // topic + ":" + code
 	presence  []PresenceEvent
 	via       map[SocketID]Transport // each dial's transport
+	ticket    map[SocketID]string    // each dial's ticket (Effect.Token)
 	probes    int                    // EffProbeHTTP asks
 	forwards  []Effect               // EffForward
 	rand      *seq
@@ -57,7 +58,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, stage int, tweak ...func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, now: t0, sockets: map[SocketID]*fakeSocket{}, settled: map[uint64]Effect{}, rand: &seq{}, via: map[SocketID]Transport{}}
+	h := &harness{t: t, now: t0, sockets: map[SocketID]*fakeSocket{}, settled: map[uint64]Effect{}, rand: &seq{}, via: map[SocketID]Transport{}, ticket: map[SocketID]string{}}
 	cfg := stageConfig(stage, h.rand.next)
 	cfg.Trace = true
 	// The demo's topic, set explicitly (the library's default is none):
@@ -88,6 +89,7 @@ func (h *harness) drain() {
 			h.sockets[e.Socket] = &fakeSocket{}
 			h.dials = append(h.dials, e.Socket)
 			h.via[e.Socket] = e.Transport
+			h.ticket[e.Socket] = e.Token
 		case EffSend:
 			m, err := protocol.Decode(e.Frame)
 			if err != nil {

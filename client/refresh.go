@@ -120,6 +120,17 @@ func (c *Core) refreshToken(token string, now time.Time) {
 	}
 }
 
+// refreshHookFailed takes the hook's failure (TokenFailed) of the
+// refresh's ask: a failed refresh if its socket is still the current one;
+// else that socket is gone, and nothing is counted or armed again.
+func (c *Core) refreshHookFailed(now time.Time) {
+	if c.rf.socket != c.current || c.transport != Up {
+		c.rf.asked = false
+		return
+	}
+	c.refreshFailed(now, "the token hook failed")
+}
+
 // refreshWaits reports whether the refresh's ask waits for the hook.
 func (c *Core) refreshWaits() bool { return c.rf.asked && !c.rf.sent }
 

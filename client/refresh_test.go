@@ -216,3 +216,41 @@ func TestInBandRefreshLostSocketAndOff(t *testing.T) {
 		t.Fatalf("NoInBandRefresh: asks %v", off.tokens[asked:])
 	}
 }
+
+// An in-band refresh's ask outlives its socket: the socket is lost while
+// the hook runs, the next dial's own ask is answered and its HTTP session
+// is on its way, then the refresh's ask fails late. That failure is not
+// the dial's (nothing waits for a ticket) and not a refresh failure of the
+// socket being made: the dial goes on, nothing is counted or re-armed.
+func TestALateRefreshFailureAfterItsSocketIsGone(t *testing.T) {
+	h := newHarness(t, 8, withAuth, func(c *Config) { c.Transports = []Transport{TransportHTTP} })
+	s := authedReady(t, h, 60*time.Second, 0)
+	asks := len(h.tokens)
+	h.keepAlive(s, 46*time.Second)
+	if len(h.tokens) != asks+1 {
+		t.Fatalf("no refresh asked: %v", h.tokens[asks:])
+	}
+	h.closed(s)
+	for len(h.tokens) == asks+1 {
+		h.advanceToDial()
+	}
+	h.c.TokenReady("ticket-d", h.now) // the dial's ask answered first
+	h.drain()
+	s2 := h.last()
+	if s2 == s || h.ticket[s2] != "ticket-d" {
+		t.Fatalf("no dial with the dial's ticket: %v", h.dials)
+	}
+	before := h.c.Stats()
+	h.c.TokenFailed(h.now) // the refresh's ask, late
+	h.drain()
+	st := h.c.Stats()
+	if st.RefreshFailures != before.RefreshFailures || st.TokenFailures != before.TokenFailures || h.sockets[s2].closed || h.last() != s2 {
+		t.Fatalf("a gone socket's refresh failure: refresh failures %d -> %d, token failures %d -> %d, dials %v",
+			before.RefreshFailures, st.RefreshFailures, before.TokenFailures, st.TokenFailures, h.dials)
+	}
+	h.open(s2)
+	h.ping(s2, 1000)
+	if h.sockets[s2].closed || h.state().Transport != Up {
+		t.Fatalf("the new session did not survive: %+v", h.state())
+	}
+}

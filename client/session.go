@@ -107,7 +107,7 @@ func (c *Core) TokenFailed(now time.Time) {
 	}
 	if !c.tokenWait {
 		if c.refreshWaits() {
-			c.refreshFailed(now, "the token hook failed") // an in-band refresh's (refresh.go)
+			c.refreshHookFailed(now) // an in-band refresh's (refresh.go)
 			c.after(now)
 		}
 		return

@@ -405,3 +405,54 @@ func TestRecoveryTimesAreMeasured(t *testing.T) {
 		t.Fatalf("retry-afters %d", h.c.Stats().RetryAftersHonoured)
 	}
 }
+
+// Over HTTP the ticket rides in the session POST, so each dial names the
+// ticket the core holds for it (Effect.Token) and the driver keeps no copy
+// of its own: one refused with 1013 before it opened dials again with the
+// same ticket (tickets are good until they expire), and an in-band
+// refresh's answer that a dial took (the socket was lost while the hook
+// ran) is that dial's ticket. A driver that kept only dial answers made
+// that session with no ticket, and a server with required auth closed it
+// with 4003: the session ended forbidden.
+func TestAnHTTPDialNamesTheTicketTheCoreHolds(t *testing.T) {
+	h := newHarness(t, 8, withAuth, func(c *Config) { c.Transports = []Transport{TransportHTTP} })
+	h.start()
+	h.c.TokenReady("ticket-1", h.now)
+	h.drain()
+	s := h.last()
+	if h.via[s] != TransportHTTP || h.ticket[s] != "ticket-1" {
+		t.Fatalf("the first dial: via %v, ticket %q", h.via[s], h.ticket[s])
+	}
+	h.closedWith(s, protocol.CloseTryAgainLater, protocol.RetryAfterReason(time.Second)) // the POST's 429
+	asks := len(h.tokens)
+	h.advanceToDial()
+	s = h.last()
+	if len(h.tokens) != asks || h.ticket[s] != "ticket-1" {
+		t.Fatalf("after a 1013 before open: token asks %d -> %d, the dial's ticket %q (want the kept one)", asks, len(h.tokens), h.ticket[s])
+	}
+	h.open(s)
+	h.ping(s, 1000)
+	h.subscribed(s)
+	h.rand.vals = []float64{0}
+	h.frame(s, protocol.Message{Type: protocol.TypeAuthenticated, ExpiresAt: h.now.Add(60 * time.Second).UnixMilli()})
+	asks = len(h.tokens)
+	h.keepAlive(s, 46*time.Second) // the refresh at 75% of 60 s
+	if len(h.tokens) != asks+1 {
+		t.Fatalf("no in-band refresh asked: asks %v", h.tokens[asks:])
+	}
+	h.closed(s) // lost while the hook runs for the refresh
+	for len(h.tokens) == asks+1 {
+		h.advanceToDial()
+	}
+	dials := len(h.dials)
+	h.c.TokenReady("ticket-r", h.now) // the refresh's answer comes first: the dial takes it
+	h.drain()
+	if len(h.dials) != dials+1 || h.ticket[h.last()] != "ticket-r" {
+		t.Fatalf("the refresh's answer taken for the dial: dials %d -> %d, ticket %q", dials, len(h.dials), h.ticket[h.last()])
+	}
+	h.c.TokenReady("ticket-d", h.now) // the dial's own, late: nothing more dials
+	h.drain()
+	if len(h.dials) != dials+1 {
+		t.Fatalf("a late answer dialled again: %v", h.dials)
+	}
+}

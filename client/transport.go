@@ -119,6 +119,10 @@ type candidate struct {
 	token    string // its ticket, until its open
 	tokenAsk bool   // the token hook was asked for it
 	expires  int64  // its token's expiry (authenticated's expiresAt, Unix ms), armed as a refresh once it is promoted
+	// force: the last candidate was refused with 4001 (its ticket
+	// expired), so the next re-probe asks the hook for a fresh one. Set
+	// once that candidate is dropped; the next ask takes it.
+	force bool
 }
 
 // reprobeDue dials the preferred transport beside the live socket.
@@ -127,10 +131,14 @@ func (c *Core) reprobeDue(now time.Time) {
 		return // the next socket on the fallback that proves itself arms it again
 	}
 	if c.cfg.Auth {
-		c.cand.tokenAsk = true
+		force := c.cand.force
+		c.cand.tokenAsk, c.cand.force = true, false
 		c.stats.TokensRequested++
+		if force {
+			c.stats.TokenRefreshes++
+		}
 		c.dl[dlCandidate] = now.Add(c.cfg.TokenTimeout)
-		c.emit(Effect{Kind: EffToken})
+		c.emit(Effect{Kind: EffToken, Force: force})
 		return
 	}
 	c.dialCandidate(now)
@@ -142,7 +150,7 @@ func (c *Core) dialCandidate(now time.Time) {
 	c.dl[dlCandidate] = now.Add(c.cfg.ConnectTimeout + c.cfg.FirstPingTimeout)
 	c.stats.Dials++
 	c.trace("reprobe", c.cand.id, "trying "+c.cand.via.String()+" again beside the "+c.via.String()+" socket")
-	c.emit(Effect{Kind: EffDial, Socket: c.cand.id, Transport: c.cand.via})
+	c.emit(Effect{Kind: EffDial, Socket: c.cand.id, Transport: c.cand.via, Token: c.cand.token})
 }
 
 // candidateEvent handles an event of the candidate socket; it reports
@@ -181,13 +189,16 @@ func (c *Core) candidateReceived(s SocketID, frame []byte, now time.Time) bool {
 	return true
 }
 
-func (c *Core) candidateClosed(s SocketID, now time.Time) bool {
+func (c *Core) candidateClosed(s SocketID, code int, now time.Time) bool {
 	if s == 0 || s != c.cand.id {
 		return false
 	}
 	c.stats.Closes++
 	c.trace("reprobe-failed", s, c.cand.via.String()+" socket "+s.String()+" closed before its first ping")
 	c.dropCandidate(now, false)
+	// Its ticket expired: the next re-probe's is a forced fresh one, not
+	// a hook's cached ticket the server just refused.
+	c.cand.force = code == protocol.CloseTokenExpired
 	c.after(now)
 	return true
 }

@@ -364,3 +364,47 @@ func TestTheReprobeAsksForItsOwnTicket(t *testing.T) {
 		t.Fatal("no move")
 	}
 }
+
+// A re-probe's socket refused with 4001 had an expired ticket: the next
+// re-probe asks the hook for a fresh one (Force), as a dial after a 4001
+// does, rather than a hook's cached ticket the server just refused; one
+// refused with 4003 is dropped like any failed candidate. Neither touches
+// the live HTTP socket or counts as a refresh of it.
+func TestARefusedReprobeAsksForAFreshTicket(t *testing.T) {
+	h := newHarness(t, 8, func(c *Config) { c.Auth, c.ReprobeInterval = true, time.Minute })
+	h.start()
+	h.c.TokenReady("t", h.now)
+	h.drain()
+	h.failDials(3, neverOpens(h))
+	h.c.HTTPProbe(true, h.now)
+	h.drain()
+	s := h.ready()
+	if h.via[s] != TransportHTTP {
+		t.Fatalf("via %v", h.via[s])
+	}
+	for i, code := range []int{protocol.CloseTokenExpired, protocol.CloseForbidden} {
+		asks := len(h.tokens)
+		h.keepAlive(s, time.Minute)
+		if len(h.tokens) != asks+1 {
+			t.Fatalf("re-probe %d: no ticket asked", i+1)
+		}
+		h.c.TokenReady("cached", h.now)
+		h.drain()
+		cand := h.last()
+		h.open(cand)
+		h.closedWith(cand, code, "")
+		if h.sockets[s].closed || !h.state().Ready || h.state().Via != TransportHTTP || len(h.dials) != 5+i {
+			t.Fatalf("a candidate's %d touched the live socket: state %+v, stats %+v", code, h.state(), h.c.Stats())
+		}
+	}
+	// The first re-probe asked as usual; the second followed a 4001; the
+	// third a 4003 (a forbidden ticket is not an expired one).
+	asks := len(h.tokens)
+	h.keepAlive(s, time.Minute)
+	if got := h.tokens[asks-2:]; len(h.tokens) != asks+1 || got[0] || !got[1] || h.tokens[asks] {
+		t.Fatalf("the re-probes' asks by Force %v, want [false true false] at the end", h.tokens)
+	}
+	if n := h.c.Stats().TokenRefreshes; n != 1 {
+		t.Fatalf("%d forced token asks counted, want the re-probe's one", n)
+	}
+}

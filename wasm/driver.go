@@ -27,7 +27,6 @@ type driver struct {
 	core    *client.Core
 	q       *bridge.Queue
 	cb      callbacks
-	token   string // the token hook's last answer, until a socket opens (the core's ticket)
 
 	open     opener // how sockets reach the server
 	sockets  map[client.SocketID]transport
@@ -182,7 +181,7 @@ func (d *driver) apply() {
 		for _, e := range d.core.Effects() {
 			switch e.Kind {
 			case client.EffDial:
-				d.dial(e.Socket, e.Transport)
+				d.dial(e.Socket, e.Transport, e.Token)
 			case client.EffSend:
 				if d.send(e.Socket, e.Frame) && d.buf.on {
 					sentOn = append(sentOn, e.Socket)
@@ -225,7 +224,7 @@ func (d *driver) apply() {
 			case client.EffRecord:
 				d.call(d.cb.onRecord, bridge.RecordValue(e.Record))
 			case client.EffToken:
-				d.askToken(e.Force, e.Refresh)
+				d.askToken(e.Force)
 			case client.EffContinuityLost:
 				if d.tabs != nil && d.tabs.leading {
 					d.tabs.lost(e.Lost)
@@ -430,7 +429,6 @@ func (d *driver) growOut(n int) error {
 // still be open), leaves the tabs' election, drops every callback but the
 // page's handle, and resolves the close() promises.
 func (d *driver) release() {
-	d.token = ""
 	for id := range d.sockets {
 		d.closeSocket(id, 1000, "client stopped")
 		d.forget(id)

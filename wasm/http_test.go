@@ -489,9 +489,6 @@ func TestHTTPDialCarriesTheTicketTheCoreKept(t *testing.T) {
 			t.Fatalf("the auth frame went over HTTP: %s", b)
 		}
 	}
-	if d.token != "" {
-		t.Fatal("the driver kept the ticket after the open")
-	}
 }
 
 // A stream that opens and delivers nothing within FirstEventTimeout is

@@ -364,7 +364,6 @@ func (t *tabs) stepDown(now time.Time, why string) {
 	// The new leader's answers are what counts now.
 	t.told, t.refused = map[string]string{}, map[string]string{}
 	t.d.event("follower", 0, "this tab steps down: "+why)
-	t.d.token = "" // the core drops its ticket too
 	t.d.core.BecameFollower(now)
 	t.d.syncTopics(now)
 	t.requestLock(false)

@@ -12,12 +12,11 @@ import (
 // {force} and reports its answer (a string, or a promise of one) to the
 // core. It never waits: a promise is followed with callbacks that only
 // push onto the driver's queue. What the hook threw or rejected with is not
-// logged (it may hold a credential), only that it failed. refresh says
-// the token is for an in-band refresh of the live connection: the core
-// sends it in a refresh frame on whichever transport is up (the HTTP
-// transport POSTs it like any frame), so the driver keeps no copy for a
-// session to be made with.
-func (d *driver) askToken(force, refresh bool) {
+// logged (it may hold a credential), only that it failed. The driver
+// keeps no copy of the answer: the core takes it for whichever ask waits
+// (a dial's, an in-band refresh's, the re-probe's), and each dial names
+// the ticket it is made with (Effect.Token, for the HTTP session's POST).
+func (d *driver) askToken(force bool) {
 	failed := func(why string) {
 		consoleError("wsready: token hook: " + why)
 		d.q.Push(func(now time.Time) { d.core.TokenFailed(now) })
@@ -38,17 +37,7 @@ func (d *driver) askToken(force, refresh bool) {
 			return
 		}
 		tok, _ := v.String()
-		d.q.Push(func(now time.Time) {
-			// The core keeps the ticket until a socket opens (it goes in
-			// the auth frame then), and dials again with it, without asking
-			// the hook, when an attempt fails first; the driver keeps it as
-			// long, for the HTTP transport, which sends it in POST
-			// <base>/session (eventsOf clears it at the next open).
-			if !refresh {
-				d.token = tok
-			}
-			d.core.TokenReady(tok, now)
-		})
+		d.q.Push(func(now time.Time) { d.core.TokenReady(tok, now) })
 	}
 	if v.Type() == safejs.TypeString {
 		ready(v)

@@ -33,7 +33,7 @@ type transport interface {
 
 // dialSpec is what a transport is opened with: the server's WebSocket URL
 // (the HTTP transport derives its own from it), the transport the core
-// chose, and the ticket the token hook gave for this dial ("" without
+// chose, and the ticket the core holds for this dial ("" without
 // one; the HTTP transport sends it in POST <base>/session, the WebSocket
 // in its first frame, which the core sends), and on the client's first
 // dial the page's takeWarm (wsready.js: the socket preconnect() opened;
@@ -87,7 +87,6 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 		opened: func() {
 			d.q.Push(func(now time.Time) {
 				d.core.Opened(id, now)
-				d.token = "" // the core has sent it (or the session was made with it): not kept
 			})
 		},
 		message: func(frame []byte) {
@@ -104,14 +103,14 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 }
 
 // dial carries out EffDial: a socket over via to the next server in turn
-// (the next dial follows a failure, so it tries the next server), with the
-// ticket the core holds for it, if any (d.token: the token hook's last
-// answer, until a socket opens).
-func (d *driver) dial(id client.SocketID, via client.Transport) {
+// (the next dial follows a failure, so it tries the next server), with
+// token, the ticket the core holds for it ("" none: Effect.Token). The
+// driver keeps no copy: the core may dial with any ask's answer.
+func (d *driver) dial(id client.SocketID, via client.Transport, token string) {
 	url := d.urls[d.nextURL]
 	d.nextURL = (d.nextURL + 1) % len(d.urls)
 	ev := d.eventsOf(id)
-	spec := dialSpec{url: url, via: via, token: d.token, warm: d.cb.warm, wrap: d.cb.frameOnly, reprobe: d.cfg.ReprobeInterval}
+	spec := dialSpec{url: url, via: via, token: token, warm: d.cb.warm, wrap: d.cb.frameOnly, reprobe: d.cfg.ReprobeInterval}
 	d.cb.warm = safejs.Undefined() // the first dial only
 	t, err := d.open(spec, ev)
 	if err != nil {

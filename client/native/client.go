@@ -78,12 +78,10 @@ type Client struct {
 	codes      map[string]string
 	codesEpoch uint64
 
-	// The HTTP transport's (http.go): dialToken is the token hook's last
-	// answer until a socket opens, an HTTP session's ticket (the loop's);
-	// hc is the Client's own HTTP client, made at its first use (the
-	// loop's); pollSince is when each server's stream was last held back
-	// (guarded by mu, one entry per URL).
-	dialToken string
+	// The HTTP transport's (http.go): hc is the Client's own HTTP client,
+	// made at its first use (the loop's); pollSince is when each server's
+	// stream was last held back (guarded by mu, one entry per URL). An
+	// HTTP session's ticket is the one its dial names (Effect.Token).
 	hc        *http.Client
 	pollSince map[string]time.Time
 }

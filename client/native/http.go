@@ -137,7 +137,8 @@ func drain(resp *http.Response) {
 }
 
 // startHTTP opens a socket over HTTP for the core's socket id, with token
-// (the token hook's last answer, "" without) as the session's ticket.
+// (the ticket the core's dial names, Effect.Token; "" without) as the
+// session's ticket.
 func (c *Client) startHTTP(id client.SocketID, url, token string) *socket {
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &socket{id: id, ctx: ctx, cancel: cancel, out: make(chan []byte, sendQueue), closeWith: make(chan closeReq, 1)}

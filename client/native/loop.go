@@ -105,7 +105,6 @@ func (c *Client) loop() {
 			switch e.kind {
 			case evOpened:
 				c.core.Opened(e.socket, now)
-				c.dialToken = "" // the core has sent it (or the session was made with it): not kept
 			case evFrame:
 				c.core.Received(e.socket, e.frame, now)
 			case evClosed:
@@ -122,7 +121,6 @@ func (c *Client) loop() {
 				if e.err != nil {
 					c.core.TokenFailed(now)
 				} else {
-					c.dialToken = e.token // an HTTP session's ticket (http.go)
 					c.core.TokenReady(e.token, now)
 				}
 			case evSubscribe:
@@ -208,7 +206,7 @@ func (c *Client) apply(sockets map[client.SocketID]*socket, waiters map[uint64]c
 			url := c.urls[c.next]
 			c.next = (c.next + 1) % len(c.urls)
 			if e.Transport == client.TransportHTTP {
-				sockets[e.Socket] = c.startHTTP(e.Socket, url, c.dialToken)
+				sockets[e.Socket] = c.startHTTP(e.Socket, url, e.Token) // the ticket the core holds for it
 			} else {
 				sockets[e.Socket] = c.startSocket(e.Socket, url)
 			}
