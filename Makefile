@@ -22,7 +22,9 @@ NATS_HOST ?= 127.0.0.1
 NATS_URLS = nats://$(NATS_HOST):4222,nats://$(NATS_HOST):4223,nats://$(NATS_HOST):4224
 NATS_ROUTES = $(NATS_HOST):6222,$(NATS_HOST):6223,$(NATS_HOST):6224
 cluster: build
-	@mkdir -p build/cluster; trap 'kill 0' EXIT; \
+	@mkdir -p build/cluster; key=build/cluster/ticket-key; \
+	[ -s $$key ] || (umask 077; head -c 48 /dev/urandom | base64 > $$key.tmp && mv $$key.tmp $$key) || exit 1; \
+	trap 'kill 0' EXIT; \
 	for n in 1 2 3; do \
 	  ./bin/wsready nats -name nats$$n -addr $(NATS_HOST):$$((4221+n)) -data build/cluster/nats$$n \
 	    -cluster wsready -cluster-addr $(NATS_HOST):$$((6221+n)) -routes $(NATS_ROUTES) & \
@@ -32,7 +34,7 @@ cluster: build
 	done; \
 	for n in 1 2 3; do \
 	  lead=false; [ $$n = 1 ] && lead=true; \
-	  ./bin/wsready serve -demo -auth optional -publish -ping 1s -nats $(NATS_URLS) -nats-replicas 3 -node node$$n -feed-leader=$$lead -addr 127.0.0.1:808$$n & \
+	  ./bin/wsready serve -demo -auth optional -publish -ping 1s -nats $(NATS_URLS) -nats-replicas 3 -node node$$n -feed-leader=$$lead -auth-key-file $$key -addr 127.0.0.1:808$$n & \
 	done; \
 	for p in 8081 8082 8083; do \
 	  for i in $$(seq 400); do (exec 3<>/dev/tcp/127.0.0.1/$$p) 2>/dev/null && break; sleep 0.1; done; \

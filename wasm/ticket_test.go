@@ -16,26 +16,7 @@ import (
 // again, so each such cancel held one of maxAborted's slots for good, and
 // past maxAborted a real early abort was forgotten and its request sent.)
 func TestNaNTicketsTakeNoAbortSlot(t *testing.T) {
-	g := safejs.Global()
-	fn, _ := g.Get("Function")
-	orig, _ := g.Get("WebSocket")
-	mk, err := fn.New(`return class { constructor(url) { this.url = url; } send() {} close() {} };`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	class, err := mk.Invoke() // a socket that never opens: no network
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Set("WebSocket", class)
-	defer g.Set("WebSocket", orig)
-	for _, name := range []string{"addEventListener", "removeEventListener"} { // Node has no window
-		if v, _ := g.Get(name); v.Type() != safejs.TypeFunction {
-			noop, _ := fn.New("")
-			g.Set(name, noop)
-			defer g.Delete(name)
-		}
-	}
+	noNetwork(t)
 	o, err := bridge.ParseOptions(fakeGetter{"url": "ws://127.0.0.1:1/ws", "tabs": false})
 	if err != nil {
 		t.Fatal(err)

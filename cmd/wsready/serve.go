@@ -43,6 +43,8 @@ func serve(args []string) error {
 	maxPerTenant := fs.Int("max-conns-per-tenant", 0, "most connections of one tenant (a JWT's -jwt-tenant-claim, or an application's ticket) on this node; more are closed with 1013 and a retry-after; 0: no ceiling")
 	tenantMsgRate := fs.Float64("tenant-msg-rate", 0, "subscribe, publish and request frames per second one tenant's connections may send on this node; beyond, answered rate_limited (the socket stays); 0: no ceiling")
 	tenantMsgBurst := fs.Int("tenant-msg-burst", 0, "burst above -tenant-msg-rate (at least 1); default one second's worth")
+	tenantHSRate := fs.Float64("tenant-handshake-rate", 0, "handshakes per second one tenant may make on this node (checked once its token names the tenant); beyond, closed with 1013 and a retry-after; needs -tenant-handshake-burst; 0: no ceiling")
+	tenantHSBurst := fs.Int("tenant-handshake-burst", 0, "burst above -tenant-handshake-rate (at least 1; 1 spaces a tenant's handshakes evenly); required with a rate, no default")
 	trustedProxies := fs.String("trusted-proxies", "", "comma-separated networks (CIDR, or single addresses) of the reverse proxies in front of this server: from them, X-Forwarded-For / Forwarded name the client whose address the per-address limits key by; default none (the TCP peer)")
 	maxQueued := fs.Int("max-queued-bytes", 1<<20, "bytes queued for one connection before it is closed with 4429")
 	writeTimeout := fs.Duration("write-timeout", 10*time.Second, "a write that makes no progress for this long drops the connection")
@@ -149,6 +151,18 @@ func serve(args []string) error {
 	if flagSet(fs, "tenant-msg-burst") && (*tenantMsgBurst < 1 || *tenantMsgRate == 0) {
 		return usagef("serve: -tenant-msg-burst must be at least 1, with a -tenant-msg-rate")
 	}
+	// Options has no default handshake burst (a bucket of 0 admits
+	// nothing): with a rate, the burst is given, at least 1; without
+	// one, it is refused.
+	if !(*tenantHSRate >= 0) || *tenantHSRate > math.MaxFloat64 {
+		return usagef("serve: -tenant-handshake-rate must be 0 (no ceiling) or a positive rate, not %v", *tenantHSRate)
+	}
+	if flagSet(fs, "tenant-handshake-burst") && (*tenantHSBurst < 1 || *tenantHSRate == 0) {
+		return usagef("serve: -tenant-handshake-burst must be at least 1, with a -tenant-handshake-rate")
+	}
+	if *tenantHSRate > 0 && !flagSet(fs, "tenant-handshake-burst") {
+		return usagef("serve: -tenant-handshake-rate needs a -tenant-handshake-burst of at least 1 (1 spaces a tenant's handshakes evenly)")
+	}
 	proxies, err := parsePrefixes(*trustedProxies)
 	if err != nil {
 		return usagef("serve: -trusted-proxies: %w", err)
@@ -226,6 +240,7 @@ func serve(args []string) error {
 		Demo:         *demoMode, AllowedHosts: allowed, OriginPatterns: split(*origins),
 		MaxConns: *maxConns, MaxConnsPerIP: *maxPerIP, MaxQueuedBytes: *maxQueued,
 		TrustedProxies: proxies, MaxConnsPerTenant: *maxPerTenant, TenantMsgRate: *tenantMsgRate, TenantMsgBurst: *tenantMsgBurst,
+		TenantHandshakeRate: *tenantHSRate, TenantHandshakeBurst: *tenantHSBurst,
 		WriteTimeout: *writeTimeout, MessageTimeout: *msgTimeout, MaxPendingReplies: *maxPending,
 		Auth: mode, AuthKey: key, TicketLife: *ticketLife, RejectionThreshold: *rejThreshold, BadTicketThreshold: *badThreshold,
 		IssueTickets: *issueTickets, TicketRate: *ticketRate, TicketBurst: *ticketBurst, JWT: jwtOpts,

@@ -387,6 +387,12 @@ type Options struct {
 	// Default true; the option "reports: false" turns them off
 	// (client.Config.NoReports).
 	Reports bool
+	// InBandRefresh: a fresh token sent on the live connection late in
+	// each token's life (client/refresh.go). Default true; the option
+	// "inBandRefresh: false" turns it off, so the connection ends with
+	// the server's 4001 at each expiry and the client dials again
+	// (client.Config.NoInBandRefresh).
+	InBandRefresh bool
 }
 
 // Config applies the options to a stage's config.
@@ -402,6 +408,7 @@ func (o Options) Config(cfg client.Config) client.Config {
 	cfg.DegradedAfter, cfg.OfflineAfter = o.DegradedAfter, o.OfflineAfter
 	cfg.PauseWhenHidden, cfg.QueueWhileNotReady = o.PauseWhenHidden, o.Queue
 	cfg.NoReports = !o.Reports
+	cfg.NoInBandRefresh = !o.InBandRefresh
 	if o.BackoffBase > 0 || o.BackoffCap > 0 {
 		p := client.FullJitter{Base: time.Second, Cap: 30 * time.Second}
 		if o.BackoffBase > 0 {
@@ -520,11 +527,12 @@ func ParseOptions(g Getter) (Options, error) {
 		}
 	}
 	o.Tabs = o.Stage >= 8
-	o.Reports = true
+	o.Reports, o.InBandRefresh = true, true
 	for _, b := range []struct {
 		name string
 		to   *bool
-	}{{"pauseWhenHidden", &o.PauseWhenHidden}, {"queue", &o.Queue}, {"tabs", &o.Tabs}, {"reports", &o.Reports}} {
+	}{{"pauseWhenHidden", &o.PauseWhenHidden}, {"queue", &o.Queue}, {"tabs", &o.Tabs}, {"reports", &o.Reports},
+		{"inBandRefresh", &o.InBandRefresh}} {
 		v, ok, err := g.Bool(b.name)
 		if err != nil {
 			return o, errors.New("wsready.connect: " + b.name + " must be true or false")

@@ -106,6 +106,27 @@ func TestReportsOption(t *testing.T) {
 	}
 }
 
+// In-band token refresh is on unless the page says inBandRefresh: false
+// (client.Config.NoInBandRefresh).
+func TestInBandRefreshOption(t *testing.T) {
+	for _, c := range []struct {
+		opts fakeGetter
+		off  bool
+	}{{fakeGetter{"url": "ws://h"}, false}, {fakeGetter{"url": "ws://h", "inBandRefresh": true}, false},
+		{fakeGetter{"url": "ws://h", "inBandRefresh": false}, true}} {
+		o, err := ParseOptions(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := o.Config(client.Config{}); cfg.NoInBandRefresh != c.off {
+			t.Errorf("%v: NoInBandRefresh %v, want %v", c.opts, cfg.NoInBandRefresh, c.off)
+		}
+	}
+	if _, err := ParseOptions(fakeGetter{"url": "ws://h", "inBandRefresh": "no"}); err == nil || !strings.Contains(err.Error(), "inBandRefresh must be true or false") {
+		t.Errorf("inBandRefresh: \"no\": %v", err)
+	}
+}
+
 // StatsValue's key table names every counter once: 36 int counters and
 // four converted ones, no empty key.
 func TestStatsKeys(t *testing.T) {

@@ -287,6 +287,12 @@ export interface ConnectOptions {
    */
   reports?: boolean;
   /**
+   * With a token hook (stage 6+): late in each token's life, ask the hook for a fresh one and send
+   * it on the live connection (no reconnect). Default true; false: the connection ends with the
+   * server's 4001 at each token's expiry and the client dials again with a fresh token.
+   */
+  inBandRefresh?: boolean;
+  /**
    * Share one connection between the tabs of this origin that use this URL (Web Locks elect
    * a leader, a BroadcastChannel carries the rest). Default true at stage 8, false before.
    */

@@ -506,6 +506,7 @@ async function start(opts) {
     queue: opts.queue,
     tabs: opts.tabs,
     reports: opts.reports,
+    inBandRefresh: opts.inBandRefresh,
     token,
     // The preconnected socket, for the first dial (when that is over
     // WebSocket to urls[0]); a client that will not dial it drops it.
