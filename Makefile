@@ -17,7 +17,9 @@ run: build
 # 8081-8083, each given all three NATS URLs, topics kept with three
 # replicas; node 1 produces the feed. Any one NATS server and any node may
 # die (docs/cluster.md). Ctrl-C stops them all. Each NATS server stores in
-# build/cluster/natsN until make clean. All on loopback.
+# build/cluster/natsN until make clean. The nodes share one ticket key,
+# build/cluster/ticket-key (made once, mode 0600), so a ticket one node
+# issued is good on the others and on a restarted one. All on loopback.
 NATS_HOST ?= 127.0.0.1
 NATS_URLS = nats://$(NATS_HOST):4222,nats://$(NATS_HOST):4223,nats://$(NATS_HOST):4224
 NATS_ROUTES = $(NATS_HOST):6222,$(NATS_HOST):6223,$(NATS_HOST):6224
