@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: app app-web release run cluster cluster-test fleet-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies promtool size sim measure bench-browser storm refresh-storm npm example clean image manifests soak soak-race soak-ci e2e-soak
+.PHONY: app app-web release run cluster cluster-test fleet-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies promtool size sim measure bench-browser storm refresh-storm npm example clean image manifests soak soak-race soak-ci e2e-soak nettools
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
@@ -203,6 +203,12 @@ proxies:
 	  test -z "$$missing" || { echo "installing$$missing from Debian's packages"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
 
+# iptables, for the soak's blackhole of a node, from Debian's package when
+# missing (without it the soak logs the kind as one it could not make).
+nettools:
+	@command -v iptables >/dev/null || { echo "installing iptables from Debian's packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null; }
+
 # promtool, which checks and tests docs/deploy/prometheus's alert rules
 # (alerts_test.go, about 2 s), from Debian's prometheus package (a 19 MB
 # download; without its recommends, the node exporter and its tools; its
@@ -282,11 +288,11 @@ SEED ?= 0
 SOAK_CLIENTS ?= 1000
 SOAK_REPORT ?= docs/measured/soak.md
 BREAK ?=
-soak: wasm
+soak: wasm nettools
 	ulimit -n 20000; WSREADY_SOAK=1 $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
 	  -args -soak.minutes=$(MINUTES) -soak.seed=$(SEED) -soak.clients=$(SOAK_CLIENTS) -soak.report=$(abspath $(SOAK_REPORT)) -soak.break=$(BREAK)
 
-soak-race: wasm
+soak-race: wasm nettools
 	mkdir -p build
 	ulimit -n 20000; WSREADY_SOAK=1 WSREADY_BIN_RACE=1 $(GO) test -race -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/wsready \
 	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=300 -soak.report=$(CURDIR)/build/soak-race.md
@@ -297,7 +303,7 @@ soak-race: wasm
 # build/soak-ci.md. e2e-soak runs it beside the e2e suite, whose browser
 # tests wait on timers with the machine mostly idle (a load of about 0.5
 # on 2 CPUs through them): the suite stays under 20 minutes.
-soak-ci: wasm
+soak-ci: wasm nettools
 	mkdir -p build
 	ulimit -n 20000; WSREADY_SOAK=1 WSREADY_BIN_RACE=1 $(GO) test -race -count=1 -timeout 15m -run '^TestSoak$$' -v ./cmd/wsready \
 	  -args -soak.minutes=3 -soak.seed=$(SEED) -soak.clients=300 -soak.report=$(CURDIR)/build/soak-ci.md > build/soak-ci.log 2>&1 \

@@ -76,6 +76,21 @@ function backoffFromURL() {
   return raw !== null && /^[1-9][0-9]{0,8}$/.test(raw) ? { backoffCapMs: Number(raw) } : {};
 }
 
+// ?budget=N and ?windowMs=N (stage 6 and up, whole numbers; 0 is the
+// library's default, unbounded) replace the demo's budget of 10 attempts
+// and 2-minute window. The chaos soak's pages take 0 for both, as its
+// native fleet does: with its 3 s backoff cap, ten failed attempts in a
+// row fit in one fault, where the demo's budget is sized for the 30 s cap.
+function budgetFromURL() {
+  const q = new URLSearchParams(location.search);
+  const out = {};
+  for (const [key, opt] of [['budget', 'budget'], ['windowMs', 'windowMs']]) {
+    const raw = q.get(key);
+    if (raw !== null && /^(0|[1-9][0-9]{0,8})$/.test(raw)) out[opt] = Number(raw);
+  }
+  return out;
+}
+
 function renderStageNav(current) {
   const nav = $('stages');
   nav.replaceChildren(...STAGES.map((_, i) => {
@@ -461,7 +476,7 @@ async function main() {
     demo.client = await connect({
       stage,
       topic: 'feed', // the demo's service: READY includes its subscription
-      ...(stage >= 6 ? STAGE6 : {}),
+      ...(stage >= 6 ? { ...STAGE6, ...budgetFromURL() } : {}),
       ...(stage >= 7 ? { resume: 'session' } : {}),
       ...(stage >= 5 ? backoffFromURL() : {}),
       ...(stage >= 8 ? reprobeFromURL() : {}),
