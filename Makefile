@@ -311,7 +311,7 @@ soak-ci: wasm nettools
 	@grep -m1 'soak seed' build/soak-ci.log || true
 	@tail -3 build/soak-ci.log
 
-e2e-soak: build chromium proxies wasm
+e2e-soak: build chromium proxies wasm nettools
 	$(MAKE) -j2 e2e soak-ci
 
 # The browser client beside centrifuge-js (npm's centrifuge, installed into
