@@ -269,7 +269,7 @@ jitter:
 # and HAProxy at a 60 s read timeout and 25 s pings for 200 s
 # (TestMeasureProxyIdle, about 7 minutes).
 measure: build chromium proxies
-	cd e2e && WSREADY_MEASURE=1 WSREADY_REQUIRE_PROXIES=1 $(GO) test -count=1 -timeout 60m -run TestMeasure -v ./...
+	cd e2e && WSREADY_MEASURE=1 WSREADY_REQUIRE_PROXIES=1 $(GO) test -count=1 -timeout 100m -run TestMeasure -v ./...
 
 # The chaos soak (docs/soak.md): make cluster's three NATS servers and
 # three nodes, 1,000 native clients over 8 source addresses resuming three
