@@ -120,6 +120,14 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 
 func (d *driver) loop() {
 	for range d.q.Ready() {
+		if d.busy {
+			// A frame's step is running in its callback (stepNow) and the
+			// page, called from it, called the client: syscall/js runs
+			// every goroutine before that call returns, this one too. The
+			// queue waits for the step to end (it wakes the loop): the core
+			// is never stepped while its effects are being read.
+			continue
+		}
 		d.steps(d.q.Take())
 		if d.stopped {
 			// Steps queued behind the stop still run against the stopped
@@ -167,8 +175,8 @@ func (d *driver) stepNow(step bridge.Job) {
 		return
 	}
 	d.steps([]bridge.Job{step})
-	if d.stopped {
-		d.q.Push(func(time.Time) {}) // wakes the loop: it sees stopped
+	if d.stopped || !d.q.Idle() {
+		d.q.Wake() // the loop sees stopped, or takes what the page queued meanwhile
 	}
 }
 

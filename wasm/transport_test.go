@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -447,5 +448,123 @@ func TestFrameSteppedInItsCallback(t *testing.T) {
 	run()
 	if n := core.Stats().BadFrames; n != 3 {
 		t.Fatalf("after the loop ran: %d bad frames, want 3", n)
+	}
+}
+
+// A page that calls the client from inside one of its callbacks (a
+// request made in an update's callback, say) while a frame is stepped in
+// its socket's callback (stepNow) queues a step; syscall/js runs every
+// runnable goroutine before that call returns to JavaScript, the driver's
+// loop among them. The loop must leave the queue alone until the frame's
+// step has carried out all its effects: the core is never stepped while
+// its effects are being read (they share one slice).
+func TestPageCallInsideAFrameStepWaitsForIt(t *testing.T) {
+	cfg, err := stages.Config(stages.Max, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Trace = true
+	core, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *fakeTransport
+	d := &driver{urls: []string{"ws://a.test/ws"}, core: core, q: bridge.NewQueue(),
+		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[uint64]uint64{}, aborted: map[uint64]bool{}}
+	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
+		f = &fakeTransport{url: spec.url, ev: ev, spec: spec}
+		return f, nil
+	}
+	d.timer, err = newTimer(func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.timer.release()
+	var order []string
+	done := make(chan struct{})
+	// The page's API call: it queues a step, as every call does.
+	call, err := funcOf(func(safejs.Value, []safejs.Value) any {
+		d.q.Push(func(time.Time) {
+			order = append(order, "page's step")
+			close(done)
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer call.Release()
+	ctor, err := safejs.Global().Get("Function")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// onEvent: the frame's step traces it (a bad frame); the page calls the
+	// client from there, once.
+	armed := false
+	mark, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
+		if armed {
+			armed = false
+			order = append(order, "callback")
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mark.Release()
+	onEvent, err := ctor.New("mark", "call", `return (e) => { if (mark()) { call(); } };`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cb.onEvent, err = onEvent.Invoke(mark.Value(), call.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.q.Push(func(now time.Time) { core.Start(now) })
+	go d.loop()
+	defer func() { // stop the core, the page's callbacks out of it, and wait for the loop to see it
+		stopped := make(chan struct{})
+		d.q.Push(func(now time.Time) { d.cb.onEvent = safejs.Undefined(); core.Stop(now); close(stopped) })
+		<-stopped
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for f == nil || !holds(d, f) {
+		if time.Now().After(deadline) {
+			t.Fatal("no socket was opened")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.ev.opened()
+	opened := make(chan struct{})
+	d.q.Push(func(time.Time) { close(opened) })
+	<-opened
+	for !d.q.Idle() || d.busy { // the loop idle again
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never went idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The frame arrives in a callback from JavaScript, as a socket's does.
+	in, err := funcOf(func(safejs.Value, []safejs.Value) any {
+		f.ev.message([]byte("not a frame"))
+		order = append(order, "frame's step done")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Release()
+	armed = true
+	if _, err := in.Value().Invoke(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the page's step never ran: %q", order)
+	}
+	if want := []string{"callback", "frame's step done", "page's step"}; !slices.Equal(order, want) {
+		t.Fatalf("ran as %q, want %q: the loop stepped the core inside the frame's step", order, want)
 	}
 }

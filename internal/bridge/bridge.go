@@ -47,11 +47,17 @@ func (q *Queue) Push(v Job) bool {
 	}
 	q.items = append(q.items, v)
 	q.mu.Unlock()
+	q.Wake()
+	return true
+}
+
+// Wake signals Ready again: a consumer that left what was queued (it was
+// busy) is called back to it.
+func (q *Queue) Wake() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // Idle reports whether nothing is queued and the queue is open: a step
