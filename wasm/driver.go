@@ -168,16 +168,21 @@ func (d *driver) steps(steps []bridge.Job) {
 // switches of Go's scheduler). It never blocks: the core's steps are pure
 // and the driver's effects only call JavaScript. Otherwise step is
 // queued, behind what is already there, as before. A stop it made is
-// left to the loop, which releases what the driver holds.
-func (d *driver) stepNow(step bridge.Job) {
+// left to the loop, which releases what the driver holds. It reports
+// whether the loop was woken (the step queued, the page's calls queued
+// meanwhile, or the stop): called from a wasm export, which returns to
+// JavaScript without running goroutines, the caller must let it run.
+func (d *driver) stepNow(step bridge.Job) (wake bool) {
 	if d.busy || !d.q.Idle() {
 		d.q.Push(step)
-		return
+		return true
 	}
 	d.steps([]bridge.Job{step})
 	if d.stopped || !d.q.Idle() {
 		d.q.Wake() // the loop sees stopped, or takes what the page queued meanwhile
+		return true
 	}
+	return false
 }
 
 // apply carries out the core's effects. The sockets sent on are looked at

@@ -28,12 +28,30 @@ func BenchmarkFrameStep(b *testing.B) {
 }
 
 // frameOnlyJS is web/static/wsready.js's frameOnly, the body of a function
-// of onmessage (TestFrameOnlyIsWsreadyJS keeps the two the same).
-const frameOnlyJS = `const frameBytes = new Uint8Array(64 * 1024);
+// of onmessage (TestFrameOnlyIsWsreadyJS keeps the two the same), after
+// frameOnlyExports, which stands in for what load() sets: the instance's
+// exports, here globalThis.__goExports when a test gives them (a test
+// cannot reach its own instance's).
+const frameOnlyJS = frameOnlyExports + frameOnlyBody
+
+const frameOnlyExports = `const x = globalThis.__goExports;
+let goFrame = x?.wsreadyFrame, goMem = x?.mem, goFrameAt = x ? x.wsreadyFrameBuffer() : 0, goFrameView;
+`
+
+const frameOnlyBody = `const frameBytes = new Uint8Array(64 * 1024);
 const frameEncoder = new TextEncoder();
 const h = (e) => {
   const d = e.data;
   if (typeof d !== 'string') return onmessage(undefined);
+  if (h.sink > 0 && goFrame) {
+    if (goFrameView?.buffer !== goMem.buffer) goFrameView = new Uint8Array(goMem.buffer, goFrameAt, frameBytes.length);
+    const r = frameEncoder.encodeInto(d, goFrameView);
+    if (r.read === d.length) {
+      const k = goFrame(h.sink, r.written);
+      if (k === 2) h.resume();
+      if (k !== 0) return undefined;
+    }
+  }
   const r = frameEncoder.encodeInto(d, frameBytes);
   return onmessage(r.read === d.length ? r.written : d);
 };

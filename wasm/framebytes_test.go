@@ -38,7 +38,7 @@ func TestFrameBytesReachTheCore(t *testing.T) {
 	var got [][]byte
 	tr, err := openWebSocket("ws://frames.test/ws", socketEvents{
 		opened:  func() {},
-		message: func(frame []byte) { got = append(got, frame) },
+		message: func(frame []byte) bool { got = append(got, frame); return false },
 		closed:  func(int, string) {},
 		run:     func(step func()) { step() },
 	}, safejs.Undefined(), wrap)
@@ -94,7 +94,7 @@ func TestFrameOnlyIsWsreadyJS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(frameOnlyJS, "\n") {
+	for _, line := range strings.Split(frameOnlyBody, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "return h;" || line == "const h = (e) => {" {
 			continue // wsready.js's wrapper is a function of its own

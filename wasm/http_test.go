@@ -119,7 +119,7 @@ type recorder struct{ got []string }
 func (r *recorder) events() socketEvents {
 	return socketEvents{
 		opened:  func() { r.got = append(r.got, "opened") },
-		message: func(f []byte) { r.got = append(r.got, "message "+string(f)) },
+		message: func(f []byte) bool { r.got = append(r.got, "message "+string(f)); return false },
 		closed:  func(code int, reason string) { r.got = append(r.got, "closed "+strconv.Itoa(code)+" "+reason) },
 		run:     func(step func()) { step() },
 	}

@@ -76,7 +76,7 @@ func openTransport(spec dialSpec, ev socketEvents) (transport, error) {
 // the wasm (docs/performance.md).
 type socketEvents struct {
 	opened  func()
-	message func(frame []byte)
+	message func(frame []byte) (wake bool)
 	closed  func(code int, reason string)
 	run     func(step func())
 }
@@ -89,8 +89,8 @@ func (d *driver) eventsOf(id client.SocketID) socketEvents {
 				d.core.Opened(id, now)
 			})
 		},
-		message: func(frame []byte) {
-			d.stepNow(func(now time.Time) { d.core.Received(id, frame, now) })
+		message: func(frame []byte) bool {
+			return d.stepNow(func(now time.Time) { d.core.Received(id, frame, now) })
 		},
 		closed: func(code int, reason string) {
 			d.q.Push(func(now time.Time) {

@@ -113,7 +113,7 @@ func testWebSocketTransport(t *testing.T, wrap safejs.Value) {
 	var got []string
 	tr, err := openWebSocket("ws://example.test/ws", socketEvents{
 		opened:  func() { got = append(got, "opened") },
-		message: func(f []byte) { got = append(got, "message "+strconv.Quote(string(f))) },
+		message: func(f []byte) bool { got = append(got, "message "+strconv.Quote(string(f))); return false },
 		closed:  func(code int, reason string) { got = append(got, "closed "+strconv.Itoa(code)+" "+reason) },
 	}, safejs.Undefined(), wrap)
 	if err != nil {
@@ -206,7 +206,7 @@ func TestWebSocketTransportTakesThePreconnectedSocket(t *testing.T) {
 	var got []string
 	ev := socketEvents{
 		opened:  func() { got = append(got, "opened") },
-		message: func(f []byte) { got = append(got, "message "+string(f)) },
+		message: func(f []byte) bool { got = append(got, "message "+string(f)); return false },
 		closed:  func(code int, reason string) { got = append(got, "closed "+strconv.Itoa(code)) },
 	}
 	tr, err := openTransport(dialSpec{url: "ws://example.test/ws", via: client.TransportWebSocket, warm: warm(true)}, ev)

@@ -12,6 +12,7 @@ import (
 type wsTransport struct {
 	ws    safejs.Value
 	funcs []safejs.Func
+	sink  int32 // its number for wsreadyFrame (export.go), 0 none
 }
 
 var errNoWebSocket = errors.New("no WebSocket in this environment")
@@ -80,6 +81,7 @@ func openWebSocket(url string, ev socketEvents, warm, wrap safejs.Value) (transp
 				if n, ok := getNumber(b, "length"); ok && n > 0 {
 					in, inLen = b, int(n)
 				}
+				t.sink = addSink(w, ev.message)
 			}
 		}
 	}
@@ -138,6 +140,10 @@ func (t *wsTransport) buffered() int {
 }
 
 func (t *wsTransport) release() {
+	if t.sink != 0 {
+		dropSink(t.sink)
+		t.sink = 0
+	}
 	if t.ws.Type() == safejs.TypeObject {
 		for _, name := range wsHandlers {
 			t.ws.Set(name, safejs.Null())
