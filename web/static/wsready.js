@@ -482,11 +482,17 @@ async function start(opts) {
     try { globalThis.sessionStorage?.setItem(storeKey, h.cursors()); } catch { /* storage full or denied: resume from memory only */ }
   };
   const saveSoon = () => { if (storeKey && saveTimer === undefined) saveTimer = setTimeout(save, 250); };
+  const fire = (kind, fn, v) => {
+    if (typeof fn !== 'function') return;
+    try { fn(v); } catch (e) { console.error(`wsready: a ${kind} listener threw`, e); }
+  };
+  // The option's callback, then the listeners as they were when the event
+  // came (one added or removed by a listener counts from the next); no
+  // array made per event when there are none (an update is an event).
   const emit = (kind, cb, v) => {
-    for (const fn of [cb, ...listeners[kind]]) {
-      if (typeof fn !== 'function') continue;
-      try { fn(v); } catch (e) { console.error(`wsready: a ${kind} listener threw`, e); }
-    }
+    fire(kind, cb, v);
+    const ls = listeners[kind];
+    if (ls.size > 0) for (const fn of [...ls]) fire(kind, fn, v);
   };
   let lastState;
   let h;
