@@ -317,19 +317,26 @@ e2e-soak: build chromium proxies wasm nettools
 # The browser client beside centrifuge-js (npm's centrifuge, installed into
 # build/browserbench, never committed) in one headless Chromium, each
 # against its own server on loopback (wsready's demo server; the centrifuge
-# server of cmd/wsready-bench/centrifuge), cold loads, alternating:
-# docs/browser-bench.md. BROWSER_BENCH_RATES, _RUNS and _WINDOW set the
-# updates a second, the runs per client and the window (about 3 minutes per
-# rate at 3 runs of 20 s). The tables go to build/browserbench/results.md.
+# server of cmd/wsready-bench/centrifuge), alternating: docs/browser-bench.md.
+# Each run is a cold load and its window, a warm visit in the same browser,
+# then a cold and a warm visit over an emulated slow mobile link; after the
+# first rate's runs, the memory phase (every page at once, sampled at 20 s
+# and at its end). BROWSER_BENCH_RATES, _RUNS, _WINDOW and _MEMORY set the
+# updates a second, the runs per client, the window and the memory phase's
+# length (0 skips it): about 4 minutes per rate at 3 runs of 20 s, and
+# 6 minutes for a memory phase of 5. The tables go to
+# build/browserbench/results.md.
 BROWSER_BENCH_RATES ?= 200,1000
 BROWSER_BENCH_RUNS ?= 3
 BROWSER_BENCH_WINDOW ?= 20s
+BROWSER_BENCH_MEMORY ?= 5m
 bench-browser: build chromium
 	@command -v npm >/dev/null || { echo "make bench-browser needs Node.js with npm (the machine image has them)"; exit 1; }
 	mkdir -p build/browserbench
 	npm install --prefix build/browserbench --silent --no-save --no-package-lock --no-audit --no-fund centrifuge@5.7.4
 	cd e2e && WSREADY_BROWSER_BENCH=1 WSREADY_BROWSER_BENCH_RATES=$(BROWSER_BENCH_RATES) WSREADY_BROWSER_BENCH_RUNS=$(BROWSER_BENCH_RUNS) \
-	  WSREADY_BROWSER_BENCH_WINDOW=$(BROWSER_BENCH_WINDOW) $(GO) test -count=1 -timeout 60m -run TestBrowserBench -v .
+	  WSREADY_BROWSER_BENCH_WINDOW=$(BROWSER_BENCH_WINDOW) WSREADY_BROWSER_BENCH_MEMORY=$(BROWSER_BENCH_MEMORY) \
+	  $(GO) test -count=1 -timeout 60m -run TestBrowserBench -v .
 
 # What a release publishes, built here (publishing happens on the public
 # host: .github/workflows/release.yml): dist/ gets the npm tarball, the
