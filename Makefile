@@ -6,7 +6,7 @@ WASM_EXEC := $(GOROOT)/lib/wasm/wasm_exec.js
 STATIC := web/static
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: app app-web release run cluster cluster-test fleet-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies promtool size sim measure bench-browser storm refresh-storm npm example clean image manifests soak soak-race soak-ci e2e-soak nettools
+.PHONY: app app-web release run cluster cluster-test fleet-test jitter bench build wasm test vet unit wasm-test e2e fuzz chromium proxies promtool size sim measure bench-browser profile-browser storm refresh-storm npm example clean image manifests soak soak-race soak-ci e2e-soak nettools
 
 run: build
 	./bin/wsready serve -demo -auth optional -publish -ping 1s -addr $(ADDR)
@@ -337,6 +337,20 @@ bench-browser: build chromium
 	cd e2e && WSREADY_BROWSER_BENCH=1 WSREADY_BROWSER_BENCH_RATES=$(BROWSER_BENCH_RATES) WSREADY_BROWSER_BENCH_RUNS=$(BROWSER_BENCH_RUNS) \
 	  WSREADY_BROWSER_BENCH_WINDOW=$(BROWSER_BENCH_WINDOW) WSREADY_BROWSER_BENCH_MEMORY=$(BROWSER_BENCH_MEMORY) \
 	  $(GO) test -count=1 -timeout 60m -run TestBrowserBench -v .
+
+# Where the browser client's main-thread time goes: the bench's wsready
+# page at PROFILE_RATE updates a second, V8's sampling profiler over a
+# 10 s window, self time by Go package, script and built-in, then by
+# function (e2e/browserprofile_test.go). The wasm is make wasm's, built
+# again with its name section kept (-s dropped) so Go's functions are
+# named. Writes build/browserprofile/profile.md and profile.cpuprofile
+# (DevTools opens it).
+PROFILE_RATE ?= 200
+profile-browser: wasm chromium
+	mkdir -p build/browserprofile
+	GOOS=js GOARCH=wasm $(WASM_ENV) $(GO) build -trimpath -ldflags="-buildid=" $(WASM_FLAGS) -o build/browserprofile/wsready.wasm ./wasm
+	cd e2e && WSREADY_BROWSER_PROFILE=1 WSREADY_BROWSER_PROFILE_WASM=$(CURDIR)/build/browserprofile/wsready.wasm \
+	  WSREADY_BROWSER_PROFILE_RATE=$(PROFILE_RATE) $(GO) test -count=1 -timeout 10m -run '^TestBrowserProfile$$' -v .
 
 # What a release publishes, built here (publishing happens on the public
 # host: .github/workflows/release.yml): dist/ gets the npm tarball, the
