@@ -343,14 +343,18 @@ bench-browser: build chromium
 # 10 s window, self time by Go package, script and built-in, then by
 # function (e2e/browserprofile_test.go). The wasm is make wasm's, built
 # again with its name section kept (-s dropped) so Go's functions are
-# named. Writes build/browserprofile/profile.md and profile.cpuprofile
+# named. PROFILE_CLIENT=centrifuge-js profiles its page instead, for
+# comparison. Writes build/browserprofile/<client>.md and profile.cpuprofile
 # (DevTools opens it).
 PROFILE_RATE ?= 200
+PROFILE_CLIENT ?= wsready
 profile-browser: wasm chromium
 	mkdir -p build/browserprofile
 	GOOS=js GOARCH=wasm $(WASM_ENV) $(GO) build -trimpath -ldflags="-buildid=" $(WASM_FLAGS) -o build/browserprofile/wsready.wasm ./wasm
+	@if [ "$(PROFILE_CLIENT)" = centrifuge-js ]; then npm install --prefix build/browserbench --silent --no-save --no-package-lock --no-audit --no-fund centrifuge@5.7.4; fi
 	cd e2e && WSREADY_BROWSER_PROFILE=1 WSREADY_BROWSER_PROFILE_WASM=$(CURDIR)/build/browserprofile/wsready.wasm \
-	  WSREADY_BROWSER_PROFILE_RATE=$(PROFILE_RATE) $(GO) test -count=1 -timeout 10m -run '^TestBrowserProfile$$' -v .
+	  WSREADY_BROWSER_PROFILE_CLIENT=$(PROFILE_CLIENT) WSREADY_BROWSER_PROFILE_RATE=$(PROFILE_RATE) \
+	  WSREADY_BROWSER_PROFILE_OUT=$(CURDIR)/build/browserprofile/$(PROFILE_CLIENT).md $(GO) test -count=1 -timeout 10m -run '^TestBrowserProfile$$' -v .
 
 # What a release publishes, built here (publishing happens on the public
 # host: .github/workflows/release.yml): dist/ gets the npm tarball, the

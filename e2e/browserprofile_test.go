@@ -27,7 +27,8 @@ import (
 )
 
 // Where the browser client's main-thread time goes (make profile-browser):
-// the bench's wsready page (connect() with the defaults, one subscribe) fed
+// the bench's wsready page (or, WSREADY_BROWSER_PROFILE_CLIENT=centrifuge-js,
+// its centrifuge-js page, for comparison) (connect() with the defaults, one subscribe) fed
 // at a rate, V8's sampling profiler on for a window after the warm-up, and
 // the samples' self time summed by what ran: Chromium's own work
 // ((program)), the collector, each script (wsready.js, wasm_exec.js, the
@@ -44,12 +45,18 @@ func TestBrowserProfile(t *testing.T) {
 	if os.Getenv("WSREADY_BROWSER_PROFILE") != "1" {
 		t.Skip("set WSREADY_BROWSER_PROFILE=1 (make profile-browser)")
 	}
-	wasm := os.Getenv("WSREADY_BROWSER_PROFILE_WASM")
-	if wasm == "" {
-		t.Fatal("WSREADY_BROWSER_PROFILE_WASM: the wasm to serve, built with its names (make profile-browser)")
+	client := cmp.Or(os.Getenv("WSREADY_BROWSER_PROFILE_CLIENT"), "wsready")
+	if client != "wsready" && client != "centrifuge-js" {
+		t.Fatalf("WSREADY_BROWSER_PROFILE_CLIENT: %q is neither wsready nor centrifuge-js", client)
 	}
-	if _, err := os.Stat(wasm); err != nil {
-		t.Fatalf("WSREADY_BROWSER_PROFILE_WASM: %v", err)
+	wasm := os.Getenv("WSREADY_BROWSER_PROFILE_WASM")
+	if client == "wsready" {
+		if wasm == "" {
+			t.Fatal("WSREADY_BROWSER_PROFILE_WASM: the wasm to serve, built with its names (make profile-browser)")
+		}
+		if _, err := os.Stat(wasm); err != nil {
+			t.Fatalf("WSREADY_BROWSER_PROFILE_WASM: %v", err)
+		}
 	}
 	rate := 200
 	if s := os.Getenv("WSREADY_BROWSER_PROFILE_RATE"); s != "" {
@@ -80,26 +87,41 @@ func TestBrowserProfile(t *testing.T) {
 		out = filepath.Join("..", "build", "browserprofile", "profile.md")
 	}
 
-	env, err := startDemoServer(nil, &demo.Options{FeedInterval: time.Second / time.Duration(rate)}, true, nil)
-	if err != nil {
-		t.Fatal(err)
+	var base string
+	if client == "wsready" {
+		env, err := startDemoServer(nil, &demo.Options{FeedInterval: time.Second / time.Duration(rate)}, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Close()
+		mux := http.NewServeMux()
+		mux.Handle("/bench.html", htmlPage(wsreadyBenchPage))
+		mux.HandleFunc("/wsready.wasm", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/wasm")
+			w.Header().Set("Cache-Control", "no-store")
+			http.ServeFile(w, r, wasm)
+		})
+		mux.Handle("/", env.Demo.Handler())
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := env.Srv.HTTPServer(mux)
+		go hs.Serve(ln)
+		defer hs.Close()
+		base = "http://" + ln.Addr().String()
+	} else {
+		cjs := filepath.Join("..", "build", "browserbench", "node_modules", "centrifuge", "dist", "centrifuge.js")
+		if _, err := os.Stat(cjs); err != nil {
+			t.Fatalf("centrifuge-js is missing (%v): make profile-browser PROFILE_CLIENT=centrifuge-js installs it", err)
+		}
+		addr, stop, err := startCentrifuge(t, time.Second/time.Duration(rate), cjs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		base = "http://" + addr
 	}
-	defer env.Close()
-	mux := http.NewServeMux()
-	mux.Handle("/bench.html", htmlPage(wsreadyBenchPage))
-	mux.HandleFunc("/wsready.wasm", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/wasm")
-		w.Header().Set("Cache-Control", "no-store")
-		http.ServeFile(w, r, wasm)
-	})
-	mux.Handle("/", env.Demo.Handler())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := env.Srv.HTTPServer(mux)
-	go hs.Serve(ln)
-	defer hs.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), window+2*time.Minute)
 	defer cancel()
@@ -111,7 +133,7 @@ func TestBrowserProfile(t *testing.T) {
 	if _, _, err := b.Settle(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Navigate("http://" + ln.Addr().String() + "/bench.html"); err != nil {
+	if err := b.Navigate(base + "/bench.html"); err != nil {
 		t.Fatal(err)
 	}
 	if err := WaitJS(b, "window.__bench && window.__bench.n > 0", 30*time.Second); err != nil {
@@ -148,7 +170,7 @@ func TestBrowserProfile(t *testing.T) {
 		t.Fatal("no update in the window")
 	}
 	p := summarizeProfile(res.Profile)
-	if p.wasmNamed == 0 {
+	if client == "wsready" && p.wasmNamed == 0 {
 		var seen []string
 		for _, n := range res.Profile.Nodes {
 			if n.CallFrame != nil && len(seen) < 20 {
@@ -158,8 +180,8 @@ func TestBrowserProfile(t *testing.T) {
 		t.Fatalf("no Go function named in the profile (is %s built with its name section?); frames: %s", wasm, strings.Join(seen, "; "))
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "Made by `make profile-browser` on %s, %s, %s, %d CPUs, load average %s: wsready's bench page (the defaults, stage 8, tabs on), %d updates a second, V8's sampling profiler at %v for %v after %v of updates; %d updates in the window.\n\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), loadAverage(), rate, interval, window, browserBenchWarm, updates)
+	fmt.Fprintf(&md, "Made by `make profile-browser` on %s, %s, %s, %d CPUs, load average %s: %s's bench page (make bench-browser's), %d updates a second, V8's sampling profiler at %v for %v after %v of updates; %d updates in the window.\n\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.Version(), chromiumVersion(), runtime.NumCPU(), loadAverage(), client, rate, interval, window, browserBenchWarm, updates)
 	busy := p.total - p.byCat["(idle)"]
 	fmt.Fprintf(&md, "The main thread was busy %.1f%% of the window: %.0f us per update.\n\n", 100*busy/p.total, busy/float64(updates))
 	md.WriteString("| what | us per update | share of busy time |\n|---|---:|---:|\n")
