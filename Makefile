@@ -344,7 +344,7 @@ bench-browser: build chromium
 # function (e2e/browserprofile_test.go). The wasm is make wasm's, built
 # again with its name section kept (-s dropped) so Go's functions are
 # named. PROFILE_CLIENT=centrifuge-js profiles its page instead, for
-# comparison. Writes build/browserprofile/<client>.md and profile.cpuprofile
+# comparison. Writes build/browserprofile/<client>.md and <client>.cpuprofile
 # (DevTools opens it).
 PROFILE_RATE ?= 200
 PROFILE_CLIENT ?= wsready

@@ -39,8 +39,8 @@ import (
 // so Go's functions have their names. _RATE (updates a second, default
 // 200), _WINDOW (default 10s), _INTERVAL (the sampling interval, default
 // 100us); the table goes to _OUT (default ../build/browserprofile/
-// profile.md), the profile itself beside it (profile.cpuprofile, which
-// Chromium's DevTools open).
+// profile.md), the profile itself beside it (the same name, .cpuprofile:
+// Chromium's DevTools open it).
 func TestBrowserProfile(t *testing.T) {
 	if os.Getenv("WSREADY_BROWSER_PROFILE") != "1" {
 		t.Skip("set WSREADY_BROWSER_PROFILE=1 (make profile-browser)")
@@ -213,7 +213,7 @@ func TestBrowserProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(filepath.Dir(out), "profile.cpuprofile"), raw, 0o644); err != nil {
+	if err := os.WriteFile(strings.TrimSuffix(out, ".md")+".cpuprofile", raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("written to %s", out)
