@@ -60,7 +60,8 @@ import (
 // Leader loss. A closed or crashed leader tab releases its lock, and the
 // next tab's pending request is granted. A frozen or hung one keeps it, so
 // the leader broadcasts a heartbeat (bridge.Heartbeat, and with any other
-// message it posts); a follower that hears nothing for about a second
+// message it posts; bridge.AloneHeartbeat while it knows no other tab,
+// each of which announces itself when it starts and is answered at once); a follower that hears nothing for about a second
 // (bridge.SilentAfter plus its own jitter; longer for a hidden leader,
 // whose timers the browser slows) takes the lock with {steal: true}. A page
 // the browser freezes says so first (the freeze event): its followers take
@@ -391,7 +392,9 @@ func (t *tabs) tick(now time.Time) {
 	late := now.Sub(t.lastTick) > 2*time.Second
 	t.lastTick = now
 	if t.leading {
-		t.post("hb", nil)
+		if now.Sub(t.lastSent) >= t.heartbeat()-bridge.Heartbeat/2 { // the interval's own jitter
+			t.post("hb", nil)
+		}
 		if t.remote.Expire(now, bridge.ForgetTab) {
 			t.d.syncTopics(now)
 		}
@@ -421,9 +424,18 @@ func (t *tabs) beatSoon(now time.Time) {
 	if t.leading && !t.closed && t.answersDue {
 		t.postAnswers()
 	}
-	if t.leading && !t.closed && now.Sub(t.lastSent) >= bridge.Heartbeat {
+	if t.leading && !t.closed && now.Sub(t.lastSent) >= t.heartbeat() {
 		t.post("hb", nil)
 	}
+}
+
+// heartbeat is how often the leader beats: bridge.Heartbeat while another
+// tab is known to it, bridge.AloneHeartbeat while none is.
+func (t *tabs) heartbeat() time.Duration {
+	if t.remote.Len() > 0 {
+		return bridge.Heartbeat
+	}
+	return bridge.AloneHeartbeat
 }
 
 // announce tells the leader which topics this tab wants.

@@ -690,6 +690,65 @@ func TestTabsRelayOnlyWhileAFollowerExists(t *testing.T) {
 	}
 }
 
+// A leader alone beats once per bridge.AloneHeartbeat, not every
+// bridge.Heartbeat (a post nobody hears is main-thread work); a tab that
+// starts hears it at once all the same (its announce is answered), and
+// while it follows the leader beats at bridge.Heartbeat; once it goes, the
+// slow beat again.
+func TestTabsLeaderAloneBeatsSlowly(t *testing.T) {
+	fakeWebSocket(t)
+	fakeTabs(t)
+	js(t, nil, `const post = BroadcastChannel.prototype.postMessage;
+		globalThis.__kinds = [];
+		BroadcastChannel.prototype.postMessage = function (d) { globalThis.__kinds.push(d.k); return post.call(this, d); };`)
+	beats := func() int {
+		n, _ := js(t, nil, `return globalThis.__kinds.filter((k) => k === 'hb').length`).Int()
+		return n
+	}
+	a := openTab(t)
+	waitFor(t, "the first tab's socket", func() bool { return socketCount(t) == 1 })
+	serve(t, 0)
+	waitFor(t, "the first tab READY and leading", func() bool { s := a.last(); return s["ready"] == true && s["leader"] == true })
+	n0 := beats()
+	pingFor(t, 0, 1500*time.Millisecond)
+	if n := beats() - n0; n > 1 {
+		t.Fatalf("the leader, alone, beat %d times in 1.5 s (want at most 1: once per %v)", n, bridge.AloneHeartbeat)
+	}
+	b := openTabWith(t, fakeGetter{"url": "ws://tabs.test/ws"})
+	waitFor(t, "the second tab READY as a follower", func() bool { s := b.last(); return s["ready"] == true && s["follower"] == true })
+	n1 := beats()
+	pingFor(t, 0, 1500*time.Millisecond)
+	if n := beats() - n1; n < 3 {
+		t.Fatalf("the leader, followed, beat %d times in 1.5 s (want about 6: every %v)", n, bridge.Heartbeat)
+	}
+	if s := b.last(); s["follower"] != true || s["ready"] != true {
+		t.Fatalf("the follower took over: %v", s)
+	}
+	if _, err := b.d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower's goodbye", func() bool {
+		n, _ := js(t, nil, `return globalThis.__kinds.filter((k) => k === 'bye').length`).Int()
+		return n > 0
+	})
+	pingFor(t, 0, 300*time.Millisecond) // the leader takes the goodbye in
+	n2 := beats()
+	pingFor(t, 0, 1500*time.Millisecond)
+	if n := beats() - n2; n > 1 {
+		t.Fatalf("the leader, alone again, beat %d times in 1.5 s (want at most 1)", n)
+	}
+}
+
+// pingFor keeps WebSocket i alive for d: the server's ping (1 s interval,
+// as serve announces) every 250 ms.
+func pingFor(t *testing.T, i int, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		frame(t, i, `{"type":"ping","intervalMs":1000}`)
+		jsRuns(250 * time.Millisecond)
+	}
+}
+
 // What a leader alone keeps for a follower's catch-up is bounded in count
 // and bytes, the newest kept.
 func TestTabsKeptUpdatesAreBounded(t *testing.T) {

@@ -22,6 +22,14 @@ const (
 	// Heartbeat is how often the leader broadcasts that it lives (and,
 	// with less, whenever it does anything else).
 	Heartbeat = 250 * time.Millisecond
+	// AloneHeartbeat is the leader's heartbeat while no other tab is known
+	// to it: a post to the channel is main-thread work (a structured clone
+	// and a message to the browser process) that nobody hears. A tab that
+	// starts announces itself, and the leader answers it at once (its
+	// state), so a new follower hears the leader within the channel's
+	// round trip; the slow beat stays for a leader that another tab took
+	// the lock from to hear it.
+	AloneHeartbeat = 2 * time.Second
 	// SilentAfter is how long a follower waits without a word from a
 	// visible leader before it takes the lock from it ({steal: true}): a
 	// frozen or hung leader keeps its lock, only a closed or crashed one
