@@ -62,7 +62,7 @@ const (
 	benchSlowFirstUpdateWait = 90 * time.Second
 )
 
-// slowMobile is issue 40's slow mobile link: 1.6 Mbit/s down, 750 kbit/s
+// slowMobile is the bench's slow mobile link (a 4G link at its worst): 1.6 Mbit/s down, 750 kbit/s
 // up, 150 ms latency, emulated by Chromium (Network.
 // emulateNetworkConditionsByRule, every request of the tab).
 var slowMobile = struct {

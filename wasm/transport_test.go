@@ -13,6 +13,7 @@ import (
 	"github.com/hack-pad/safejs"
 	"github.com/wsready/wsready/client"
 	"github.com/wsready/wsready/internal/bridge"
+	"github.com/wsready/wsready/internal/poll"
 	"github.com/wsready/wsready/internal/stages"
 )
 
@@ -528,22 +529,15 @@ func TestPageCallInsideAFrameStepWaitsForIt(t *testing.T) {
 		d.q.Push(func(now time.Time) { d.cb.onEvent = safejs.Undefined(); core.Stop(now); close(stopped) })
 		<-stopped
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for f == nil || !holds(d, f) {
-		if time.Now().After(deadline) {
-			t.Fatal("no socket was opened")
-		}
-		time.Sleep(time.Millisecond)
+	if !poll.Until(5*time.Second, func() bool { return f != nil && holds(d, f) }) {
+		t.Fatal("no socket was opened")
 	}
 	f.ev.opened()
 	opened := make(chan struct{})
 	d.q.Push(func(time.Time) { close(opened) })
 	<-opened
-	for !d.q.Idle() || d.busy { // the loop idle again
-		if time.Now().After(deadline) {
-			t.Fatal("the loop never went idle")
-		}
-		time.Sleep(time.Millisecond)
+	if !poll.Until(5*time.Second, func() bool { return d.q.Idle() && !d.busy }) {
+		t.Fatal("the loop never went idle")
 	}
 	// The frame arrives in a callback from JavaScript, as a socket's does.
 	in, err := funcOf(func(safejs.Value, []safejs.Value) any {
