@@ -387,7 +387,10 @@ func (d *driver) invoke(fn safejs.Value, v safejs.Value, err error) {
 // updates, not as a JS string: a string made from Go is a js.Value with a
 // finalizer, one registered and run per update (and the string's Go copy
 // allocated first). The topic's JS string is kept for the next update of
-// the same topic (one, so the cache needs no bound).
+// the same topic (one, so the cache needs no bound). When the data is in
+// the frame being stepped and the page holds that frame as text (inText:
+// export.go) it goes as its offset there instead (at; -1 otherwise):
+// nothing copied, nothing decoded.
 func (d *driver) deliver(u client.Update) {
 	if u.Topic != d.updTopic || d.updTopicJS.Type() != safejs.TypeString {
 		v, err := safejs.ValueOf(u.Topic)
@@ -397,21 +400,37 @@ func (d *driver) deliver(u client.Update) {
 		}
 		d.updTopic, d.updTopicJS = u.Topic, v
 	}
-	if len(u.Data) > d.outCap || d.out.Type() != safejs.TypeObject {
+	at := -1
+	if inText != nil && len(u.Data) > 0 {
+		at = indexIn(inText, u.Data)
+	}
+	if at < 0 && (len(u.Data) > d.outCap || d.out.Type() != safejs.TypeObject) {
 		if err := d.growOut(len(u.Data)); err != nil {
 			consoleError("wsready: callback failed: " + err.Error())
 			return
 		}
 	}
-	if len(u.Data) > 0 {
+	if at < 0 && len(u.Data) > 0 {
 		if _, err := safejs.CopyBytesToJS(d.out, u.Data); err != nil {
 			consoleError("wsready: callback failed: " + err.Error())
 			return
 		}
 	}
-	if _, err := d.cb.onUpdate.Invoke(d.updTopicJS, float64(u.Seq), float64(u.Epoch), len(u.Data), d.out); err != nil {
+	if _, err := d.cb.onUpdate.Invoke(d.updTopicJS, float64(u.Seq), float64(u.Epoch), len(u.Data), d.out, at); err != nil {
 		consoleError("wsready: callback failed: " + err.Error())
 	}
+}
+
+// indexIn is where data last is in frame, -1 nowhere (any place it is
+// holds the same text). Not bytes.Index: package bytes costs the wasm 3.9
+// KB of brotli, and a frame is short, its data usually at its end.
+func indexIn(frame, data []byte) int {
+	for i := len(frame) - len(data); i >= 0; i-- {
+		if frame[i] == data[0] && string(frame[i:i+len(data)]) == string(data) {
+			return i
+		}
+	}
+	return -1
 }
 
 // minOut is the first size of deliver's buffer (1 KiB); it doubles from

@@ -109,8 +109,8 @@ func TestUpdateIsOneCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	record, err := ctor.New("topic", "seq", "epoch", "n", "bytes",
-		`globalThis.__updates = (globalThis.__updates || []).concat([[topic, seq, epoch, new TextDecoder().decode(bytes.subarray(0, n))]]);`)
+	record, err := ctor.New("topic", "seq", "epoch", "n", "bytes", "at",
+		`globalThis.__updates = (globalThis.__updates || []).concat([[topic, seq, epoch, at >= 0 ? 'at ' + at + ' ' + n : new TextDecoder().decode(bytes.subarray(0, n))]]);`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,17 @@ func TestUpdateIsOneCall(t *testing.T) {
 	} {
 		d.deliver(u)
 	}
+	// The frame being stepped held as text by the page: the data's offset
+	// in it, no bytes (but data not in it, or none, by the buffer).
+	inText = []byte(`{"type":"update","topic":"feed","seq":13,"data":{"v":[1]}}`)
+	for _, u := range []client.Update{
+		{Topic: "feed", Seq: 13, Data: []byte(`{"v":[1]}`), Epoch: 2},
+		{Topic: "feed", Seq: 14, Data: []byte(`{"w":2}`), Epoch: 2},
+		{Topic: "feed", Seq: 15, Data: nil, Epoch: 2},
+	} {
+		d.deliver(u)
+	}
+	inText = nil
 	j, err := g.Get("JSON")
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +162,8 @@ func TestUpdateIsOneCall(t *testing.T) {
 	}
 	out, _ := s.String()
 	want := `[["feed",7,2,"{\"a\":[1,2]}"],["feed",8,2,"3"],["room:1",1099511627776,8589934592,"\"x\""],["feed",9,2,"null"],` +
-		`["feed",10,2,"\"` + strings.Repeat("é", 1500) + `\""],["feed",11,2,"{}"],["feed",12,2,""]]`
+		`["feed",10,2,"\"` + strings.Repeat("é", 1500) + `\""],["feed",11,2,"{}"],["feed",12,2,""],` +
+		`["feed",13,2,"at 48 9"],["feed",14,2,"{\"w\":2}"],["feed",15,2,""]]`
 	if out != want {
 		t.Fatalf("onUpdate got %s, want %s", out, want)
 	}

@@ -25,6 +25,13 @@ import (
 // frameOnly calls the no-op callback resume, which lets them run as
 // every callback does.
 //
+// When the frame is ASCII (each character one byte: encodeInto wrote as
+// many bytes as the string has characters) frameOnly says so (text) and
+// keeps the string while Go steps it; inText is then the frame, and an
+// update's data found in it goes to the page as its offset there: the page
+// takes a substring of the frame's own string, with no bytes copied out of
+// Go and none decoded (deliver).
+//
 // frameIn holds one frame: 64 KiB, the most the server sends (a longer
 // one comes as its string through the callback, and the core refuses
 // it). It is a global: Go's collector does not move it.
@@ -33,6 +40,7 @@ var frameIn [64 << 10]byte
 // sinks are the open WebSockets' message handlers by the number frameOnly
 // knows them by (its sink property); released with their socket.
 var (
+	inText   []byte // the frame wsreadyFrame is stepping, when frameOnly holds it as text; else nil
 	sinks    = map[int32]func(frame []byte) bool{}
 	lastSink int32
 	resume   safejs.Func // the no-op callback frameOnly calls to let goroutines run
@@ -49,14 +57,19 @@ const (
 func wsreadyFrameBuffer() uint32 { return uint32(uintptr(unsafe.Pointer(&frameIn[0]))) }
 
 //go:wasmexport wsreadyFrame
-func wsreadyFrame(sink, n int32) int32 {
+func wsreadyFrame(sink, n, text int32) int32 {
 	h := sinks[sink]
 	if h == nil || n < 0 || int(n) > len(frameIn) {
 		return frameNotTaken
 	}
 	frame := make([]byte, n)
 	copy(frame, frameIn[:n])
-	if h(frame) {
+	if text == 1 {
+		inText = frame
+	}
+	wake := h(frame)
+	inText = nil
+	if wake {
 		return frameWake
 	}
 	return frameTaken

@@ -13,7 +13,8 @@ import (
 // its UTF-8 written into Go's memory and handed over by wsreadyFrame with
 // the socket's sink, byte for byte (non-ASCII, empty, exactly 64 KiB),
 // also after the memory grew (frameOnly's view of it is made again); one
-// past 64 KiB and a binary frame by the callback, as before; a frame that
+// past 64 KiB and a binary frame by the callback, as before; an ASCII
+// frame stepped as text (inText), no other; a frame that
 // leaves goroutines work makes frameOnly call resume, no other does; a
 // sink that is gone sends the frame by the callback. A test cannot reach
 // its own instance's exports, so JavaScript's stand-ins for them write
@@ -37,12 +38,13 @@ func TestFrameThroughTheExport(t *testing.T) {
 	viaGo, err := funcOf(func(_ safejs.Value, args []safejs.Value) any {
 		sink, _ := args[0].Int()
 		n, _ := args[1].Int()
+		text, _ := args[3].Int()
 		if _, err := safejs.CopyBytesToGo(frameIn[:n], args[2]); err != nil {
 			t.Errorf("copying the frame: %v", err)
 		}
 		viaExport = true
 		defer func() { viaExport = false }()
-		return int(wsreadyFrame(int32(sink), int32(n)))
+		return int(wsreadyFrame(int32(sink), int32(n), int32(text)))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +53,7 @@ func TestFrameThroughTheExport(t *testing.T) {
 	mkExports, err := fn.New("viaGo", `const mem = new WebAssembly.Memory({ initial: 2, maximum: 8 });
 		const at = 1000;
 		globalThis.__goExports = { mem, wsreadyFrameBuffer: () => at,
-			wsreadyFrame: (sink, n) => viaGo(sink, n, new Uint8Array(mem.buffer, at, n)) };
+			wsreadyFrame: (sink, n, text) => viaGo(sink, n, new Uint8Array(mem.buffer, at, n), text) };
 		return mem;`)
 	if err != nil {
 		t.Fatal(err)
@@ -68,13 +70,14 @@ func TestFrameThroughTheExport(t *testing.T) {
 	type got struct {
 		frame  string
 		export bool
+		text   bool // inText was the frame while it was stepped
 	}
 	var frames []got
 	wake := "no frame is this"
 	tr, err := openWebSocket("ws://export.test/ws", socketEvents{
 		opened: func() {},
 		message: func(frame []byte) bool {
-			frames = append(frames, got{string(frame), viaExport})
+			frames = append(frames, got{string(frame), viaExport, inText != nil && string(inText) == string(frame)})
 			return string(frame) == wake
 		},
 		closed: func(int, string) {},
@@ -110,15 +113,15 @@ func TestFrameThroughTheExport(t *testing.T) {
 	}
 	big := `{"type":"ping","pad":"` + strings.Repeat("x", 64*1024-len(`{"type":"ping","pad":""}`)) + `"}`
 	want := []got{
-		{`{"type":"ping","note":"é ✓ 😀"}`, true},
-		{``, true},
-		{big, true},
-		{`{}`, true}, // after the memory grew
-		{big + " ", false},
-		{``, false}, // binary
-		{`"wake"`, true},
-		{`"é"`, true},
-		{`"gone"`, false}, // its sink dropped
+		{`{"type":"ping","note":"é ✓ 😀"}`, true, false}, // not ASCII: no text
+		{``, true, true},
+		{big, true, true},
+		{`{}`, true, true}, // after the memory grew
+		{big + " ", false, false},
+		{``, false, false}, // binary
+		{`"wake"`, true, true},
+		{`"é"`, true, false},
+		{`"gone"`, false, false}, // its sink dropped
 	}
 	for i, w := range want[:4] {
 		if i == 3 {
@@ -152,10 +155,13 @@ func TestFrameThroughTheExport(t *testing.T) {
 	}
 	for i, w := range want {
 		if frames[i] != w {
-			t.Errorf("frame %d: got %.40q (by the export: %v), want %.40q (%v)", i, frames[i].frame, frames[i].export, w.frame, w.export)
+			t.Errorf("frame %d: got %.40q (by the export: %v, as text: %v), want %.40q (%v, %v)", i, frames[i].frame, frames[i].export, frames[i].text, w.frame, w.export, w.text)
 		}
 	}
-	if wsreadyFrame(wt.sink, 1) != frameNotTaken || wsreadyFrame(-1, 1) != frameNotTaken {
+	if inText != nil {
+		t.Error("inText outlived the frame's step")
+	}
+	if wsreadyFrame(wt.sink, 1, 0) != frameNotTaken || wsreadyFrame(-1, 1, 0) != frameNotTaken {
 		t.Error("a sink that is gone took a frame")
 	}
 }

@@ -35,7 +35,7 @@ func BenchmarkFrameStep(b *testing.B) {
 const frameOnlyJS = frameOnlyExports + frameOnlyBody
 
 const frameOnlyExports = `const x = globalThis.__goExports;
-let goFrame = x?.wsreadyFrame, goMem = x?.mem, goFrameAt = x ? x.wsreadyFrameBuffer() : 0, goFrameView;
+let goFrame = x?.wsreadyFrame, goMem = x?.mem, goFrameAt = x ? x.wsreadyFrameBuffer() : 0, goFrameView, frameText;
 `
 
 const frameOnlyBody = `const frameBytes = new Uint8Array(64 * 1024);
@@ -47,7 +47,10 @@ const h = (e) => {
     if (goFrameView?.buffer !== goMem.buffer) goFrameView = new Uint8Array(goMem.buffer, goFrameAt, frameBytes.length);
     const r = frameEncoder.encodeInto(d, goFrameView);
     if (r.read === d.length) {
-      const k = goFrame(h.sink, r.written);
+      const text = r.written === d.length; // ASCII: an offset in bytes is one in characters
+      if (text) frameText = d;
+      const k = goFrame(h.sink, r.written, text ? 1 : 0);
+      frameText = undefined;
       if (k === 2) h.resume();
       if (k !== 0) return undefined;
     }

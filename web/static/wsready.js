@@ -280,6 +280,9 @@ let goFrame; // the instance's wsreadyFrame, once loaded
 let goMem; // its memory
 let goFrameAt = 0; // wsreadyFrameBuffer's address
 let goFrameView; // a view of those 64 KiB, made again when the memory grows (its buffer is replaced)
+// The frame Go is stepping when it is ASCII: an update's data in it comes to
+// onUpdate as its offset (at), and is a substring of it.
+let frameText;
 const goFrameIn = (exports) => {
   if (typeof exports?.wsreadyFrame !== 'function' || typeof exports.wsreadyFrameBuffer !== 'function' || !(exports.mem instanceof WebAssembly.Memory)) return;
   goMem = exports.mem;
@@ -294,7 +297,10 @@ const frameOnly = (onmessage) => {
       if (goFrameView?.buffer !== goMem.buffer) goFrameView = new Uint8Array(goMem.buffer, goFrameAt, frameBytes.length);
       const r = frameEncoder.encodeInto(d, goFrameView);
       if (r.read === d.length) {
-        const k = goFrame(h.sink, r.written);
+        const text = r.written === d.length; // ASCII: an offset in bytes is one in characters
+        if (text) frameText = d;
+        const k = goFrame(h.sink, r.written, text ? 1 : 0);
+        frameText = undefined;
         if (k === 2) h.resume();
         if (k !== 0) return undefined;
       }
@@ -558,11 +564,12 @@ async function start(opts) {
       emit('state', opts.onState, s);
     },
     // An update comes in one call from Go (one crossing of the boundary),
-    // its data the first n bytes of a buffer Go reuses (no JS string made
-    // from Go per update); the page gets {data, epoch, seq, topic}, data
-    // parsed from its JSON.
-    onUpdate: (topic, seq, epoch, n, bytes) => {
-      const raw = dataDecoder.decode(bytes.subarray(0, n));
+    // its data the n characters at `at` in the frame being stepped
+    // (frameText), or else the first n bytes of a buffer Go reuses (no JS
+    // string made from Go per update); the page gets {data, epoch, seq,
+    // topic}, data parsed from its JSON.
+    onUpdate: (topic, seq, epoch, n, bytes, at) => {
+      const raw = at >= 0 && frameText !== undefined ? frameText.substring(at, at + n) : dataDecoder.decode(bytes.subarray(0, n));
       let data;
       try { data = JSON.parse(raw); } catch { data = raw; }
       const v = { data, epoch, seq, topic };
