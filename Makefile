@@ -275,7 +275,7 @@ jitter:
 # each test its own section), among them idle connections through nginx
 # and HAProxy at a 60 s read timeout and 25 s pings for 200 s
 # (TestMeasureProxyIdle, about 7 minutes).
-measure: build chromium proxies
+measure: build chromium proxies nettools
 	cd e2e && WSREADY_MEASURE=1 WSREADY_REQUIRE_PROXIES=1 $(GO) test -count=1 -timeout 100m -run TestMeasure -v ./...
 
 # The chaos soak (docs/soak.md): make cluster's three NATS servers and
