@@ -215,7 +215,14 @@ func RunStage(stage int, plan Plan, logf func(string, ...any)) (Row, error) {
 func nowMs() int64 { return time.Now().UnixMilli() }
 
 func (r *stageRun) waitReady(d time.Duration) error {
-	return WaitJS(r.b, "window.wsreadyDemo && wsreadyDemo.state && wsreadyDemo.state.ready", d)
+	err := WaitJS(r.b, "window.wsreadyDemo && wsreadyDemo.state && wsreadyDemo.state.ready", d)
+	if err != nil {
+		// What the page last said, so a failure says why it is not READY.
+		if last, e := Eval[string](r.b, "JSON.stringify({state: window.wsreadyDemo && wsreadyDemo.state, log: window.wsreadyDemo && wsreadyDemo.log.slice(-12)})"); e == nil {
+			err = fmt.Errorf("%w; the page: %s", err, last)
+		}
+	}
+	return err
 }
 
 // firstAfter polls a JS expression that yields a timestamp (ms) at or after
@@ -303,8 +310,27 @@ func (r *stageRun) freeze() error {
 // median is the cycle's and not the luck of the draws: from stage 6
 // detection runs 0.5 to 1.5 s by the phase, and ten independent draws
 // gave stages 6 and 7, the same heartbeat, medians of 1.20 and 0.84 s.
-// FullPlan takes an odd count, so the median is one of the samples.
+// FullPlan takes an odd count, so the median is one of the samples. Each
+// freeze costs the page a reconnect, and from stage 6 the demo's budget
+// is 10 attempts in 2 minutes: eleven samples spent it and the page ended
+// (given up). So from stage 6 the samples run on the page with the
+// library's default, no budget (`&budget=0`), and end with the page loaded
+// as published: the scenarios after them start as the published demo's
+// table does, with the whole budget.
 func (r *stageRun) freezeSamples() error {
+	if r.stage >= 6 {
+		if err := r.b.Navigate(fmt.Sprintf("%s/?stage=%d&budget=0", r.env.Base, r.stage)); err != nil {
+			return err
+		}
+		if err := r.samples(); err != nil {
+			return err
+		}
+		return r.b.Navigate(fmt.Sprintf("%s/?stage=%d", r.env.Base, r.stage))
+	}
+	return r.samples()
+}
+
+func (r *stageRun) samples() error {
 	rnd := rand.New(rand.NewPCG(uint64(r.stage), 14))
 	n := r.plan.FreezeSamples
 	for i, slice := range rnd.Perm(n) {
