@@ -26,6 +26,7 @@ func TestFreezeSamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows = append(rows, row)
+		t.Log("\n" + FreezeSamplesTable([]Row{row})) // each stage's as it ends: a later failure keeps them
 	}
 	t.Log("\n" + FreezeSamplesTable(rows))
 }
