@@ -381,27 +381,37 @@ func TestDriverDrivesATransport(t *testing.T) {
 // A frame received while the driver is idle is stepped inside its
 // callback (no hop to the loop's goroutine); one received while a step is
 // queued waits behind it, so the core sees events in the order they came.
-func TestFrameSteppedInItsCallback(t *testing.T) {
+// stepDriver is a driver at stage 8 (its core traced when trace) whose
+// sockets are fakeTransports, *f the last one opened; the loop is the
+// test's to run.
+func stepDriver(t *testing.T, trace bool) (*driver, *client.Core, **fakeTransport) {
+	t.Helper()
 	cfg, err := stages.Config(stages.Max, func() float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Trace = trace
 	core, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f *fakeTransport
+	f := new(*fakeTransport)
 	d := &driver{urls: []string{"ws://a.test/ws"}, core: core, q: bridge.NewQueue(),
 		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[uint64]uint64{}, aborted: map[uint64]bool{}}
 	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
-		f = &fakeTransport{url: spec.url, ev: ev, spec: spec}
-		return f, nil
+		*f = &fakeTransport{url: spec.url, ev: ev, spec: spec}
+		return *f, nil
 	}
 	d.timer, err = newTimer(func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.timer.release()
+	t.Cleanup(d.timer.release)
+	return d, core, f
+}
+
+func TestFrameSteppedInItsCallback(t *testing.T) {
+	d, core, fp := stepDriver(t, false)
 	now := time.Now()
 	run := func() { // the loop's work, until nothing is queued
 		d.apply()
@@ -414,6 +424,7 @@ func TestFrameSteppedInItsCallback(t *testing.T) {
 	}
 	core.Start(now)
 	run()
+	f := *fp
 	if f == nil {
 		t.Fatal("no socket was opened")
 	}
@@ -460,27 +471,7 @@ func TestFrameSteppedInItsCallback(t *testing.T) {
 // step has carried out all its effects: the core is never stepped while
 // its effects are being read (they share one slice).
 func TestPageCallInsideAFrameStepWaitsForIt(t *testing.T) {
-	cfg, err := stages.Config(stages.Max, func() float64 { return 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Trace = true
-	core, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f *fakeTransport
-	d := &driver{urls: []string{"ws://a.test/ws"}, core: core, q: bridge.NewQueue(),
-		sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{}, tickets: map[uint64]uint64{}, aborted: map[uint64]bool{}}
-	d.open = func(spec dialSpec, ev socketEvents) (transport, error) {
-		f = &fakeTransport{url: spec.url, ev: ev, spec: spec}
-		return f, nil
-	}
-	d.timer, err = newTimer(func() {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.timer.release()
+	d, core, fp := stepDriver(t, true)
 	var order []string
 	done := make(chan struct{})
 	// The page's API call: it queues a step, as every call does.
@@ -529,9 +520,10 @@ func TestPageCallInsideAFrameStepWaitsForIt(t *testing.T) {
 		d.q.Push(func(now time.Time) { d.cb.onEvent = safejs.Undefined(); core.Stop(now); close(stopped) })
 		<-stopped
 	}()
-	if !poll.Until(5*time.Second, func() bool { return f != nil && holds(d, f) }) {
+	if !poll.Until(5*time.Second, func() bool { return *fp != nil && holds(d, *fp) }) {
 		t.Fatal("no socket was opened")
 	}
+	f := *fp
 	f.ev.opened()
 	opened := make(chan struct{})
 	d.q.Push(func(time.Time) { close(opened) })
