@@ -39,6 +39,7 @@ type driver struct {
 	handle   []safejs.Func     // the page's handle: released by its dispose, so state() works after close()
 	stopped  bool
 	busy     bool           // a step is running (loop or stepNow): a frame waits in the queue
+	clock    stepClock      // the steps' time (clock.go)
 	onStop   []safejs.Value // resolve functions of close() promises
 
 	// The app's topics (subscribe), and what the core is subscribed to by
@@ -79,7 +80,7 @@ func newDriver(o bridge.Options, cb callbacks) (*driver, error) {
 	cfg.Trace = isFunc(cb.onEvent)
 	cfg.Auth = isFunc(cb.token)
 	d := &driver{urls: o.URLs, cb: cb, q: bridge.NewQueue(),
-		open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
+		clock: stepClock{every: fullEvery}, open: openTransport, sockets: map[client.SocketID]transport{}, promises: map[uint64]promise{},
 		tickets: map[uint64]uint64{}, aborted: map[uint64]bool{},
 		local: map[string]bridge.TabSub{}, coreTopics: map[string]bool{}, tabsMode: bridge.TabsOff}
 	if o.Tabs {
@@ -128,7 +129,7 @@ func (d *driver) loop() {
 			// is never stepped while its effects are being read.
 			continue
 		}
-		d.steps(d.q.Take())
+		d.steps(d.q.Take(), false)
 		if d.stopped {
 			// Steps queued behind the stop still run against the stopped
 			// core, so every request made meanwhile settles (NotReady).
@@ -142,21 +143,26 @@ func (d *driver) loop() {
 	}
 }
 
-// steps runs steps (the loop's batch, or stepNow's one) and carries out
-// their effects, then lets the other tabs know this one is alive.
-func (d *driver) steps(steps []bridge.Job) {
+// steps runs steps (the loop's batch, or stepNow's one: a frame) and
+// carries out their effects, then lets the other tabs know this one is
+// alive. A frame's step reads only the monotonic clock (clock.go).
+func (d *driver) steps(steps []bridge.Job, frame bool) {
 	d.busy = true
 	var now time.Time
 	for _, step := range steps {
-		now = time.Now()
+		if frame {
+			now = d.clock.frame()
+		} else {
+			now = d.clock.now()
+		}
 		step(now)
 		d.apply()
 	}
 	if d.tabs != nil {
 		if len(steps) == 0 {
-			now = time.Now()
+			now = d.clock.now()
 		}
-		d.tabs.beatSoon(now) // the last step's time: a read of the clock is two calls into JavaScript
+		d.tabs.beatSoon(now) // the last step's time: a read of the clock is a call into JavaScript
 	}
 	d.busy = false
 }
@@ -177,7 +183,7 @@ func (d *driver) stepNow(step bridge.Job) (wake bool) {
 		d.q.Push(step)
 		return true
 	}
-	d.steps([]bridge.Job{step})
+	d.steps([]bridge.Job{step}, true)
 	if d.stopped || !d.q.Idle() {
 		d.q.Wake() // the loop sees stopped, or takes what the page queued meanwhile
 		return true
