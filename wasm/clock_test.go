@@ -65,12 +65,7 @@ func TestStepClockFrameReadsOnlyTheMonotonicClock(t *testing.T) {
 // On the update path the driver reads the wall clock about once a second,
 // not twice per frame (the other read, performance.now, stays).
 func TestFrameStepsReadTheWallClockRarely(t *testing.T) {
-	fakeWebSocket(t)
-	fakeTabs(t)
-	a := openTab(t) // the defaults: stage 8, this tab alone leads
-	waitFor(t, "the socket", func() bool { return socketCount(t) == 1 })
-	serve(t, 0)
-	waitFor(t, "READY and leading", func() bool { s := a.last(); return s["ready"] == true && s["leader"] == true })
+	a := leadingTab(t)
 	dates := countDates(t)
 	const n = 100
 	for i := 1; i <= n; i++ {
@@ -80,4 +75,18 @@ func TestFrameStepsReadTheWallClockRarely(t *testing.T) {
 	if got := dates(); got > n/4 {
 		t.Fatalf("%d updates read the wall clock %d times, want at most %d", n, got, n/4)
 	}
+}
+
+// leadingTab opens a tab at the defaults (stage 8: alone, it leads) on a
+// fake WebSocket and fake tabs, serves its socket and waits until it is
+// READY and leading.
+func leadingTab(t *testing.T) *tab {
+	t.Helper()
+	fakeWebSocket(t)
+	fakeTabs(t)
+	a := openTab(t)
+	waitFor(t, "the socket", func() bool { return socketCount(t) == 1 })
+	serve(t, 0)
+	waitFor(t, "READY and leading", func() bool { s := a.last(); return s["ready"] == true && s["leader"] == true })
+	return a
 }

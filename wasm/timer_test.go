@@ -12,12 +12,7 @@ import (
 // one armed timer checks when it fires, instead of a clearTimeout and a
 // setTimeout per frame (measured at 19 us of the main thread per update).
 func TestTimerNotReArmedPerUpdate(t *testing.T) {
-	fakeWebSocket(t)
-	fakeTabs(t)
-	a := openTab(t) // the defaults: stage 8, this tab alone leads
-	waitFor(t, "the socket", func() bool { return socketCount(t) == 1 })
-	serve(t, 0)
-	waitFor(t, "READY and leading", func() bool { s := a.last(); return s["ready"] == true && s["leader"] == true })
+	a := leadingTab(t)
 	// Counted per callback: the Go runtime's own setTimeouts (a sleeping
 	// goroutine) pass a new function each time, the driver's timer its one.
 	js(t, nil, `const st = globalThis.setTimeout, ct = globalThis.clearTimeout;
