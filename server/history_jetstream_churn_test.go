@@ -116,13 +116,20 @@ func TestJetStreamLingeringTopicsMakeRoomAtTheCap(t *testing.T) {
 		p.next(protocol.TypeUnsubscribed, 5*time.Second)
 	}
 	p.send(protocol.Message{Type: protocol.TypeSubscribe, Topic: "room3"})
-	select {
-	case m := <-p.frames:
-		if m.Type != protocol.TypeSubscribed || m.Topic != "room3" {
-			t.Fatalf("a third topic with two lingering at the cap of 2: %+v", m)
+	answer := time.After(5 * time.Second)
+	for answered := false; !answered; {
+		select {
+		case m := <-p.frames:
+			if m.Type == protocol.TypePing {
+				continue // the fixture's heartbeat, not the answer
+			}
+			if m.Type != protocol.TypeSubscribed || m.Topic != "room3" {
+				t.Fatalf("a third topic with two lingering at the cap of 2: %+v", m)
+			}
+			answered = true
+		case <-answer:
+			t.Fatal("no answer to a third topic's subscribe")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no answer to a third topic's subscribe")
 	}
 	waitFor(t, 5*time.Second, "the lingering topics' consumers removed", func() bool {
 		return consumersOf(t, s, "room1") == 0 && consumersOf(t, s, "room2") == 0
