@@ -320,8 +320,8 @@ func (r *stageRun) freeze() error {
 // end with the page loaded as published: the scenarios after them start as
 // the published demo's table does, with the whole budget. Each page's
 // client is closed before the page is left: Chromium keeps a page it
-// leaves in its back/forward cache with its WebSocket open, answering
-// nothing, and the server would count that connection after the Freeze
+// leaves in its back/forward cache with its WebSocket open, and the
+// server would count that connection after the Freeze
 // (make measure of 2026-12-06 counted 2 at stages 6 and 7 so; 1 with
 // Chromium's BackForwardCache feature off).
 func (r *stageRun) freezeSamples() error {
